@@ -1,0 +1,100 @@
+#include "app/command_line.h"
+
+#include <QCommandLineParser>
+#include <QCoreApplication>
+
+#include <set>
+
+namespace es::app {
+namespace {
+
+ParseResult failure(const QString& message) {
+  ParseResult r;
+  r.exitCode = 2;
+  r.message = QStringLiteral("expertswarm: ") + message +
+              QStringLiteral("\nTry 'expertswarm --help' for more information.\n");
+  return r;
+}
+
+// A whole decimal number in [lo, hi], or nullopt.
+std::optional<long long> parseInteger(const QString& text, long long lo, long long hi) {
+  bool ok = false;
+  const long long v = text.trimmed().toLongLong(&ok);
+  if (!ok || v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+ParseResult parseCommandLine(const QStringList& arguments) {
+  QCommandLineParser parser;
+  parser.setApplicationDescription(QStringLiteral(
+      "ExpertSwarm: train a Mixture-of-Experts language model together with other volunteers."));
+  parser.setSingleDashWordOptionMode(QCommandLineParser::ParseAsLongOptions);
+  const QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")}, QStringLiteral("Show this help."));
+  const QCommandLineOption version(QStringLiteral("version"), QStringLiteral("Show the version."));
+  const QCommandLineOption noGui(QStringLiteral("no-gui"), QStringLiteral("Run headless, printing progress lines."));
+  const QCommandLineOption localOnly(QStringLiteral("local-only"),
+                                     QStringLiteral("Train alone on this machine; join no swarm."));
+  const QCommandLineOption run(QStringLiteral("run"), QStringLiteral("The run: 'default' or a folder with run.json."),
+                               QStringLiteral("RUN"), QStringLiteral("default"));
+  const QCommandLineOption dataDir(QStringLiteral("data-dir"), QStringLiteral("Where state is kept."), QStringLiteral("DIR"));
+  const QCommandLineOption steps(QStringLiteral("steps"), QStringLiteral("Train N steps, then save and exit."),
+                                 QStringLiteral("N"));
+  const QCommandLineOption experts(QStringLiteral("experts"),
+                                   QStringLiteral("Experts to train, e.g. 0,1 (default: all)."), QStringLiteral("LIST"));
+  const QCommandLineOption threads(QStringLiteral("threads"), QStringLiteral("CPU threads (default: all cores)."),
+                                   QStringLiteral("N"));
+  const QCommandLineOption logEvery(QStringLiteral("log-every"), QStringLiteral("Steps per progress line."),
+                                    QStringLiteral("N"));
+  const QCommandLineOption evalEvery(QStringLiteral("eval-every"), QStringLiteral("Steps between validations."),
+                                     QStringLiteral("N"));
+  const QCommandLineOption fresh(QStringLiteral("fresh"),
+                                 QStringLiteral("Start from step 0 even if a saved training state exists."));
+  parser.addOptions({help, version, noGui, localOnly, run, dataDir, steps, experts, threads, logEvery, evalEvery, fresh});
+
+  if (!parser.parse(arguments)) return failure(parser.errorText());
+  if (!parser.positionalArguments().isEmpty())
+    return failure(QStringLiteral("unexpected argument '%1'").arg(parser.positionalArguments().first()));
+  if (parser.isSet(help)) return {std::nullopt, 0, parser.helpText()};
+  if (parser.isSet(version))
+    return {std::nullopt, 0, QStringLiteral("expertswarm %1\n").arg(QCoreApplication::applicationVersion())};
+
+  CommandLine c;
+  c.noGui = parser.isSet(noGui);
+  c.localOnly = parser.isSet(localOnly);
+  c.fresh = parser.isSet(fresh);
+  c.run = parser.value(run);
+  if (c.run.isEmpty()) return failure(QStringLiteral("--run needs a value"));
+  c.dataDir = parser.value(dataDir);
+  if (parser.isSet(dataDir) && c.dataDir.isEmpty()) return failure(QStringLiteral("--data-dir needs a value"));
+  if (parser.isSet(steps)) {
+    c.steps = parseInteger(parser.value(steps), 1, 1LL << 40);
+    if (!c.steps) return failure(QStringLiteral("--steps must be a positive integer, not '%1'").arg(parser.value(steps)));
+  }
+  if (parser.isSet(experts)) {
+    std::set<int> seen;
+    for (const QString& part : parser.value(experts).split(QLatin1Char(','))) {
+      const auto e = parseInteger(part, 0, 1 << 20);
+      if (!e) return failure(QStringLiteral("--experts must be a comma-separated list of expert numbers, not '%1'")
+                                 .arg(parser.value(experts)));
+      if (!seen.insert(int(*e)).second) return failure(QStringLiteral("--experts lists expert %1 twice").arg(*e));
+      c.experts.push_back(int(*e));
+    }
+  }
+  struct IntOption { const QCommandLineOption* option; int* target; long long lo; };
+  for (const IntOption& o : {IntOption{&threads, &c.threads, 1}, IntOption{&logEvery, &c.logEvery, 1},
+                             IntOption{&evalEvery, &c.evalEvery, 1}}) {
+    if (!parser.isSet(*o.option)) continue;
+    const auto v = parseInteger(parser.value(*o.option), o.lo, 1 << 30);
+    if (!v) return failure(QStringLiteral("--%1 must be a positive integer, not '%2'")
+                               .arg(o.option->names().first(), parser.value(*o.option)));
+    *o.target = int(*v);
+  }
+  if (!c.noGui) return failure(QStringLiteral("the desktop window is not built yet; run headless with --no-gui"));
+  if (!c.localOnly)
+    return failure(QStringLiteral("swarm training is not built yet; train alone with --local-only"));
+  return {c, 0, {}};
+}
+
+}  // namespace es::app

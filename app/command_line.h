@@ -1,0 +1,34 @@
+// The client's command line, parsed and checked once. Bad input is reported with a clear message
+// and exit code 2 by main(); nothing starts on a command line that does not make sense.
+#pragma once
+
+#include <QString>
+#include <QStringList>
+
+#include <optional>
+#include <vector>
+
+namespace es::app {
+
+struct CommandLine {
+  bool noGui = false;
+  bool localOnly = false;
+  QString run = QStringLiteral("default");  // "default" or a run folder holding run.json
+  QString dataDir;                          // empty: QStandardPaths::AppDataLocation
+  std::optional<long long> steps;           // steps to train in this invocation
+  std::vector<int> experts;                 // empty: all (local-only) / auto (swarm)
+  int threads = 0;                          // 0: all cores
+  int logEvery = 0;                         // 0: the run's log_interval
+  int evalEvery = 0;                        // 0: the run's eval_interval
+  bool fresh = false;                       // ignore (and replace) a saved training state
+};
+
+struct ParseResult {
+  std::optional<CommandLine> commandLine;  // set when the client should run
+  int exitCode = 0;                        // otherwise: 0 after --help/--version, 2 on bad input
+  QString message;                         // what to print (stdout for 0, stderr for 2)
+};
+
+ParseResult parseCommandLine(const QStringList& arguments);
+
+}  // namespace es::app

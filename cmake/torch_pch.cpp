@@ -1,0 +1,1 @@
+// Compiles the shared LibTorch precompiled header once; see cmake/EsTorch.cmake.

@@ -1,0 +1,75 @@
+#include "core/common/atomic_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace es {
+namespace {
+
+std::string errnoText(const std::string& what, const std::string& path) {
+  return what + " \"" + path + "\": " + std::strerror(errno);
+}
+
+std::string parentDir(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+}  // namespace
+
+std::string writeAll(int fd, const void* data, std::size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::write(fd, p, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return std::string("write failed: ") + std::strerror(errno);
+    }
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return {};
+}
+
+Status writeFileAtomically(const std::string& path, const std::function<std::string(int fd)>& write) {
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return makeError(errnoText("cannot create", tmp));
+
+  std::string error = write(fd);
+  if (error.empty() && ::fsync(fd) != 0) error = errnoText("fsync failed on", tmp);
+  if (::close(fd) != 0 && error.empty()) error = errnoText("close failed on", tmp);
+  if (error.empty() && ::rename(tmp.c_str(), path.c_str()) != 0) error = errnoText("cannot rename to", path);
+  if (!error.empty()) {
+    ::unlink(tmp.c_str());
+    return makeError(error);
+  }
+  // Make the rename itself durable.
+  const int dirFd = ::open(parentDir(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirFd >= 0) {
+    ::fsync(dirFd);
+    ::close(dirFd);
+  }
+  return {};
+}
+
+Status writeFileAtomically(const std::string& path, std::string_view bytes) {
+  return writeFileAtomically(path, [&](int fd) { return writeAll(fd, bytes.data(), bytes.size()); });
+}
+
+Expected<std::string> readWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return makeError("cannot open \"" + path + "\": " + std::strerror(errno));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) return makeError("cannot read \"" + path + "\"");
+  return buffer.str();
+}
+
+}  // namespace es

@@ -1,0 +1,122 @@
+#include "core/train/corpus_prep.h"
+
+#include "core/common/atomic_file.h"
+#include "core/train/token_shard.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+namespace es::train {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string shardName(int index) {
+  char name[32];
+  std::snprintf(name, sizeof name, "train-%03d.bin", index);
+  return name;
+}
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::vector<std::uint16_t> toU16(const std::vector<TokenId>& ids) {
+  return std::vector<std::uint16_t>(ids.begin(), ids.end());  // vocab <= 65536 (checked)
+}
+
+bool alreadyPrepared(const std::string& manifestText, const fs::path& runDir) {
+  auto copy = readWholeFile((runDir / "run.json").string());
+  return fs::exists(runDir / "prepared.json") && copy && *copy == manifestText;
+}
+
+}  // namespace
+
+Status prepareRunData(const std::string& sourceDir, const std::string& runDirText, const LogFn& log) {
+  const fs::path source(sourceDir), runDir(runDirText);
+  auto manifestText = readWholeFile((source / "run.json").string());
+  if (!manifestText) return makeError(manifestText.error());
+  auto manifest = parseRunManifest(*manifestText);
+  if (!manifest) return makeError((source / "run.json").string() + ": " + manifest.error());
+  if (alreadyPrepared(*manifestText, runDir)) return {};
+
+  std::error_code ec;
+  fs::create_directories(runDir / "data", ec);
+  if (ec) return makeError("cannot create \"" + (runDir / "data").string() + "\": " + ec.message());
+  fs::remove(runDir / "prepared.json", ec);
+
+  std::string trainText;
+  for (const auto& file : manifest->data.trainCorpus) {
+    auto part = readWholeFile((source / file).string());
+    if (!part) return makeError(part.error());
+    trainText += *part;
+  }
+  auto valText = readWholeFile((source / manifest->data.valCorpus).string());
+  if (!valText) return makeError(valText.error());
+
+  auto start = std::chrono::steady_clock::now();
+  auto tokenizer = BpeTokenizer::train(trainText, manifest->model.vocabSize);
+  if (!tokenizer) return makeError("tokenizer: " + tokenizer.error());
+  if (tokenizer->vocabSize() != manifest->model.vocabSize)
+    return makeError("tokenizer: the corpus supports only " + std::to_string(tokenizer->vocabSize()) +
+                     " tokens, the model expects " + std::to_string(manifest->model.vocabSize));
+  log("Tokenizer trained. Vocab: " + std::to_string(tokenizer->vocabSize()) + ". Seconds: " +
+      std::to_string(secondsSince(start)));
+
+  start = std::chrono::steady_clock::now();
+  const auto train = toU16(tokenizer->encode(trainText));
+  const auto val = toU16(tokenizer->encode(*valText));
+  log("Corpus tokenized. Train tokens: " + std::to_string(train.size()) + ". Val tokens: " +
+      std::to_string(val.size()) + ". Seconds: " + std::to_string(secondsSince(start)));
+
+  const auto shardTokens = static_cast<std::size_t>(manifest->data.shardTokens);
+  int shards = 0;
+  for (std::size_t begin = 0; begin < train.size(); begin += shardTokens, ++shards) {
+    const std::vector<std::uint16_t> shard(train.begin() + static_cast<std::ptrdiff_t>(begin),
+                                           train.begin() + static_cast<std::ptrdiff_t>(std::min(train.size(), begin + shardTokens)));
+    if (auto s = writeTokenShard((runDir / "data" / shardName(shards)).string(), shard); !s) return s;
+  }
+  if (auto s = writeTokenShard((runDir / "data" / "val.bin").string(), val); !s) return s;
+  if (auto s = tokenizer->save((runDir / "tokenizer.json").string()); !s) return s;
+  if (auto s = writeFileAtomically((runDir / "run.json").string(), *manifestText); !s) return s;
+  const json marker = {{"train_shards", shards}, {"train_tokens", train.size()}, {"val_tokens", val.size()}};
+  return writeFileAtomically((runDir / "prepared.json").string(), marker.dump(2) + "\n");
+}
+
+Expected<RunData> loadRunData(const std::string& runDirText) {
+  const fs::path runDir(runDirText);
+  auto markerText = readWholeFile((runDir / "prepared.json").string());
+  if (!markerText) return makeError("run data not prepared: " + markerText.error());
+  const json marker = json::parse(*markerText, nullptr, false);
+  if (!marker.is_object() || !marker.contains("train_shards") || !marker["train_shards"].is_number_integer())
+    return makeError((runDir / "prepared.json").string() + ": malformed");
+
+  auto manifest = loadRunManifest((runDir / "run.json").string());
+  if (!manifest) return makeError(manifest.error());
+  auto tokenizer = BpeTokenizer::load((runDir / "tokenizer.json").string());
+  if (!tokenizer) return makeError(tokenizer.error());
+
+  auto train = std::make_shared<std::vector<std::uint16_t>>();
+  const int shards = marker["train_shards"].get<int>();
+  for (int i = 0; i < shards; ++i) {
+    auto shard = readTokenShard((runDir / "data" / shardName(i)).string());
+    if (!shard) return makeError(shard.error());
+    train->insert(train->end(), shard->begin(), shard->end());
+  }
+  auto val = readTokenShard((runDir / "data" / "val.bin").string());
+  if (!val) return makeError(val.error());
+  for (auto* tokens : {train.get(), &val.value()})
+    for (auto id : *tokens)
+      if (id >= manifest->model.vocabSize) return makeError("token id out of vocabulary in " + runDirText);
+  const auto minTokens = static_cast<std::size_t>(manifest->model.seqLen) + 1;
+  if (train->size() < minTokens || val->size() < minTokens)
+    return makeError("run data in \"" + runDirText + "\" is shorter than one sequence");
+  return RunData{std::move(*manifest), std::move(*tokenizer), std::move(train),
+                 std::make_shared<const std::vector<std::uint16_t>>(std::move(*val))};
+}
+
+}  // namespace es::train

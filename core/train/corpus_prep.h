@@ -1,0 +1,31 @@
+// Turns a run's text corpus into what training reads: tokenizer.json (BPE trained on the train
+// corpus), data/train-NNN.bin shards and data/val.bin (token_shard.h). The marker prepared.json is
+// written last (llm.c style), so a crash mid-preparation is redone on the next start, never
+// trained on. A prepared folder is reused as long as its copy of run.json matches.
+#pragma once
+
+#include "core/common/expected.h"
+#include "core/train/batch_sampler.h"
+#include "core/train/bpe_tokenizer.h"
+#include "core/train/run_manifest.h"
+
+#include <functional>
+#include <string>
+
+namespace es::train {
+
+using LogFn = std::function<void(const std::string&)>;
+
+// sourceDir holds run.json and the corpus files it names; runDir is created if needed.
+Status prepareRunData(const std::string& sourceDir, const std::string& runDir, const LogFn& log);
+
+struct RunData {
+  RunManifest manifest;
+  BpeTokenizer tokenizer;
+  TokenBuffer train;  // all train shards, concatenated in shard order
+  TokenBuffer val;
+};
+
+Expected<RunData> loadRunData(const std::string& runDir);
+
+}  // namespace es::train

@@ -1,0 +1,31 @@
+// Test helper: runs the built `expertswarm` binary and captures what it printed.
+#pragma once
+
+#include <QProcess>
+#include <QtTest>
+
+namespace es::test {
+
+struct ClientRun {
+  int exitCode = -1;
+  QString out;
+  QString err;
+};
+
+inline ClientRun runClient(const QStringList& arguments, int timeoutMs = 300000) {
+  QProcess process;
+  process.start(QStringLiteral(ES_CLIENT_BINARY), arguments);
+  ClientRun run;
+  if (!process.waitForFinished(timeoutMs)) {
+    process.kill();
+    process.waitForFinished();
+    run.err = QStringLiteral("timed out");
+    return run;
+  }
+  run.exitCode = process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
+  run.out = QString::fromUtf8(process.readAllStandardOutput());
+  run.err = QString::fromUtf8(process.readAllStandardError());
+  return run;
+}
+
+}  // namespace es::test

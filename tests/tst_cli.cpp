@@ -1,0 +1,63 @@
+// The headless command line: bad input is a clear message and exit code 2, nothing starts.
+#include "support/client_process.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+using es::test::runClient;
+
+class CliTest : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void rejectsBadInputWithExitCodeTwo_data() {
+    QTest::addColumn<QStringList>("arguments");
+    QTest::addColumn<QString>("mentions");
+    const QString base = QStringLiteral("--no-gui --local-only ");
+    auto row = [&](const char* name, const QString& args, const char* mentions) {
+      QTest::newRow(name) << args.split(QLatin1Char(' '), Qt::SkipEmptyParts) << QString::fromLatin1(mentions);
+    };
+    row("unknown flag", base + "--frobnicate", "frobnicate");
+    row("steps not a number", base + "--steps abc", "--steps");
+    row("steps zero", base + "--steps 0", "--steps");
+    row("steps negative", base + "--steps -5", "--steps");
+    row("experts garbage", base + "--experts 0,x", "--experts");
+    row("experts duplicated", base + "--experts 1,1", "twice");
+    row("threads zero", base + "--threads 0", "--threads");
+    row("missing value", base + "--steps", "steps");
+    row("stray argument", base + "banana", "banana");
+    row("no gui yet", "--local-only", "--no-gui");
+    row("no swarm yet", "--no-gui", "--local-only");
+  }
+
+  void rejectsBadInputWithExitCodeTwo() {
+    QFETCH(QStringList, arguments);
+    QFETCH(QString, mentions);
+    QTemporaryDir dataDir;
+    const auto run = runClient(QStringList{QStringLiteral("--data-dir"), dataDir.path()} + arguments);
+    QCOMPARE(run.exitCode, 2);
+    QVERIFY2(run.err.contains(mentions), qPrintable(run.err));
+    QVERIFY(run.out.isEmpty());
+    QVERIFY2(QDir(dataDir.path()).isEmpty(), "bad input must not create anything");
+  }
+
+  void rejectsAnExpertTheRunDoesNotHave() {
+    QTemporaryDir dataDir;
+    const auto run = runClient({QStringLiteral("--no-gui"), QStringLiteral("--local-only"), QStringLiteral("--experts"),
+                                QStringLiteral("0,8"), QStringLiteral("--data-dir"), dataDir.path()});
+    QCOMPARE(run.exitCode, 2);
+    QVERIFY2(run.err.contains(QStringLiteral("expert 8 does not exist")), qPrintable(run.err));
+  }
+
+  void helpAndVersionExitZero() {
+    const auto help = runClient({QStringLiteral("--help")});
+    QCOMPARE(help.exitCode, 0);
+    for (const char* flag : {"--no-gui", "--local-only", "--steps", "--experts", "--data-dir"})
+      QVERIFY2(help.out.contains(QLatin1String(flag)), flag);
+    const auto version = runClient({QStringLiteral("--version")});
+    QCOMPARE(version.exitCode, 0);
+    QVERIFY(version.out.startsWith(QStringLiteral("expertswarm ")));
+  }
+};
+
+QTEST_GUILESS_MAIN(CliTest)
+#include "tst_cli.moc"

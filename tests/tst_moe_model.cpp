@@ -1,0 +1,143 @@
+// The MoE transformer: wire names, grouped expert compute against a per-token reference,
+// causality, the balance loss, and sane initial loss.
+#ifndef Q_MOC_RUN  // moc need not parse LibTorch
+#include "core/model/moe_transformer.h"
+#include "core/model/tensor_names.h"
+
+#include <torch/torch.h>
+#endif
+
+#include <QtTest>
+
+#include <cmath>
+#include <set>
+
+using namespace es::model;
+
+namespace {
+
+ModelConfig smallConfig() {
+  ModelConfig c;
+  c.vocabSize = 64;
+  c.dModel = 32;
+  c.nLayers = 2;
+  c.nHeads = 4;
+  c.nExperts = 4;
+  c.topK = 2;
+  c.expertHidden = 48;
+  c.seqLen = 16;
+  return c;
+}
+
+}  // namespace
+
+class MoeModelTest : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void initTestCase() { torch::set_num_threads(1); }
+
+  void parametersFollowTheWireNames() {
+    torch::manual_seed(0);
+    MoeTransformer model(smallConfig());
+    std::set<std::string> names;
+    for (const auto& p : model->named_parameters()) names.insert(p.key());
+    std::set<std::string> expected = {"tok_emb.weight", "norm.weight", "lm_head.weight"};
+    for (int l = 0; l < 2; ++l) {
+      const std::string prefix = "layers." + std::to_string(l) + ".";
+      for (const char* s : {"attn_norm.weight", "attn.wqkv.weight", "attn.wo.weight", "ffn_norm.weight", "moe.router.weight"})
+        expected.insert(prefix + s);
+      for (int e = 0; e < 4; ++e)
+        for (const char* w : {"w1", "w2", "w3"}) expected.insert(expertTensorName(l, e, w));
+    }
+    QCOMPARE(names, expected);
+    std::int64_t total = 0;
+    for (const auto& p : model->parameters()) total += p.numel();
+    QCOMPARE(total, smallConfig().totalParameters());
+  }
+
+  void groupedExpertsMatchAPerTokenReference() {
+    torch::manual_seed(1);
+    const auto config = smallConfig();
+    MoeLayer layer(config);
+    for (auto& p : layer->parameters()) {
+      torch::NoGradGuard g;
+      p.normal_(0, 0.2);
+    }
+    auto x = torch::randn({37, config.dModel});
+    auto out = layer->forward(x, torch::ones({config.nExperts}));
+
+    // Reference: every token through its top-k experts one at a time.
+    torch::NoGradGuard g;
+    auto probs = torch::softmax(layer->router->forward(x), -1);
+    auto expected = torch::zeros_like(x);
+    for (int64_t t = 0; t < x.size(0); ++t) {
+      auto [gates, idx] = torch::topk(probs[t], config.topK);
+      gates = gates / gates.sum();
+      for (int j = 0; j < config.topK; ++j) {
+        auto& expert = *layer->experts[idx[j].item<int64_t>()]->as<ExpertImpl>();
+        auto xt = x[t].unsqueeze(0);
+        auto y = torch::mm(torch::silu(torch::mm(xt, expert.w1.t())) * torch::mm(xt, expert.w3.t()), expert.w2.t());
+        expected[t] += gates[j] * y[0];
+      }
+    }
+    const double maxDiff = (out.y - expected).abs().max().item<double>();
+    qInfo("max |grouped - reference| = %.3g", maxDiff);
+    QVERIFY(maxDiff < 1e-5);
+    QCOMPARE(out.tokensPerExpert.sum().item<int64_t>(), x.size(0) * config.topK);
+  }
+
+  void outputsAreCausal() {
+    torch::manual_seed(2);
+    MoeTransformer model(smallConfig());
+    torch::NoGradGuard g;
+    auto tokens = torch::randint(0, 64, {2, 16}, torch::kLong);
+    auto changed = tokens.clone();
+    changed.index_put_({torch::indexing::Slice(), 10}, (tokens.index({torch::indexing::Slice(), 10}) + 1) % 64);
+    auto a = model->forward(tokens).logits, b = model->forward(changed).logits;
+    const auto before = torch::indexing::Slice(0, 10);
+    QVERIFY(torch::allclose(a.index({torch::indexing::Slice(), before}), b.index({torch::indexing::Slice(), before}), 1e-5, 1e-6));
+    QVERIFY(!torch::allclose(a.index({torch::indexing::Slice(), 10}), b.index({torch::indexing::Slice(), 10})));
+  }
+
+  void balanceLossIsOneWhenRoutingIsUniformAndScalesWithWeights() {
+    const auto config = smallConfig();
+    MoeLayer layer(config);
+    {
+      torch::NoGradGuard g;
+      layer->router->weight.zero_();  // every probability 1/E
+    }
+    auto x = torch::randn({20, config.dModel});
+    const double plain = layer->forward(x, torch::ones({config.nExperts})).loadBalance.item<double>();
+    QVERIFY(std::abs(plain - 1.0) < 1e-6);
+    const double halved = layer->forward(x, torch::full({config.nExperts}, 0.5)).loadBalance.item<double>();
+    QVERIFY(std::abs(halved - 0.5) < 1e-6);
+    // z-loss of all-zero logits: logsumexp = ln E.
+    const double z = layer->forward(x, torch::ones({config.nExperts})).zLoss.item<double>();
+    QVERIFY(std::abs(z - std::pow(std::log(double(config.nExperts)), 2)) < 1e-5);
+  }
+
+  void initialLossIsNearLnVocabAndResidualsAreScaled() {
+    torch::manual_seed(3);
+    ModelConfig config;  // the default (CPU) model
+    MoeTransformer model(config);
+    torch::NoGradGuard g;
+    auto tokens = torch::randint(0, config.vocabSize, {2, 64}, torch::kLong);
+    auto logits = model->forward(tokens).logits;
+    const double ce = torch::nn::functional::cross_entropy(logits.reshape({-1, config.vocabSize}),
+                                                           tokens.reshape({-1})).item<double>();
+    QVERIFY2(std::abs(ce - std::log(double(config.vocabSize))) < 0.1, qPrintable(QString::number(ce)));
+    for (const auto& p : model->named_parameters()) {
+      if (p.value().dim() < 2) {
+        QVERIFY(torch::all(p.value() == 1).item<bool>());
+        continue;
+      }
+      const double std = p.value().std().item<double>();
+      const bool residual = p.key().find(".attn.wo.") != std::string::npos || p.key().find(".w2") != std::string::npos;
+      const double want = residual ? 0.02 / std::sqrt(2.0 * config.nLayers) : 0.02;
+      QVERIFY2(std::abs(std - want) < 0.1 * want, p.key().c_str());
+    }
+  }
+};
+
+QTEST_APPLESS_MAIN(MoeModelTest)
+#include "tst_moe_model.moc"
