@@ -31,10 +31,11 @@ class TrainQualityTest : public QObject {
     const double initial = trainer.evaluate();
     QVERIFY2(std::abs(initial - lnVocab) < 0.2, qPrintable(QString::number(initial)));
     double seconds = 0;
-    for (int i = 0; i < 300; ++i) {
+    for (int i = 1; i <= 300; ++i) {
       const auto stats = trainer.trainStep();
       QVERIFY(std::isfinite(stats.loss));
       seconds += stats.seconds;
+      if (i % 100 == 0) qInfo("step %d: train loss %.4f, val_loss %.4f", i, stats.loss, trainer.evaluate());
     }
     const double final = trainer.evaluate();
     qInfo("val_loss: initial %.4f final %.4f (ln vocab %.4f), %.0f tok/s", initial, final, lnVocab,

@@ -1,6 +1,9 @@
+// Byte-level BPE (bpe_tokenizer.h): construction, encoding, decoding and the JSON form.
+// Training lives in bpe_training.cpp, the chunk splitter in bpe_pretokenize.cpp.
 #include "core/train/bpe_tokenizer.h"
 
 #include "core/common/atomic_file.h"
+#include "core/train/bpe_pretokenize.h"
 
 #include <nlohmann/json.hpp>
 
@@ -14,181 +17,8 @@ namespace {
 
 constexpr TokenId kDeadSymbol = ~TokenId{0};
 
-using PairKey = std::uint64_t;
-PairKey pairKey(TokenId left, TokenId right) { return (PairKey{left} << 32) | right; }
-
-// ---- Pre-tokenization: GPT-2's split, on bytes. Bytes >= 0x80 count as letters so a UTF-8
-// character (valid or not) never splits a word. Every byte lands in exactly one chunk, which is
-// what makes decode(encode(x)) == x hold for arbitrary bytes.
-
-enum class ByteClass : std::uint8_t { Other, Letter, Digit, Space };
-
-ByteClass classOf(char ch) {
-  const auto c = static_cast<unsigned char>(ch);
-  if (c >= 0x80 || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return ByteClass::Letter;
-  if (c >= '0' && c <= '9') return ByteClass::Digit;
-  if (c == ' ' || (c >= '\t' && c <= '\r')) return ByteClass::Space;  // \t \n \v \f \r
-  return ByteClass::Other;
-}
-
-// Length of an English contraction ('s 't 're 've 'm 'll 'd) at `i`, or 0. Unlike GPT-2 the
-// suffix must end the word, so "'tis" or a quoted "'sam" do not lose their first letter.
-std::size_t contractionLength(std::string_view s, std::size_t i) {
-  for (const std::string_view suffix : {"s", "t", "m", "d", "re", "ve", "ll"}) {
-    const std::size_t end = i + 1 + suffix.size();
-    if (s.compare(i + 1, suffix.size(), suffix) == 0 &&
-        (end >= s.size() || classOf(s[end]) != ByteClass::Letter))
-      return 1 + suffix.size();
-  }
-  return 0;
-}
-
-// End of the chunk that starts at `i` (< s.size()).
-std::size_t chunkEnd(std::string_view s, std::size_t i) {
-  const std::size_t n = s.size();
-  if (s[i] == '\'') {
-    if (const std::size_t len = contractionLength(s, i)) return i + len;
-  }
-  std::size_t j = i;
-  if (s[j] == ' ' && j + 1 < n && classOf(s[j + 1]) != ByteClass::Space) ++j;  // " word"
-  const ByteClass cls = classOf(s[j]);
-  if (cls != ByteClass::Space) {
-    while (j < n && classOf(s[j]) == cls) ++j;
-    return j;
-  }
-  while (j < n && classOf(s[j]) == ByteClass::Space) ++j;
-  // GPT-2's \s+(?!\S): before a word the run gives up its last byte, so a space there becomes
-  // the word's prefix (another whitespace byte becomes a chunk of its own).
-  return (j == n || j - i == 1) ? j : j - 1;
-}
-
-template <typename Fn>
-void forEachChunk(std::string_view text, Fn&& fn) {
-  for (std::size_t i = 0; i < text.size();) {
-    const std::size_t end = chunkEnd(text, i);
-    fn(text.substr(i, end - i));
-    i = end;
-  }
-}
-
-// ---- Training: incremental pair counts. Each merge only revisits the words that contain the
-// merged pair, so the cost is proportional to the change, not to the corpus.
-
-struct Word {
-  std::vector<TokenId> symbols;
-  std::int64_t freq;
-};
-
-struct HeapEntry {
-  std::int64_t count;
-  PairKey pair;
-  // Max-heap on count; among equal counts the smallest (left, right) comes out first.
-  bool operator<(const HeapEntry& o) const { return count < o.count || (count == o.count && pair > o.pair); }
-};
-
-class PairTrainer {
- public:
-  explicit PairTrainer(std::vector<Word> words) : words_(std::move(words)) {
-    for (std::uint32_t w = 0; w < words_.size(); ++w) {
-      const auto& s = words_[w].symbols;
-      for (std::size_t i = 0; i + 1 < s.size(); ++i) add(pairKey(s[i], s[i + 1]), words_[w].freq, w);
-    }
-    pushGrown();
-  }
-
-  // Heap entries go stale as counts change (lazy invalidation). Invariant: every live pair has an
-  // entry whose count is >= its current count, so a popped entry that matches its pair's current
-  // count is the true maximum, and ties come out in (left, right) order.
-  std::vector<std::pair<TokenId, TokenId>> run(std::size_t maxMerges) {
-    std::vector<std::pair<TokenId, TokenId>> merges;
-    while (merges.size() < maxMerges && !heap_.empty()) {
-      const HeapEntry top = heap_.top();
-      heap_.pop();
-      const auto it = counts_.find(top.pair);
-      const std::int64_t current = it == counts_.end() ? 0 : it->second;
-      if (current != top.count) {
-        // Lower now: requeue at the true count. Higher: a fresher entry was pushed on growth.
-        if (current > 0 && current < top.count) heap_.push({current, top.pair});
-        continue;
-      }
-      if (current < 2) break;  // no pair occurs twice: more merges would only memorise
-      const auto left = static_cast<TokenId>(top.pair >> 32);
-      const auto right = static_cast<TokenId>(top.pair & 0xffffffffu);
-      merge(top.pair, left, right, static_cast<TokenId>(256 + merges.size()));
-      merges.emplace_back(left, right);
-    }
-    return merges;
-  }
-
- private:
-  void add(PairKey p, std::int64_t freq, std::uint32_t word) {
-    counts_[p] += freq;
-    auto& list = where_[p];
-    if (list.empty() || list.back() != word) list.push_back(word);
-    grown_.push_back(p);
-  }
-
-  // The word index of `p` is left as is: a word listed there that no longer has `p` is harmless.
-  void sub(PairKey p, std::int64_t freq) {
-    const auto it = counts_.find(p);
-    if ((it->second -= freq) == 0) {
-      counts_.erase(it);
-      where_.erase(p);
-    }
-  }
-
-  void pushGrown() {
-    std::sort(grown_.begin(), grown_.end());
-    grown_.erase(std::unique(grown_.begin(), grown_.end()), grown_.end());
-    for (const PairKey p : grown_) {
-      const auto it = counts_.find(p);
-      if (it != counts_.end()) heap_.push({it->second, p});
-    }
-    grown_.clear();
-  }
-
-  // Replaces every (left, right) in the affected words, left to right without overlap (the order
-  // encode() uses), and moves the counts of the neighbouring pairs to pairs with `id`.
-  void merge(PairKey merged, TokenId left, TokenId right, TokenId id) {
-    std::vector<std::uint32_t> affected = std::move(where_[merged]);
-    where_.erase(merged);
-    counts_.erase(merged);  // every occurrence goes, so its count becomes exactly 0
-    std::sort(affected.begin(), affected.end());
-    affected.erase(std::unique(affected.begin(), affected.end()), affected.end());
-    const auto subUnlessMerged = [&](PairKey p, std::int64_t f) {
-      if (p != merged) sub(p, f);
-    };
-    for (const std::uint32_t w : affected) {
-      auto& s = words_[w].symbols;
-      const std::int64_t f = words_[w].freq;
-      std::size_t out = 0;  // compaction in place: s[out - 1] is new, s[i + 2] still old
-      for (std::size_t i = 0; i < s.size();) {
-        if (i + 1 < s.size() && s[i] == left && s[i + 1] == right) {
-          if (out > 0) {
-            subUnlessMerged(pairKey(s[out - 1], left), f);
-            add(pairKey(s[out - 1], id), f, w);
-          }
-          if (i + 2 < s.size()) {
-            subUnlessMerged(pairKey(right, s[i + 2]), f);
-            add(pairKey(id, s[i + 2]), f, w);
-          }
-          s[out++] = id;
-          i += 2;
-        } else {
-          s[out++] = s[i++];
-        }
-      }
-      s.resize(out);
-    }
-    pushGrown();
-  }
-
-  std::vector<Word> words_;
-  std::unordered_map<PairKey, std::int64_t> counts_;
-  std::unordered_map<PairKey, std::vector<std::uint32_t>> where_;  // pair -> words (may be stale)
-  std::priority_queue<HeapEntry> heap_;
-  std::vector<PairKey> grown_;  // pairs whose count rose during the current step
-};
+using bpe_detail::PairKey;
+using bpe_detail::pairKey;
 
 std::string jsonError(const std::string& what) { return "tokenizer JSON: " + what; }
 
@@ -205,28 +35,6 @@ BpeTokenizer::BpeTokenizer(std::vector<std::pair<TokenId, TokenId>> merges) : me
     ranks_.emplace(pairKey(left, right), static_cast<TokenId>(i));
     tokenBytes_.push_back(tokenBytes_.at(left) + tokenBytes_.at(right));
   }
-}
-
-Expected<BpeTokenizer> BpeTokenizer::train(std::string_view text, int vocabSize) {
-  if (vocabSize < 256 || vocabSize > 65536)
-    return makeError("BPE vocab size must be in [256, 65536], got " + std::to_string(vocabSize));
-  std::unordered_map<std::string_view, std::int64_t> chunkCounts;
-  forEachChunk(text, [&](std::string_view chunk) {
-    if (chunk.size() > 1) ++chunkCounts[chunk];  // a single byte has no pair to count
-  });
-  // Sorted so the word order (and with it every container's content) is independent of hashing.
-  std::vector<std::pair<std::string_view, std::int64_t>> unique(chunkCounts.begin(), chunkCounts.end());
-  chunkCounts = {};
-  std::sort(unique.begin(), unique.end());
-  std::vector<Word> words;
-  words.reserve(unique.size());
-  for (const auto& [chunk, freq] : unique) {
-    Word& word = words.emplace_back(Word{{}, freq});
-    word.symbols.reserve(chunk.size());
-    for (const char c : chunk) word.symbols.push_back(static_cast<unsigned char>(c));
-  }
-  PairTrainer trainer(std::move(words));
-  return BpeTokenizer(trainer.run(static_cast<std::size_t>(vocabSize - 256)));
 }
 
 // Merges by rank with a min-heap over (rank, position) on a linked list: O(n log n) even for a
@@ -276,7 +84,7 @@ std::vector<TokenId> BpeTokenizer::encode(std::string_view text) const {
   // tokens sit in one pool) keeps encode() const and thread-safe.
   std::unordered_map<std::string_view, std::pair<std::size_t, std::size_t>> cache;  // -> pool range
   std::vector<TokenId> pool;
-  forEachChunk(text, [&](std::string_view chunk) {
+  bpe_detail::forEachChunk(text, [&](std::string_view chunk) {
     if (chunk.size() == 1) {
       ids.push_back(static_cast<unsigned char>(chunk[0]));
       return;

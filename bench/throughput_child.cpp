@@ -1,0 +1,59 @@
+#include "bench/throughput_child.h"
+
+#include "bench/throughput_util.h"
+#include "core/train/corpus_prep.h"
+#include "core/train/trainer.h"
+#include "core/train/trainer_impl.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+namespace es::bench {
+
+int runTrainingChild(const ChildOptions& o) {
+  auto data = train::loadRunData(o.runDir);
+  if (!data) {
+    std::fprintf(stderr, "train_throughput: %s\n", data.error().c_str());
+    return 1;
+  }
+  train::TrainerOptions options;
+  options.model = data->manifest.model;
+  options.train = data->manifest.train;
+  options.seed = data->manifest.seed;
+  options.dataSeed = data->manifest.seed;
+  options.localExperts = o.localExperts;
+  auto trainer = train::Trainer::create(options, data->train, data->val);
+  if (!trainer) {
+    std::fprintf(stderr, "train_throughput: %s\n", trainer.error().c_str());
+    return 1;
+  }
+  std::int64_t parameters = 0;
+  for (const auto& p : (*trainer)->impl().model->parameters()) parameters += p.numel();
+
+  // Warm-up steps are excluded: the first steps fault in every buffer and allocator arena.
+  train::StepStats last;
+  for (int i = 0; i < o.warmupSteps; ++i) last = (*trainer)->trainStep();
+  std::vector<double> stepSeconds;
+  std::int64_t tokens = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < o.timedSteps; ++i) {
+    last = (*trainer)->trainStep();
+    stepSeconds.push_back(last.seconds);
+    tokens += last.tokens;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::sort(stepSeconds.begin(), stepSeconds.end());
+  const double median = stepSeconds.empty() ? 0.0 : stepSeconds[stepSeconds.size() / 2];
+
+  std::printf("tokens_per_s: %.1f tok/s\n", seconds > 0 ? double(tokens) / seconds : 0.0);
+  std::printf("step_ms_median: %.1f ms\n", 1e3 * median);
+  std::printf("step_ms_min: %.1f ms\n", stepSeconds.empty() ? 0.0 : 1e3 * stepSeconds.front());
+  std::printf("peak_rss_bytes: %lld B\n", static_cast<long long>(peakRssBytes()));
+  std::printf("optimizer_state_bytes: %lld B\n", static_cast<long long>((*trainer)->optimizerStateBytes()));
+  std::printf("parameters: %lld\n", static_cast<long long>(parameters));
+  std::printf("loss_last: %.4f\n", last.loss);
+  return 0;
+}
+
+}  // namespace es::bench

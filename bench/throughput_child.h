@@ -1,0 +1,22 @@
+// The measuring side of bench/train_throughput: one training configuration in its own process,
+// so that its peak RSS (getrusage) belongs to that configuration alone. Reports `name: value`
+// lines on stdout for the parent to parse.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace es::bench {
+
+struct ChildOptions {
+  std::string runDir;              // prepared run (corpus_prep.h)
+  std::vector<int> localExperts;   // empty = all experts trainable
+  int warmupSteps = 3;
+  int timedSteps = 25;
+};
+
+// Trains warmupSteps + timedSteps steps and prints tokens_per_s, step_ms_median, peak_rss_bytes,
+// parameters and the last loss. Returns the process exit code.
+int runTrainingChild(const ChildOptions& options);
+
+}  // namespace es::bench

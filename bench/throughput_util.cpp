@@ -1,0 +1,80 @@
+#include "bench/throughput_util.h"
+
+#include <torch/torch.h>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+namespace es::bench {
+
+std::string shellQuote(const std::string& arg) {
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::optional<Figures> runChild(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  std::string command = env.empty() ? "" : "env";
+  for (const auto& e : env) command += " " + shellQuote(e);
+  for (const auto& a : argv) command += (command.empty() ? "" : " ") + shellQuote(a);
+  std::fflush(nullptr);  // the child inherits our buffers' file descriptors, not their contents
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return std::nullopt;
+  Figures figures;
+  char line[4096];
+  while (std::fgets(line, sizeof line, pipe)) {
+    const std::string text(line);
+    const auto colon = text.find(':');
+    if (colon == std::string::npos) continue;
+    char* end = nullptr;
+    const double value = std::strtod(text.c_str() + colon + 1, &end);
+    if (end != text.c_str() + colon + 1) figures[text.substr(0, colon)] = value;
+  }
+  const int status = ::pclose(pipe);
+  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "train_throughput: child failed (status %d): %s\n", status, command.c_str());
+    return std::nullopt;
+  }
+  return figures;
+}
+
+std::int64_t peakRssBytes() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux: KiB
+}
+
+double gemmGflops(int n) {
+  torch::NoGradGuard noGrad;
+  auto a = torch::randn({n, n});
+  auto b = torch::randn({n, n});
+  auto c = torch::empty({n, n});
+  for (int i = 0; i < 2; ++i) torch::mm_out(c, a, b);  // warm-up: pages, OpenBLAS buffers, threads
+  const double flops = 2.0 * n * double(n) * n;
+  constexpr int kBlocks = 3, kReps = 6;
+  double best = 0;
+  for (int block = 0; block < kBlocks; ++block) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kReps; ++i) torch::mm_out(c, a, b);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::max(best, kReps * flops / seconds / 1e9);
+  }
+  return best;
+}
+
+double trainFlopsPerToken(const model::ModelConfig& c) {
+  const double attention = 12.0 * c.nLayers * double(c.seqLen) * c.dModel;
+  return 6.0 * double(c.activeParametersPerToken()) + attention;
+}
+
+std::int64_t frozenExpertSavingBytes(const model::ModelConfig& c, int trainable) {
+  const std::int64_t frozen = std::int64_t(c.nExperts - trainable) * c.nLayers;
+  return frozen * c.expertParameters() * 3 * std::int64_t(sizeof(float));  // grad + m + v
+}
+
+}  // namespace es::bench

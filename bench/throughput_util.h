@@ -1,0 +1,47 @@
+// Helpers of bench/train_throughput: child processes, `name: value` parsing, the GEMM peak and
+// the training FLOP model. Kept apart from main so each file stays small.
+#pragma once
+
+#include "core/model/model_config.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace es::bench {
+
+// `name: value [unit]` lines of a child's stdout, value parsed as the first number after ':'.
+using Figures = std::map<std::string, double>;
+
+// Runs `argv` through popen (stdout captured, stderr passed through) with `env` prefixed as
+// NAME=value pairs. Returns the parsed figures, or nullopt when the child failed.
+std::optional<Figures> runChild(const std::vector<std::string>& argv,
+                                const std::vector<std::string>& env = {});
+
+// Quotes one argument for /bin/sh.
+std::string shellQuote(const std::string& arg);
+
+// Peak resident set of this process, in bytes (getrusage: Linux reports KiB).
+std::int64_t peakRssBytes();
+
+// torch::mm of two n×n fp32 matrices at the current torch thread count: the best of a few
+// timed blocks, in GFLOP/s (2·n³ per product). "Best" because it stands for the machine's peak.
+double gemmGflops(int n = 2048);
+
+// Training FLOPs per token for forward + backward with every expert trainable:
+//   6 · N_active  +  12 · L · T · d
+// N_active (ModelConfig::activeParametersPerToken) = per layer wqkv + wo (4d²), router (E·d),
+// k experts (k·3·d·hidden), plus lm_head (V·d); the embedding lookup has no multiply. Each
+// weight costs 2 FLOPs per token forward (multiply-add) and 4 backward (input grad + weight
+// grad): 6 per parameter. Attention's QKᵀ and AV add 2·T·d each per token and layer forward
+// (computed over the full T×T, the causal mask does not skip work here), 3× that with backward.
+// Elementwise work (RMSNorm, RoPE, softmax, SwiGLU, AdamW) is not counted: it is memory-bound.
+double trainFlopsPerToken(const model::ModelConfig& config);
+
+// Analytic memory saved by training only `trainable` of the experts: each frozen expert in each
+// layer has no gradient and no two AdamW moments (3 fp32 copies of its parameters).
+std::int64_t frozenExpertSavingBytes(const model::ModelConfig& config, int trainable);
+
+}  // namespace es::bench
