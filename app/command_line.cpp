@@ -2,6 +2,7 @@
 
 #include <QCommandLineParser>
 #include <QCoreApplication>
+#include <QRegularExpression>
 
 #include <set>
 
@@ -43,6 +44,9 @@ ParseResult parseCommandLine(const QStringList& arguments) {
                                  QStringLiteral("N"));
   const QCommandLineOption experts(QStringLiteral("experts"),
                                    QStringLiteral("Experts to train, e.g. 0,1 (default: all)."), QStringLiteral("LIST"));
+  const QCommandLineOption device(QStringLiteral("device"),
+                                  QStringLiteral("auto (a GPU when available), cpu, cuda or cuda:N."),
+                                  QStringLiteral("DEVICE"), QStringLiteral("auto"));
   const QCommandLineOption threads(QStringLiteral("threads"), QStringLiteral("CPU threads (default: all cores)."),
                                    QStringLiteral("N"));
   const QCommandLineOption logEvery(QStringLiteral("log-every"), QStringLiteral("Steps per progress line."),
@@ -51,7 +55,7 @@ ParseResult parseCommandLine(const QStringList& arguments) {
                                      QStringLiteral("N"));
   const QCommandLineOption fresh(QStringLiteral("fresh"),
                                  QStringLiteral("Start from step 0 even if a saved training state exists."));
-  parser.addOptions({help, version, noGui, localOnly, run, dataDir, steps, experts, threads, logEvery, evalEvery, fresh});
+  parser.addOptions({help, version, noGui, localOnly, run, dataDir, steps, experts, device, threads, logEvery, evalEvery, fresh});
 
   if (!parser.parse(arguments)) return failure(parser.errorText());
   if (!parser.positionalArguments().isEmpty())
@@ -66,6 +70,10 @@ ParseResult parseCommandLine(const QStringList& arguments) {
   c.fresh = parser.isSet(fresh);
   c.run = parser.value(run);
   if (c.run.isEmpty()) return failure(QStringLiteral("--run needs a value"));
+  c.device = parser.value(device);
+  static const QRegularExpression deviceSyntax(QStringLiteral("^(auto|cpu|cuda(:[0-9]{1,2})?)$"));
+  if (!deviceSyntax.match(c.device).hasMatch())
+    return failure(QStringLiteral("--device must be auto, cpu, cuda or cuda:N, not '%1'").arg(c.device));
   c.dataDir = parser.value(dataDir);
   if (parser.isSet(dataDir) && c.dataDir.isEmpty()) return failure(QStringLiteral("--data-dir needs a value"));
   if (parser.isSet(steps)) {

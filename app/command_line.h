@@ -17,6 +17,7 @@ struct CommandLine {
   QString dataDir;                          // empty: QStandardPaths::AppDataLocation
   std::optional<long long> steps;           // steps to train in this invocation
   std::vector<int> experts;                 // empty: all (local-only) / auto (swarm)
+  QString device = QStringLiteral("auto");  // auto | cpu | cuda | cuda:N
   int threads = 0;                          // 0: all cores
   int logEvery = 0;                         // 0: the run's log_interval
   int evalEvery = 0;                        // 0: the run's eval_interval

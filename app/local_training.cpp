@@ -57,6 +57,10 @@ int runLocalTraining(const CommandLine& cl, const QString& shareDir) {
       return 2;
     }
   }
+  if (auto usable = train::checkDevice(cl.device.toStdString()); !usable) {
+    info("expertswarm: --device: " + usable.error());
+    return 2;
+  }
   const QString runDir = dataDir + QStringLiteral("/runs/") + QString::fromStdString(manifest->name);
   if (!QDir().mkpath(runDir + QStringLiteral("/state"))) {
     info("expertswarm: cannot create \"" + runDir.toStdString() + "/state\"");
@@ -79,6 +83,7 @@ int runLocalTraining(const CommandLine& cl, const QString& shareDir) {
   options.seed = data->manifest.seed;
   options.dataSeed = data->manifest.seed;
   options.localExperts = cl.experts;
+  options.device = cl.device.toStdString();
   auto created = train::Trainer::create(options, data->train, data->val);
   if (!created) {
     info("expertswarm: " + created.error());
@@ -96,7 +101,7 @@ int runLocalTraining(const CommandLine& cl, const QString& shareDir) {
   }
   info("Training alone (no swarm). Run: \"" + data->manifest.name + "\". Experts: " +
        joinExperts(trainer.localExperts()) + " of " + std::to_string(options.model.nExperts) +
-       ". Data dir: \"" + dataDir.toStdString() + "\"");
+       ". Device: " + trainer.deviceName() + ". Data dir: \"" + dataDir.toStdString() + "\"");
 
   const auto& cfg = options.train;
   const int logEvery = cl.logEvery ? cl.logEvery : cfg.logInterval;

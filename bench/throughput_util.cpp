@@ -4,13 +4,49 @@
 
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 
 namespace es::bench {
+namespace {
+
+double seconds(const timeval& t) { return double(t.tv_sec) + 1e-6 * double(t.tv_usec); }
+
+// CPU seconds spent by the whole machine (busy, incl. steal), by us, and by our waited children.
+struct CpuSample {
+  double machineBusy = 0;
+  double self = 0;
+  double children = 0;
+  std::chrono::steady_clock::time_point at = std::chrono::steady_clock::now();
+};
+
+CpuSample sampleCpu() {
+  CpuSample s;
+  std::ifstream stat("/proc/stat");
+  std::string cpu;
+  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+  s.machineBusy = (user + nice + system + irq + softirq + steal) / double(::sysconf(_SC_CLK_TCK));
+  rusage self{}, children{};
+  ::getrusage(RUSAGE_SELF, &self);
+  ::getrusage(RUSAGE_CHILDREN, &children);
+  s.self = seconds(self.ru_utime) + seconds(self.ru_stime);
+  s.children = seconds(children.ru_utime) + seconds(children.ru_stime);
+  return s;
+}
+
+double otherCpuLoad(const CpuSample& a, const CpuSample& b) {
+  const double wall = std::chrono::duration<double>(b.at - a.at).count();
+  const double others = (b.machineBusy - a.machineBusy) - (b.self - a.self) - (b.children - a.children);
+  return wall > 0 ? std::max(0.0, others / wall) : 0.0;
+}
+
+}  // namespace
 
 std::string shellQuote(const std::string& arg) {
   std::string out = "'";
@@ -23,6 +59,7 @@ std::optional<Figures> runChild(const std::vector<std::string>& argv, const std:
   for (const auto& e : env) command += " " + shellQuote(e);
   for (const auto& a : argv) command += (command.empty() ? "" : " ") + shellQuote(a);
   std::fflush(nullptr);  // the child inherits our buffers' file descriptors, not their contents
+  const CpuSample before = sampleCpu();
   FILE* pipe = ::popen(command.c_str(), "r");
   if (!pipe) return std::nullopt;
   Figures figures;
@@ -40,6 +77,7 @@ std::optional<Figures> runChild(const std::vector<std::string>& argv, const std:
     std::fprintf(stderr, "train_throughput: child failed (status %d): %s\n", status, command.c_str());
     return std::nullopt;
   }
+  figures["other_cpu_load"] = otherCpuLoad(before, sampleCpu());
   return figures;
 }
 

@@ -16,7 +16,9 @@ namespace es::bench {
 using Figures = std::map<std::string, double>;
 
 // Runs `argv` through popen (stdout captured, stderr passed through) with `env` prefixed as
-// NAME=value pairs. Returns the parsed figures, or nullopt when the child failed.
+// NAME=value pairs. Returns the parsed figures, or nullopt when the child failed. Adds
+// "other_cpu_load": cores kept busy by other processes while the child ran (/proc/stat busy time
+// minus the child's and our own CPU time, over the wall time) — the noise on a shared machine.
 std::optional<Figures> runChild(const std::vector<std::string>& argv,
                                 const std::vector<std::string>& env = {});
 

@@ -144,6 +144,9 @@ int main(int argc, char** argv) {
   print("tokens_per_s_two_experts", figure(*two, "tokens_per_s"), "tok/s");
   print("step_ms_median_all_experts", figure(*all, "step_ms_median"), "ms", 1);
   print("step_ms_median_two_experts", figure(*two, "step_ms_median"), "ms", 1);
+  // Cores other processes kept busy meanwhile: over ~0.2 the figures above are skewed.
+  print("other_cpu_load_all_experts", figure(*all, "other_cpu_load"), "cores", 2);
+  print("other_cpu_load_two_experts", figure(*two, "other_cpu_load"), "cores", 2);
   print("parameters_cpp_model", figure(*all, "parameters"), "");
   const double rssAll = figure(*all, "peak_rss_bytes"), rssTwo = figure(*two, "peak_rss_bytes");
   print("peak_rss_all_experts", rssAll / 1e6, "MB");
@@ -166,6 +169,7 @@ int main(int argc, char** argv) {
   const double pyTokens = figure(*py, "tokens_per_s");
   print("python_tokens_per_s_all_experts", pyTokens, "tok/s");
   print("python_step_ms_median_all_experts", figure(*py, "step_ms_median"), "ms", 1);
+  print("other_cpu_load_python", figure(*py, "other_cpu_load"), "cores", 2);
   print("python_parameters", figure(*py, "parameters"), "");
   const bool sameSize = figure(*py, "parameters") == double(model.totalParameters());
   print("python_parameters_match", sameSize ? 1 : 0, "");

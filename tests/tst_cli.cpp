@@ -23,6 +23,7 @@ class CliTest : public QObject {
     row("experts garbage", base + "--experts 0,x", "--experts");
     row("experts duplicated", base + "--experts 1,1", "twice");
     row("threads zero", base + "--threads 0", "--threads");
+    row("unknown device", base + "--device tpu", "--device");
     row("missing value", base + "--steps", "steps");
     row("stray argument", base + "banana", "banana");
     row("no gui yet", "--local-only", "--no-gui");
@@ -46,6 +47,15 @@ class CliTest : public QObject {
                                 QStringLiteral("0,8"), QStringLiteral("--data-dir"), dataDir.path()});
     QCOMPARE(run.exitCode, 2);
     QVERIFY2(run.err.contains(QStringLiteral("expert 8 does not exist")), qPrintable(run.err));
+  }
+
+  void rejectsAGpuThisBuildCannotUse() {
+    QTemporaryDir dataDir;
+    const auto run = runClient({QStringLiteral("--no-gui"), QStringLiteral("--local-only"), QStringLiteral("--device"),
+                                QStringLiteral("cuda:7"), QStringLiteral("--data-dir"), dataDir.path()});
+    QCOMPARE(run.exitCode, 2);  // no CUDA here, or fewer than 8 GPUs
+    QVERIFY2(run.err.contains(QStringLiteral("--device")), qPrintable(run.err));
+    QVERIFY(QDir(dataDir.path()).isEmpty());
   }
 
   void helpAndVersionExitZero() {

@@ -44,7 +44,7 @@ class TrainQualityTest : public QObject {
   }
 
  private:
-  static constexpr double kThreshold = 6.0;
+  static constexpr double kThreshold = 5.0;  // observed 4.49 at 1 thread (ln 4096 = 8.32)
 };
 
 QTEST_APPLESS_MAIN(TrainQualityTest)

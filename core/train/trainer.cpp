@@ -22,6 +22,22 @@ std::string joinInts(const std::vector<int>& values) {
   return out.str();
 }
 
+// "auto" picks CUDA when LibTorch was built with it and a GPU is present.
+Expected<torch::Device> parseDevice(const std::string& name) {
+  if (name == "auto") return torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+  try {
+    torch::Device device(name);
+    if (device.is_cuda() && !torch::cuda::is_available())
+      return makeError("device \"" + name + "\": this LibTorch has no CUDA or no GPU is visible");
+    if (device.is_cuda() && device.has_index() && device.index() >= static_cast<int>(torch::cuda::device_count()))
+      return makeError("device \"" + name + "\": only " + std::to_string(torch::cuda::device_count()) + " GPU(s)");
+    if (!device.is_cpu() && !device.is_cuda()) return makeError("device \"" + name + "\": use cpu, cuda or cuda:N");
+    return device;
+  } catch (const std::exception&) {
+    return makeError("unknown device \"" + name + "\": use auto, cpu, cuda or cuda:N");
+  }
+}
+
 ckpt::NamedTensors namedParameters(model::MoeTransformer& model) {
   ckpt::NamedTensors out;
   for (const auto& item : model->named_parameters()) out.emplace_back(item.key(), item.value());
@@ -35,6 +51,12 @@ void configureTrainingRuntime(int threads) {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   torch::set_num_threads(threads);
+}
+
+Status checkDevice(const std::string& device) {
+  auto parsed = parseDevice(device);
+  if (!parsed) return makeError(parsed.error());
+  return {};
 }
 
 Trainer::Trainer(std::unique_ptr<TrainerImpl> impl) : impl_(std::move(impl)) {}
@@ -59,11 +81,16 @@ Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainerOptions& options
   if (!trainTokens || trainTokens->size() < window || !valTokens || valTokens->size() < window)
     return makeError("train and validation data must each hold more than one sequence");
 
+  auto device = parseDevice(options.device);
+  if (!device) return makeError(device.error());
+
   auto impl = std::make_unique<TrainerImpl>();
   impl->options = options;
   impl->localExperts = local;
-  torch::manual_seed(options.seed);  // same seed -> same initial weights on every peer
-  impl->model = model::MoeTransformer(options.model);
+  impl->device = *device;
+  torch::manual_seed(options.seed);  // same seed -> same initial weights on every peer (built on
+  impl->model = model::MoeTransformer(options.model);  // the CPU, whatever the device)
+  impl->model->to(impl->device);
 
   ckpt::NamedTensors trainable;
   const std::set<int> localSet(local.begin(), local.end());
@@ -88,17 +115,19 @@ StepStats Trainer::trainStep() {
 
   // SPES: scale the balance terms of local experts while the ramp lasts. With every expert local
   // (centralised training) there is nothing to distinguish and all weights stay 1.
-  auto lbWeights = torch::ones({nExperts});
+  std::vector<float> weights(static_cast<size_t>(nExperts), 1.0f);
   if (static_cast<int>(s.localExperts.size()) < nExperts) {
     const double factor = localExpertBalanceFactor(s.step, cfg.totalSteps);
-    for (int e : s.localExperts) lbWeights[e] = factor;
+    for (int e : s.localExperts) weights[static_cast<size_t>(e)] = static_cast<float>(factor);
   }
+  auto lbWeights = torch::tensor(weights).to(s.device);
 
   const Batch batch = s.trainSampler->at(s.dataCursor);
+  const auto inputs = batch.inputs.to(s.device), targets = batch.targets.to(s.device);
   for (const auto& slot : s.optimizer->slots()) slot.param.mutable_grad() = torch::Tensor();
-  auto out = s.model->forward(batch.inputs, lbWeights);
+  auto out = s.model->forward(inputs, lbWeights);
   auto ce = torch::nn::functional::cross_entropy(out.logits.reshape({-1, out.logits.size(-1)}),
-                                                 batch.targets.reshape({-1}));
+                                                 targets.reshape({-1}));
   auto loss = ce + cfg.loadBalanceCoef * out.loadBalance + cfg.zLossCoef * out.zLoss;
   loss.backward();
 
@@ -130,9 +159,9 @@ double Trainer::evaluate() {
   for (int i = 0; i < s.options.train.evalBatches; ++i) {
     const Batch batch = s.valSampler->sequential(i);
     if (!batch.inputs.defined()) break;
-    auto logits = s.model->forward(batch.inputs).logits;
+    auto logits = s.model->forward(batch.inputs.to(s.device)).logits;
     auto ce = torch::nn::functional::cross_entropy(
-        logits.reshape({-1, logits.size(-1)}), batch.targets.reshape({-1}),
+        logits.reshape({-1, logits.size(-1)}), batch.targets.to(s.device).reshape({-1}),
         torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
     sum += ce.item<double>();
     count += batch.targets.numel();
@@ -143,6 +172,7 @@ double Trainer::evaluate() {
 std::int64_t Trainer::step() const { return impl_->step; }
 const TrainerOptions& Trainer::options() const { return impl_->options; }
 std::vector<int> Trainer::localExperts() const { return impl_->localExperts; }
+std::string Trainer::deviceName() const { return impl_->device.str(); }
 std::int64_t Trainer::optimizerStateBytes() const { return impl_->optimizer->stateBytes(); }
 
 std::vector<std::string> Trainer::trainableTensorNames() const {

@@ -25,6 +25,7 @@ struct TrainerOptions {
   std::uint64_t dataSeed = 1234;     // batch order (a peer's own data stream)
   std::vector<int> localExperts;     // expert indices trained here (same index in every layer);
                                      // empty = all experts (centralised training)
+  std::string device = "cpu";        // "cpu", "cuda", "cuda:N" or "auto" (CUDA when available)
 };
 
 struct StepStats {
@@ -54,6 +55,7 @@ class Trainer {
   std::vector<int> localExperts() const;  // sorted; all experts when none were given
   std::vector<std::string> trainableTensorNames() const;
   std::int64_t optimizerStateBytes() const;
+  std::string deviceName() const;  // the device actually used, e.g. "cpu" or "cuda:0"
 
   // Full training state (training_state.h), atomically. Loading checks the model config and
   // keeps moments only for tensors trainable now (a changed claim starts its moments at zero).
@@ -68,6 +70,9 @@ class Trainer {
   explicit Trainer(std::unique_ptr<TrainerImpl> impl);
   std::unique_ptr<TrainerImpl> impl_;
 };
+
+// Whether `device` ("auto", "cpu", "cuda", "cuda:N") can be used by a Trainer here.
+Status checkDevice(const std::string& device);
 
 // Process-wide LibTorch settings for training: thread count (0 = all cores) and glibc malloc
 // tuned so the large per-step buffers are not returned to the OS every step (~1.8x on CPU,
