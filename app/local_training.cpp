@@ -127,7 +127,7 @@ int runLocalTraining(const CommandLine& cl, const QString& shareDir) {
       lossSum = seconds = 0;
       tokens = inInterval = 0;
     }
-    if (stats.step % cfg.checkpointInterval == 0 || stats.step == endStep) {
+    if (stats.step % cfg.checkpointInterval == 0 && stats.step != endStep) {  // the end saves below
       if (auto saved = trainer.saveState(statePath); !saved) {
         info("expertswarm: saving the training state failed: " + saved.error());
         return 1;

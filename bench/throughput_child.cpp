@@ -28,6 +28,8 @@ int runTrainingChild(const ChildOptions& o) {
     std::fprintf(stderr, "train_throughput: %s\n", trainer.error().c_str());
     return 1;
   }
+  // Libraries, corpus, weights and optimizer moments; the peak adds activations and gradients.
+  const std::int64_t rssAfterSetup = peakRssBytes();
   std::int64_t parameters = 0;
   for (const auto& p : (*trainer)->impl().model->parameters()) parameters += p.numel();
 
@@ -50,6 +52,7 @@ int runTrainingChild(const ChildOptions& o) {
   std::printf("step_ms_median: %.1f ms\n", 1e3 * median);
   std::printf("step_ms_min: %.1f ms\n", stepSeconds.empty() ? 0.0 : 1e3 * stepSeconds.front());
   std::printf("peak_rss_bytes: %lld B\n", static_cast<long long>(peakRssBytes()));
+  std::printf("rss_after_setup_bytes: %lld B\n", static_cast<long long>(rssAfterSetup));
   std::printf("optimizer_state_bytes: %lld B\n", static_cast<long long>((*trainer)->optimizerStateBytes()));
   std::printf("parameters: %lld\n", static_cast<long long>(parameters));
   std::printf("loss_last: %.4f\n", last.loss);

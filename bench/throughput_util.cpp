@@ -110,9 +110,9 @@ double trainFlopsPerToken(const model::ModelConfig& c) {
   return 6.0 * double(c.activeParametersPerToken()) + attention;
 }
 
-std::int64_t frozenExpertSavingBytes(const model::ModelConfig& c, int trainable) {
+std::int64_t frozenExpertSavingBytes(const model::ModelConfig& c, int trainable, int copies) {
   const std::int64_t frozen = std::int64_t(c.nExperts - trainable) * c.nLayers;
-  return frozen * c.expertParameters() * 3 * std::int64_t(sizeof(float));  // grad + m + v
+  return frozen * c.expertParameters() * copies * std::int64_t(sizeof(float));
 }
 
 }  // namespace es::bench

@@ -43,7 +43,9 @@ double gemmGflops(int n = 2048);
 double trainFlopsPerToken(const model::ModelConfig& config);
 
 // Analytic memory saved by training only `trainable` of the experts: each frozen expert in each
-// layer has no gradient and no two AdamW moments (3 fp32 copies of its parameters).
-std::int64_t frozenExpertSavingBytes(const model::ModelConfig& config, int trainable);
+// layer has no gradient and no two AdamW moments (`copies` = 3 fp32 copies of its parameters).
+// The moments live all the time; the gradients only from their layer's backward to the next
+// step's start, so they may miss the peak (copies = 2 is the lower bound).
+std::int64_t frozenExpertSavingBytes(const model::ModelConfig& config, int trainable, int copies = 3);
 
 }  // namespace es::bench

@@ -131,7 +131,8 @@ int main(int argc, char** argv) {
   const int tokensPerStep = manifest->train.batchSize * model.seqLen;
 
   print("threads", args.threads, "");
-  std::printf("omp_wait_policy: %s\n", std::getenv("OMP_WAIT_POLICY"));
+  const char* waitPolicy = std::getenv("OMP_WAIT_POLICY");
+  std::printf("omp_wait_policy: %s\n", waitPolicy ? waitPolicy : "(unset)");
   print("tokens_per_step", tokensPerStep, "tok");
   print("parameters_model_config", double(model.totalParameters()), "");
   const double gemm = es::bench::gemmGflops();
@@ -148,11 +149,18 @@ int main(int argc, char** argv) {
   print("other_cpu_load_all_experts", figure(*all, "other_cpu_load"), "cores", 2);
   print("other_cpu_load_two_experts", figure(*two, "other_cpu_load"), "cores", 2);
   print("parameters_cpp_model", figure(*all, "parameters"), "");
+  if (figure(*all, "parameters") != double(model.totalParameters())) {
+    log("the C++ model's parameter count differs from ModelConfig::totalParameters()");
+    return 1;
+  }
   const double rssAll = figure(*all, "peak_rss_bytes"), rssTwo = figure(*two, "peak_rss_bytes");
   print("peak_rss_all_experts", rssAll / 1e6, "MB");
   print("peak_rss_two_experts", rssTwo / 1e6, "MB");
   print("rss_saving_measured", (rssAll - rssTwo) / 1e6, "MB");
   print("rss_saving_analytic", double(es::bench::frozenExpertSavingBytes(model, 2)) / 1e6, "MB");
+  print("rss_saving_analytic_moments_only", double(es::bench::frozenExpertSavingBytes(model, 2, 2)) / 1e6, "MB");
+  print("rss_after_setup_all_experts", figure(*all, "rss_after_setup_bytes") / 1e6, "MB");
+  print("rss_after_setup_two_experts", figure(*two, "rss_after_setup_bytes") / 1e6, "MB");
 
   const double flopsPerToken = es::bench::trainFlopsPerToken(model);
   const double trainGflops = figure(*all, "tokens_per_s") * flopsPerToken / 1e9;
@@ -169,6 +177,7 @@ int main(int argc, char** argv) {
   const double pyTokens = figure(*py, "tokens_per_s");
   print("python_tokens_per_s_all_experts", pyTokens, "tok/s");
   print("python_step_ms_median_all_experts", figure(*py, "step_ms_median"), "ms", 1);
+  print("python_peak_rss_all_experts", figure(*py, "peak_rss_bytes") / 1e6, "MB");
   print("other_cpu_load_python", figure(*py, "other_cpu_load"), "cores", 2);
   print("python_parameters", figure(*py, "parameters"), "");
   const bool sameSize = figure(*py, "parameters") == double(model.totalParameters());
