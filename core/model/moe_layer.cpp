@@ -47,14 +47,14 @@ MoeOutput MoeLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& lbW
   const auto* countPtr = countsCpu.data_ptr<int64_t>();
 
   auto xSorted = x.index_select(0, tokenOf);                                // [n·k, d]
+  // One split, not a narrow per expert: the backward of each narrow would materialise a zeroed
+  // [n·k, d] gradient per expert and sum them (measured +5% tokens/s at 2 threads).
+  const auto pieces = xSorted.split_with_sizes(c10::IntArrayRef(countPtr, static_cast<size_t>(nExperts_)), 0);
   std::vector<torch::Tensor> outputs;
   outputs.reserve(static_cast<size_t>(nExperts_));
-  int64_t start = 0;
   for (int e = 0; e < nExperts_; ++e) {
-    const int64_t count = countPtr[e];
-    if (count == 0) continue;  // an idle expert costs nothing (and gets no gradient)
-    outputs.push_back(expertList_[static_cast<size_t>(e)]->forward(xSorted.narrow(0, start, count)));
-    start += count;
+    if (countPtr[e] == 0) continue;  // an idle expert costs nothing (and gets no gradient)
+    outputs.push_back(expertList_[static_cast<size_t>(e)]->forward(pieces[static_cast<size_t>(e)]));
   }
   auto ySorted = torch::cat(outputs, 0) * gateSorted.unsqueeze(1);          // [n·k, d]
   auto y = torch::zeros_like(x).index_add(0, tokenOf, ySorted);              // [n, d]

@@ -1,5 +1,7 @@
 #include "core/train/sparse_adamw.h"
 
+#include "core/train/adamw_kernel.h"
+
 #include <torch/torch.h>
 
 #include <cmath>
@@ -20,19 +22,46 @@ SparseAdamW::SparseAdamW(const ckpt::NamedTensors& trainable, AdamWHyper hyper) 
   }
 }
 
+namespace {
+
+// The fused kernel applies to float32 CPU tensors with contiguous memory (every tensor of the
+// model on CPU); anything else (a GPU, another dtype) takes the LibTorch-op path.
+bool fusable(const torch::Tensor& param, const torch::Tensor& grad) {
+  const auto ok = [](const torch::Tensor& t) {
+    return t.device().is_cpu() && t.scalar_type() == torch::kFloat && t.is_contiguous();
+  };
+  return ok(param) && (!grad.defined() || ok(grad));
+}
+
+}  // namespace
+
 void SparseAdamW::step(double lr, std::int64_t t) {
   torch::NoGradGuard noGrad;
   const double bc1 = 1.0 - std::pow(hyper_.beta1, double(t));
   const double bc2 = 1.0 - std::pow(hyper_.beta2, double(t));
   for (auto& s : slots_) {
     const auto& grad = s.param.grad();
+    const double decayFactor = s.decay ? 1.0 - lr * hyper_.weightDecay : 1.0;
+    if (fusable(s.param, grad)) {
+      const AdamWScalars k{float(hyper_.beta1), float(hyper_.beta2), float(hyper_.eps), float(decayFactor),
+                           float(lr / bc1), float(1.0 / std::sqrt(bc2))};
+      float* p = s.param.data_ptr<float>();
+      const float* g = grad.defined() ? grad.data_ptr<float>() : nullptr;
+      float* m = s.expAvg.data_ptr<float>();
+      float* v = s.expAvgSq.data_ptr<float>();
+      // Elementwise only: the result does not depend on how the range is split across threads.
+      at::parallel_for(0, s.param.numel(), 1 << 14, [&](std::int64_t begin, std::int64_t end) {
+        adamwUpdate(p + begin, g ? g + begin : nullptr, m + begin, v + begin, end - begin, k);
+      });
+      continue;
+    }
     s.expAvg.mul_(hyper_.beta1);
     s.expAvgSq.mul_(hyper_.beta2);
     if (grad.defined()) {
       s.expAvg.add_(grad, 1.0 - hyper_.beta1);
       s.expAvgSq.addcmul_(grad, grad, 1.0 - hyper_.beta2);
     }
-    if (s.decay) s.param.mul_(1.0 - lr * hyper_.weightDecay);
+    if (s.decay) s.param.mul_(decayFactor);
     auto denom = (s.expAvgSq.sqrt() / std::sqrt(bc2)).add_(hyper_.eps);
     s.param.addcdiv_(s.expAvg, denom, -lr / bc1);
   }

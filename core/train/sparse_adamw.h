@@ -1,8 +1,9 @@
 // AdamW over the trainable tensors only (decoupled weight decay, as torch.optim.AdamW).
-// Frozen experts are simply not here: no moments, no update, no memory. Our own ~50 lines rather
-// than torch::optim::AdamW because its state is keyed by TensorImpl pointers (and the key type
-// changed between LibTorch 1.13 and 2.x); here each moment has the tensor's wire name, so it can be
-// checkpointed, resumed, and kept across merges by name.
+// Frozen experts are simply not here: no moments, no update, no memory. Our own rather than
+// torch::optim::AdamW because its state is keyed by TensorImpl pointers (and the key type changed
+// between LibTorch 1.13 and 2.x); here each moment has the tensor's wire name, so it can be
+// checkpointed, resumed, and kept across merges by name. On CPU the update is one fused pass per
+// tensor (adamw_kernel.h).
 #pragma once
 
 #include "core/checkpoint/safetensors.h"
