@@ -9,6 +9,7 @@
 // Hidden: --child all|two  (measure one configuration; used by the parent on itself)
 #include "bench/throughput_child.h"
 #include "bench/throughput_util.h"
+#include "core/common/openmp_policy.h"
 #include "core/train/corpus_prep.h"
 #include "core/train/trainer.h"
 
@@ -35,15 +36,6 @@ struct Args {
   bool runPython = true;
   std::string child;  // "all" or "two": this process is a measuring child
 };
-
-// libgomp reads OMP_WAIT_POLICY when it loads, before main: with 2 threads on a shared machine,
-// spinning waiters make 2 threads slower than 1. Set it and start over (as app/main.cpp does);
-// children and the Python reference inherit it.
-void ensurePassiveOpenMpWaits(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
-  ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-  ::execv("/proc/self/exe", argv);  // returns only on failure: then run with the default policy
-}
 
 bool parseArgs(int argc, char** argv, Args& a) {
   for (int i = 1; i < argc; ++i) {
@@ -100,7 +92,7 @@ std::optional<Figures> measure(const Args& a, const std::string& which) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ensurePassiveOpenMpWaits(argv);
+  es::ensurePassiveOpenMpWaits(argv);
   Args args;
   if (!parseArgs(argc, argv, args)) {
     std::fprintf(stderr, "usage: %s [--threads N] [--steps N] [--warmup N] [--run-dir DIR] "
