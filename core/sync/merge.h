@@ -1,0 +1,56 @@
+// SPES merge math, as pure functions over named tensors (ARCHITECTURE §4 "Merge rule").
+//
+// A contribution holds the sender's *deltas* against the round's base state (the previous merged
+// state): every shared tensor plus the tensors of the experts it claims. The merge is
+//   shared tensor        base + mean over all contributions of their delta
+//   expert (l, e) tensor base + mean over the contributions of e's owners (replicas), or base
+//                        unchanged when no owner's contribution arrived
+// and it is deterministic: contributions are combined in sender order, never arrival order.
+// No Qt, no networking: LibTorch + the standard library only.
+#pragma once
+
+#include "core/checkpoint/safetensors.h"
+#include "core/model/model_config.h"
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace es::sync {
+
+using ckpt::NamedTensors;
+
+struct Contribution {
+  std::string sender;   // peer id; unique within a round
+  NamedTensors deltas;  // decoded float32 deltas against the round's base
+};
+
+// expert index (the same index in every layer) -> the peers that own it this round.
+using Ownership = std::map<int, std::set<std::string>>;
+
+// The merged state. `base` must hold every tensor of the model; the result has the same names in
+// the same order. Deltas for names not in `base` are ignored (validate() rejects them earlier).
+NamedTensors aggregate(const NamedTensors& base, const std::vector<Contribution>& contributions,
+                       const Ownership& owners);
+
+// SPES's expert-merging warm-up.
+struct WarmupConfig {
+  std::int64_t interval = 50;     // steps between warm-up merges
+  double alpha0 = 0.5;            // blend factor at step 0
+  std::int64_t decaySteps = 1000; // alpha reaches 0 here
+  int topk = 4;                   // donors per expert (capped at n_experts - 1)
+};
+
+// alpha0 · (1 − step / decaySteps) at multiples of `interval`; 0 elsewhere and once it is ≤ 0.
+double warmupAlpha(const WarmupConfig& config, std::int64_t step);
+
+// Per layer: cosine similarity between the experts' flattened w1; for each expert its top-k most
+// similar other experts (ties: lower index first) are its donors, and every tensor of the expert
+// becomes base + alpha · mean over donors of (donor − base). All experts read the pre-warm-up
+// weights (the update is simultaneous, so the expert order does not matter).
+NamedTensors applyMergingWarmup(const NamedTensors& weights, const model::ModelConfig& config, double alpha,
+                                int topk);
+
+}  // namespace es::sync

@@ -1,0 +1,63 @@
+// Validation of a decoded contribution before it may be merged (ARCHITECTURE §4 "Validation").
+// A rejected contribution is never merged; the caller records the reason and bans the sender.
+#pragma once
+
+#include "core/sync/merge.h"
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace es::sync {
+
+// What the receiver expects of every contribution of this round.
+struct RoundContext {
+  std::string run;
+  std::int64_t round = 0;
+  std::string baseHash;  // fingerprint of the round's base state
+};
+
+// Header of a contribution (carried in the file's metadata, see contribution_file.h).
+struct ContributionHeader {
+  std::string run;
+  std::int64_t round = 0;
+  std::string sender;
+  std::string baseHash;
+  std::string codec;  // "f32", "bf16" or "int8"
+};
+
+struct ValidationPolicy {
+  double relativeNormBound = 10.0;  // an update norm may be at most this × the round's median
+  double absoluteNormCap = 1e4;     // and never above this (a lone sender has no median to compare)
+};
+
+struct Verdict {
+  bool accepted = false;
+  std::string reason;  // empty when accepted, e.g. "norm 3.1e6 > bound 4.2e1"
+};
+
+// L2 norm over every delta of the contribution.
+double updateNorm(const NamedTensors& deltas);
+
+// Checks, in order: header run / round / base hash; names ⊆ shared ∪ the sender's claimed
+// experts; every name present in `base` with exactly its shape and float32 dtype; all values
+// finite; norm ≤ min(relativeNormBound × medianNorm, absoluteNormCap) (medianNorm ≤ 0: absolute
+// cap only).
+Verdict validate(const ContributionHeader& header, const NamedTensors& deltas, const NamedTensors& base,
+                 const std::set<int>& senderClaims, const RoundContext& round, double medianNorm,
+                 const ValidationPolicy& policy = {});
+
+// Validates a whole round: the median is taken over the norms of the contributions that pass
+// every other check. Verdicts in input order.
+std::vector<Verdict> validateRound(const std::vector<ContributionHeader>& headers,
+                                   const std::vector<NamedTensors>& deltas, const NamedTensors& base,
+                                   const std::vector<std::set<int>>& senderClaims, const RoundContext& round,
+                                   const ValidationPolicy& policy = {});
+
+// A stable, non-cryptographic fingerprint (64-bit FNV-1a, hex) of named tensors' names, dtypes,
+// shapes and bytes: identifies a base state. Integrity against tampering comes from the signed
+// peer record and the torrent info-hash, not from this.
+std::string stateFingerprint(const NamedTensors& tensors);
+
+}  // namespace es::sync
