@@ -83,6 +83,13 @@ Status SparseAdamW::loadMoments(const ckpt::NamedTensors& expAvg, const ckpt::Na
   std::map<std::string, const torch::Tensor*> m, v;
   for (const auto& [name, t] : expAvg) m[name] = &t;
   for (const auto& [name, t] : expAvgSq) v[name] = &t;
+  // Check everything before changing anything: a failed load leaves the optimizer as it was.
+  for (const auto& s : slots_) {
+    auto im = m.find(s.name), iv = v.find(s.name);
+    if (im == m.end() || iv == v.end()) continue;
+    if (!im->second->sizes().equals(s.param.sizes()) || !iv->second->sizes().equals(s.param.sizes()))
+      return makeError("optimizer state for \"" + s.name + "\" has the wrong shape");
+  }
   torch::NoGradGuard noGrad;
   for (auto& s : slots_) {
     auto im = m.find(s.name), iv = v.find(s.name);
@@ -91,8 +98,6 @@ Status SparseAdamW::loadMoments(const ckpt::NamedTensors& expAvg, const ckpt::Na
       s.expAvgSq.zero_();
       continue;
     }
-    if (!im->second->sizes().equals(s.param.sizes()) || !iv->second->sizes().equals(s.param.sizes()))
-      return makeError("optimizer state for \"" + s.name + "\" has the wrong shape");
     s.expAvg.copy_(*im->second);
     s.expAvgSq.copy_(*iv->second);
   }
