@@ -1,1 +1,215 @@
-// placeholder: being written
+// Validation of contributions: every rejection case with its reason, the round's median, the
+// update norm, and the base-state fingerprint.
+#ifndef Q_MOC_RUN  // moc need not parse LibTorch
+#include "core/model/tensor_names.h"
+#include "core/sync/validate.h"
+
+#include <torch/torch.h>
+#endif
+
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+using namespace es::sync;
+using es::model::expertTensorName;
+
+namespace {
+
+at::Tensor vec(std::vector<float> values) { return torch::tensor(values, torch::kFloat); }
+
+const std::string kShared = "norm.weight";
+std::string expert(int e) { return expertTensorName(0, e, "w1"); }
+
+// A shared [4] tensor and experts 0..2 of layer 0 ([2, 2] each).
+NamedTensors base() {
+  return {{kShared, torch::ones({4})},
+          {expert(0), torch::zeros({2, 2})},
+          {expert(1), torch::zeros({2, 2})},
+          {expert(2), torch::zeros({2, 2})}};
+}
+
+RoundContext context() { return {"run-a", 8, stateFingerprint(base())}; }
+ContributionHeader header() { return {"run-a", 8, "peer-a", stateFingerprint(base()), "bf16"}; }
+
+// The honest contribution of a peer claiming expert 0: norm sqrt(4 · 0.01 + 4 · 0.01).
+NamedTensors honest(float scale = 1.0f) {
+  return {{kShared, torch::full({4}, 0.1f * scale)}, {expert(0), torch::full({2, 2}, 0.1f * scale)}};
+}
+
+Verdict check(const NamedTensors& deltas, const ContributionHeader& h = header(), const std::set<int>& claims = {0},
+              double median = 0.0, const ValidationPolicy& policy = {}) {
+  return validate(h, deltas, base(), claims, context(), median, policy);
+}
+
+#define QVERIFY_REJECTED(verdict, text)                                                                   \
+  do {                                                                                                    \
+    const Verdict v_ = (verdict);                                                                         \
+    QVERIFY2(!v_.accepted, "accepted, expected a rejection");                                             \
+    QVERIFY2(v_.reason.find(text) != std::string::npos, ("reason: " + v_.reason).c_str());                \
+  } while (false)
+
+}  // namespace
+
+class ValidateTest : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void initTestCase() { torch::set_num_threads(1); }
+
+  void honestContributionIsAccepted() {
+    const Verdict v = check(honest());
+    QVERIFY2(v.accepted, v.reason.c_str());
+    QVERIFY(v.reason.empty());
+  }
+
+  void expertTensorNotClaimedBySenderIsRejected() {
+    auto deltas = honest();
+    deltas.emplace_back(expert(1), torch::zeros({2, 2}));
+    QVERIFY_REJECTED(check(deltas), "tensor \"layers.0.moe.experts.1.w1\" belongs to expert 1, not claimed by the sender");
+  }
+
+  void unknownNameIsRejected() {
+    auto deltas = honest();
+    deltas.emplace_back("layers.0.attn.extra.weight", torch::zeros({4}));
+    QVERIFY_REJECTED(check(deltas), "unknown tensor \"layers.0.attn.extra.weight\"");
+  }
+
+  void claimedExpertMissingFromTheModelIsRejected() {
+    auto deltas = honest();
+    deltas.emplace_back(expert(7), torch::zeros({2, 2}));
+    QVERIFY_REJECTED(check(deltas, header(), {0, 7}), "unknown tensor \"layers.0.moe.experts.7.w1\"");
+  }
+
+  void wrongShapeIsRejected() {
+    QVERIFY_REJECTED(check({{kShared, torch::zeros({3})}}), "shape [3] of \"norm.weight\", expected [4]");
+    QVERIFY_REJECTED(check({{expert(0), torch::zeros({4, 1})}}), "shape [4, 1] of \"layers.0.moe.experts.0.w1\", expected [2, 2]");
+  }
+
+  void wrongDtypeIsRejected() {
+    QVERIFY_REJECTED(check({{kShared, torch::zeros({4}, torch::kDouble)}}), "dtype Double of \"norm.weight\"");
+    QVERIFY_REJECTED(check({{kShared, torch::zeros({4}, torch::kBFloat16)}}), "dtype BFloat16 of \"norm.weight\"");
+  }
+
+  void nanIsRejected() {
+    auto deltas = honest();
+    deltas[1].second[1][0] = std::numeric_limits<float>::quiet_NaN();
+    QVERIFY_REJECTED(check(deltas), "non-finite value in \"layers.0.moe.experts.0.w1\"");
+  }
+
+  void infinityIsRejected() {
+    auto deltas = honest();
+    deltas[0].second[3] = -std::numeric_limits<float>::infinity();
+    QVERIFY_REJECTED(check(deltas), "non-finite value in \"norm.weight\"");
+  }
+
+  void normAboveTheAbsoluteCapIsRejected() {
+    ValidationPolicy policy;
+    policy.absoluteNormCap = 1.0;
+    // norm of honest(10) = sqrt(8 · 1) ≈ 2.83 > 1; with no median only the cap applies
+    QVERIFY_REJECTED(check(honest(10), header(), {0}, 0.0, policy), "norm 2.83 > bound 1 (absolute cap)");
+    QVERIFY(check(honest(3), header(), {0}, 0.0, policy).accepted);  // norm ≈ 0.85
+  }
+
+  void normAboveTheRelativeBoundIsRejected() {
+    // median 0.05, bound 10 × 0.05 = 0.5; honest() has norm ≈ 0.283, honest(2) ≈ 0.566
+    QVERIFY(check(honest(), header(), {0}, 0.05).accepted);
+    QVERIFY_REJECTED(check(honest(2), header(), {0}, 0.05), "norm 0.566 > bound 0.5");
+  }
+
+  void wrongRunIsRejected() {
+    auto h = header();
+    h.run = "run-b";
+    QVERIFY_REJECTED(check(honest(), h), "wrong run: \"run-b\", expected \"run-a\"");
+  }
+
+  void wrongRoundIsRejected() {
+    auto h = header();
+    h.round = 7;
+    QVERIFY_REJECTED(check(honest(), h), "wrong round: 7, expected 8");
+  }
+
+  void wrongBaseHashIsRejected() {
+    auto h = header();
+    h.baseHash = "0000000000000000";
+    QVERIFY_REJECTED(check(honest(), h), "wrong base hash");
+  }
+
+  void headerIsCheckedBeforeTheTensors() {
+    auto h = header();
+    h.round = 9;
+    auto deltas = honest();
+    deltas.emplace_back(expert(2), torch::full({2, 2}, std::nanf("")));
+    QVERIFY_REJECTED(check(deltas, h), "wrong round: 9, expected 8");
+  }
+
+  void outlierTenToTheSixTimesTheOthersIsRejectedInARoundOfFour() {
+    const std::vector<ContributionHeader> headers(4, header());
+    const std::vector<NamedTensors> deltas = {honest(), honest(1.5f), honest(0.8f), honest(1e6f)};
+    const std::vector<std::set<int>> claims(4, {0});
+    const auto verdicts = validateRound(headers, deltas, base(), claims, context());
+    QCOMPARE(verdicts.size(), std::size_t(4));
+    for (int i = 0; i < 3; ++i) QVERIFY2(verdicts[i].accepted, verdicts[i].reason.c_str());
+    QVERIFY(!verdicts[3].accepted);
+    QVERIFY2(verdicts[3].reason.find("norm") != std::string::npos, verdicts[3].reason.c_str());
+  }
+
+  void outlierInARoundOfTwoIsRejected() {
+    // The low median of {0.283, 2.83e5} is 0.283, so the outlier cannot raise its own bound.
+    const auto verdicts =
+        validateRound({header(), header()}, {honest(), honest(1e6f)}, base(), {{0}, {0}}, context());
+    QVERIFY(verdicts[0].accepted);
+    QVERIFY(!verdicts[1].accepted);
+  }
+
+  void roundMedianIgnoresContributionsRejectedForOtherReasons() {
+    // Valid norms {1, 1, 15}·0.283: median 0.283, bound 2.83, so the third is rejected. Counting
+    // the two wrong-run contributions (norm 100·0.283 each) would make the median 15·0.283 and
+    // accept it.
+    auto wrongRun = header();
+    wrongRun.run = "run-b";
+    const std::vector<ContributionHeader> headers = {header(), header(), header(), wrongRun, wrongRun};
+    const std::vector<NamedTensors> deltas = {honest(), honest(), honest(15), honest(100), honest(100)};
+    const auto verdicts = validateRound(headers, deltas, base(), std::vector<std::set<int>>(5, {0}), context());
+    QVERIFY(verdicts[0].accepted);
+    QVERIFY(verdicts[1].accepted);
+    QVERIFY_REJECTED(verdicts[2], "norm 4.24 > bound 2.83");
+    QVERIFY_REJECTED(verdicts[3], "wrong run");
+    QVERIFY_REJECTED(verdicts[4], "wrong run");
+  }
+
+  void updateNormIsTheL2NormOverAllDeltas() {
+    QCOMPARE(updateNorm({{"a", vec({3})}, {"b", vec({0, 4})}}), 5.0);
+    QCOMPARE(updateNorm({{"a", vec({3, 4})}, {"b", torch::zeros({2, 2})}}), 5.0);
+    QCOMPARE(updateNorm({}), 0.0);
+  }
+
+  void fingerprintIsStableAndOrderIndependent() {
+    const std::string a = stateFingerprint(base());
+    QCOMPARE(a.size(), std::size_t(16));
+    QCOMPARE(stateFingerprint(base()), a);
+    auto reversed = base();
+    std::reverse(reversed.begin(), reversed.end());
+    QCOMPARE(stateFingerprint(reversed), a);
+  }
+
+  void fingerprintChangesWithOneByteNameShapeOrDtype() {
+    const std::string original = stateFingerprint(base());
+    auto byte = base();
+    byte[2].second[1][1] = std::nextafter(0.0f, 1.0f);  // flips one bit of one byte
+    QVERIFY(stateFingerprint(byte) != original);
+    auto name = base();
+    name[0].first = "norm.weighT";
+    QVERIFY(stateFingerprint(name) != original);
+    auto shape = base();
+    shape[1].second = shape[1].second.reshape({4});  // same bytes, other shape
+    QVERIFY(stateFingerprint(shape) != original);
+    auto dtype = base();
+    dtype[1].second = dtype[1].second.view(torch::kInt);  // same bytes, other dtype
+    QVERIFY(stateFingerprint(dtype) != original);
+  }
+};
+
+QTEST_APPLESS_MAIN(ValidateTest)
+#include "tst_validate.moc"

@@ -3,7 +3,8 @@
 //   bf16  rounded to bfloat16 (round-to-nearest-even)
 //   int8  per-row absmax: row r of a tensor viewed as [rows, last dim] (a 1-D or 0-D tensor is one
 //         row) is stored as int8 q = round(x / s_r), s_r = max|x_r| / 127 (s_r = 0 for a zero row),
-//         plus a float32 tensor "<name>.__scale" of shape [rows].
+//         plus a float32 tensor "<name>.__scale" of shape [rows]. Arithmetic in float32, ties
+//         to even; decoding rejects a negative or non-finite scale.
 #pragma once
 
 #include "core/checkpoint/safetensors.h"

@@ -32,6 +32,9 @@ using Ownership = std::map<int, std::set<std::string>>;
 
 // The merged state. `base` must hold every tensor of the model; the result has the same names in
 // the same order. Deltas for names not in `base` are ignored (validate() rejects them earlier).
+// Sums are formed in float64 in sender order and cast to the base dtype once, so the result is
+// bit-identical for any arrival order. Two contributions from one sender, or a delta whose shape
+// differs from its base tensor, are caller errors: std::invalid_argument.
 NamedTensors aggregate(const NamedTensors& base, const std::vector<Contribution>& contributions,
                        const Ownership& owners);
 

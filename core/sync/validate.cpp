@@ -1,1 +1,182 @@
-// placeholder: being written
+#include "core/sync/validate.h"
+
+#include "core/model/tensor_names.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+#include <unordered_map>
+
+// Every peer validates the same contributions and must reach the same verdicts, so the norm is a
+// plain sequential float64 loop (a torch reduction's rounding depends on the kernel and threads).
+
+namespace es::sync {
+namespace {
+
+std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+std::string shapeText(at::IntArrayRef sizes) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < sizes.size(); ++i) out += (i ? ", " : "") + std::to_string(sizes[i]);
+  return out + "]";
+}
+
+// A contiguous float32 CPU view of a tensor already known to be float32.
+at::Tensor cpuFloat(const at::Tensor& t) { return t.detach().to(at::kCPU).contiguous(); }
+
+// Every check but the norm bound, in the documented order; the reason, or empty when it passes.
+std::string checkAllButNorm(const ContributionHeader& header, const NamedTensors& deltas,
+                            const std::unordered_map<std::string, const at::Tensor*>& base,
+                            const std::set<int>& senderClaims, const RoundContext& round) {
+  if (header.run != round.run) return "wrong run: " + quoted(header.run) + ", expected " + quoted(round.run);
+  if (header.round != round.round)
+    return "wrong round: " + std::to_string(header.round) + ", expected " + std::to_string(round.round);
+  if (header.baseHash != round.baseHash)
+    return "wrong base hash: " + quoted(header.baseHash) + ", expected " + quoted(round.baseHash);
+
+  std::set<std::string> seen;
+  for (const auto& [name, tensor] : deltas) {
+    if (!seen.insert(name).second) return "duplicate tensor " + quoted(name);
+    if (const auto expert = model::expertOf(name); expert && senderClaims.count(expert->expert) == 0)
+      return "tensor " + quoted(name) + " belongs to expert " + std::to_string(expert->expert) +
+             ", not claimed by the sender";
+    if (base.count(name) == 0) return "unknown tensor " + quoted(name);
+  }
+  for (const auto& [name, tensor] : deltas) {
+    if (!tensor.defined()) return "tensor " + quoted(name) + " is undefined";
+    const at::Tensor& expected = *base.at(name);
+    if (tensor.sizes() != expected.sizes())
+      return "shape " + shapeText(tensor.sizes()) + " of " + quoted(name) + ", expected " + shapeText(expected.sizes());
+    if (tensor.scalar_type() != at::kFloat)
+      return "dtype " + std::string(c10::toString(tensor.scalar_type())) + " of " + quoted(name) + ", expected Float";
+  }
+  for (const auto& [name, tensor] : deltas) {
+    const at::Tensor t = cpuFloat(tensor);
+    const float* p = t.data_ptr<float>();
+    for (std::int64_t i = 0, n = t.numel(); i < n; ++i) {
+      if (!std::isfinite(p[i])) return "non-finite value in " + quoted(name);
+    }
+  }
+  return {};
+}
+
+std::string checkNorm(double norm, double medianNorm, const ValidationPolicy& policy) {
+  if (medianNorm > 0.0) {
+    const double relative = policy.relativeNormBound * medianNorm;
+    if (relative < policy.absoluteNormCap && norm > relative)
+      return "norm " + number(norm) + " > bound " + number(relative) + " (" + number(policy.relativeNormBound) +
+             " x median " + number(medianNorm) + ")";
+  }
+  if (norm > policy.absoluteNormCap)
+    return "norm " + number(norm) + " > bound " + number(policy.absoluteNormCap) + " (absolute cap)";
+  return {};
+}
+
+std::unordered_map<std::string, const at::Tensor*> indexOf(const NamedTensors& tensors) {
+  std::unordered_map<std::string, const at::Tensor*> index;
+  for (const auto& [name, tensor] : tensors) index.emplace(name, &tensor);
+  return index;
+}
+
+Verdict verdictOf(std::string reason) { return Verdict{reason.empty(), std::move(reason)}; }
+
+// FNV-1a, 64 bit.
+struct Fnv1a {
+  std::uint64_t state = 14695981039346656037ull;
+  void add(const void* data, std::size_t size) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < size; ++i) state = (state ^ p[i]) * 1099511628211ull;
+  }
+  void addU64(std::uint64_t v) {  // fixed width, little-endian: unambiguous framing
+    unsigned char bytes[8];
+    for (int i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(v >> (8 * i));
+    add(bytes, 8);
+  }
+  void addString(const std::string& s) {
+    addU64(s.size());
+    add(s.data(), s.size());
+  }
+};
+
+}  // namespace
+
+double updateNorm(const NamedTensors& deltas) {
+  double sumSquares = 0.0;
+  for (const auto& [name, tensor] : deltas) {
+    const at::Tensor t = tensor.detach().to(at::kCPU, at::kDouble).contiguous();
+    const double* p = t.data_ptr<double>();
+    for (std::int64_t i = 0, n = t.numel(); i < n; ++i) sumSquares += p[i] * p[i];
+  }
+  return std::sqrt(sumSquares);
+}
+
+Verdict validate(const ContributionHeader& header, const NamedTensors& deltas, const NamedTensors& base,
+                 const std::set<int>& senderClaims, const RoundContext& round, double medianNorm,
+                 const ValidationPolicy& policy) {
+  if (std::string reason = checkAllButNorm(header, deltas, indexOf(base), senderClaims, round); !reason.empty())
+    return verdictOf(std::move(reason));
+  return verdictOf(checkNorm(updateNorm(deltas), medianNorm, policy));
+}
+
+std::vector<Verdict> validateRound(const std::vector<ContributionHeader>& headers,
+                                   const std::vector<NamedTensors>& deltas, const NamedTensors& base,
+                                   const std::vector<std::set<int>>& senderClaims, const RoundContext& round,
+                                   const ValidationPolicy& policy) {
+  if (deltas.size() != headers.size() || senderClaims.size() != headers.size())
+    throw std::invalid_argument("validateRound: headers, deltas and claims differ in length");
+  const auto index = indexOf(base);
+  std::vector<std::string> reasons(headers.size());
+  std::vector<double> norms(headers.size(), 0.0);
+  std::vector<double> passing;
+  for (std::size_t i = 0; i < headers.size(); ++i) {
+    reasons[i] = checkAllButNorm(headers[i], deltas[i], index, senderClaims[i], round);
+    if (!reasons[i].empty()) continue;
+    norms[i] = updateNorm(deltas[i]);
+    passing.push_back(norms[i]);
+  }
+  // The low median (the lower middle value for an even count): one outlier can never raise the
+  // bound, not even in a round of two, where the mean of the middle values would include it.
+  double median = 0.0;
+  if (!passing.empty()) {
+    std::sort(passing.begin(), passing.end());
+    median = passing[(passing.size() - 1) / 2];
+  }
+  std::vector<Verdict> verdicts;
+  for (std::size_t i = 0; i < headers.size(); ++i)
+    verdicts.push_back(verdictOf(reasons[i].empty() ? checkNorm(norms[i], median, policy) : reasons[i]));
+  return verdicts;
+}
+
+std::string stateFingerprint(const NamedTensors& tensors) {
+  std::vector<const std::pair<std::string, at::Tensor>*> sorted;
+  for (const auto& entry : tensors) sorted.push_back(&entry);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  Fnv1a hash;
+  hash.addU64(sorted.size());
+  for (const auto* entry : sorted) {
+    const at::Tensor t = entry->second.detach().to(at::kCPU).contiguous();
+    hash.addString(entry->first);
+    hash.addString(std::string(c10::toString(t.scalar_type())));
+    hash.addU64(static_cast<std::uint64_t>(t.dim()));
+    for (const std::int64_t size : t.sizes()) hash.addU64(static_cast<std::uint64_t>(size));
+    const std::size_t bytes = static_cast<std::size_t>(t.numel()) * t.element_size();
+    hash.addU64(bytes);
+    hash.add(t.data_ptr(), bytes);
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016" PRIx64, hash.state);
+  return hex;
+}
+
+}  // namespace es::sync

@@ -49,7 +49,9 @@ Verdict validate(const ContributionHeader& header, const NamedTensors& deltas, c
                  const ValidationPolicy& policy = {});
 
 // Validates a whole round: the median is taken over the norms of the contributions that pass
-// every other check. Verdicts in input order.
+// every other check. It is the low median (the lower middle value for an even count), so a single
+// outlier cannot raise its own bound even in a round of two. Verdicts in input order; vectors of
+// different lengths are a caller error (std::invalid_argument).
 std::vector<Verdict> validateRound(const std::vector<ContributionHeader>& headers,
                                    const std::vector<NamedTensors>& deltas, const NamedTensors& base,
                                    const std::vector<std::set<int>>& senderClaims, const RoundContext& round,
