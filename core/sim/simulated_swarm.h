@@ -1,1 +1,122 @@
-// placeholder: being written
+// A simulated SPES swarm: P virtual peers in one process on the bundled corpus, merged through
+// the same es_sync path as the real client (encodeDeltas → decodeDeltas, validateRound,
+// aggregate, merging warm-up), plus the same-compute baselines of issue 3 (centralized training
+// with P× the batch; FedAvg/DiLoCo with every peer training every expert).
+//
+// Peers run one after another in the calling thread; the thread count is the caller's business
+// (train::configureTrainingRuntime). Torch types appear here: keep this header out of moc.
+#pragma once
+
+#include "core/common/expected.h"
+#include "core/model/model_config.h"
+#include "core/sync/delta_codec.h"
+#include "core/sync/merge.h"
+#include "core/train/corpus_prep.h"
+#include "core/train/run_manifest.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace es::sim {
+
+enum class Strategy {
+  Spes,         // each peer trains shared tensors + its claimed experts; sparse merge
+  FedAvg,       // each peer trains everything; every tensor averaged at every merge
+  Centralized,  // one trainer, all experts, batch = peers × per-peer batch, no merges
+};
+std::string strategyName(Strategy strategy);  // "spes", "fedavg", "centralized"
+
+struct SimConfig {
+  int peers = 4;
+  int syncEvery = 20;       // H: local steps between merges (a last merge closes a partial round)
+  int steps = 240;          // steps of every peer, and of the centralized trainer
+  int expertsPerPeer = 0;   // k; 0 = nExperts / peers (at least 1). P·k > E gives replicas.
+  std::vector<std::vector<int>> claims;  // explicit claims per peer; overrides expertsPerPeer
+  sync::Codec codec = sync::Codec::F32;  // how contributions travel
+  bool warmup = false;                   // SPES merging warm-up after the aggregate
+  sync::WarmupConfig warmupConfig;
+  model::ModelConfig model;
+  train::TrainConfig train;      // per peer; the centralized trainer uses batchSize × peers
+  std::uint64_t seed = 1234;     // model initialisation: identical on every peer
+  std::uint64_t dataSeed = 1234; // peer i samples its shard with dataSeed + i
+  // Each peer's disjoint share of the train tokens: 0 = contiguous parts. The bundled corpus is
+  // chronological (1790–2021), so contiguous parts give each peer one era (non-IID peers);
+  // > 0 deals blocks of this many tokens round-robin, so every peer sees every era.
+  std::size_t shardBlockTokens = 0;
+  // Validation windows, spread evenly over the whole validation set; 0 = evalBatches × batchSize.
+  int evalWindows = 0;
+  int evalEvery = 0;             // steps between validation points, a multiple of syncEvery
+                                 // (validation follows a merge); 0 = every merge. Always at the end.
+  // Experimental, NOT the real client's merge rule (a plain average, as SPES's reference server):
+  // DiLoCo's outer Nesterov step on each round's merged delta Δ: m = μ·m + Δ, new = base +
+  // lr·(Δ + μ·m). outerLr = 1 and outerMomentum = 0 (the defaults) leave the merge untouched.
+  double outerLr = 1.0;
+  double outerMomentum = 0.0;
+  // When set, every contribution round-trips through a contribution file in this folder
+  // (saveContribution/loadContribution), as it would between real peers.
+  std::string contributionDir;
+};
+
+struct CurvePoint {
+  std::int64_t step = 0;
+  double valLoss = 0;    // the merged model (SPES/FedAvg) or the one trainer (centralized)
+  double trainLoss = 0;  // mean batch loss over peers and the steps since the previous point
+};
+
+// One peer's contribution of one round, encoded with each codec (payload bytes, encodedBytes).
+struct ContributionBytes {
+  int round = 0;
+  int peer = 0;
+  std::int64_t f32 = 0, bf16 = 0, int8 = 0;
+  std::int64_t spesReference = 0;  // f32 full weights of the trainable tensors (what SPES's server receives)
+};
+
+// Handed to the observer after each merge, once every peer holds the merged state.
+struct MergeRecord {
+  int round = 0;                 // 1-based
+  std::int64_t step = 0;         // steps done by every peer
+  double alpha = 0;              // warm-up factor applied (0: none)
+  const ckpt::NamedTensors& base;                         // the previous merged state
+  const std::vector<ckpt::NamedTensors>& local;           // each peer's weights just before the merge
+  const std::vector<sync::Contribution>& contributions;   // decoded and accepted, sender order
+  const std::vector<std::vector<int>>& claims;            // per peer
+  const sync::Ownership& owners;
+  const ckpt::NamedTensors& merged;                       // what every peer holds now
+};
+using MergeObserver = std::function<void(const MergeRecord&)>;
+
+struct SimResult {
+  Strategy strategy = Strategy::Spes;
+  double initialValLoss = 0;
+  double finalValLoss = 0;
+  std::vector<CurvePoint> curve;           // starts with step 0
+  std::vector<ContributionBytes> bytes;    // per round per peer (empty for centralized)
+  std::int64_t optimizerStateBytesPerPeer = 0;  // the largest peer's (the trainer's, centralized)
+  std::int64_t tokensTrained = 0;          // over all peers
+  int merges = 0;
+  int warmupMerges = 0;                    // merges with alpha > 0
+  int rejectedContributions = 0;           // by validateRound (never expected here)
+  bool peersIdenticalAfterEveryMerge = true;
+  double seconds = 0;
+};
+
+struct MeanBytes {
+  double f32 = 0, bf16 = 0, int8 = 0, spesReference = 0;
+};
+MeanBytes meanContributionBytes(const SimResult& result);  // per peer per sync
+
+// Claims for SPES: peer i gets experts (i·k + j) mod E, j < k. Disjoint contiguous blocks when
+// P·k ≤ E; wrapping around gives replicas when P·k > E (every expert owned when P·k ≥ E).
+std::vector<std::vector<int>> assignExperts(int peers, int nExperts, int expertsPerPeer);
+
+// `parts` disjoint shards of `tokens`. blockTokens = 0: contiguous (shard i is the i-th part, the
+// last takes the remainder); > 0: blocks of that many tokens dealt round-robin.
+std::vector<train::TokenBuffer> splitTokens(const train::TokenBuffer& tokens, int parts, std::size_t blockTokens = 0);
+
+// Runs one strategy from the same initial weights; errors are configuration or codec failures.
+Expected<SimResult> runSimulation(Strategy strategy, const SimConfig& config, const train::RunData& data,
+                                  const train::LogFn& log, const MergeObserver& observer = {});
+
+}  // namespace es::sim

@@ -1,0 +1,153 @@
+#include "core/sim/swarm_round.h"
+
+#include "core/sync/contribution_file.h"
+#include "core/sync/validate.h"
+#include "core/train/trainer_weights.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace es::sim::detail {
+namespace {
+
+const char* kRun = "simulated-swarm";
+
+// Deltas of the peer's trainable tensors against the round's base, in the trainer's order.
+ckpt::NamedTensors contributionDeltas(const train::Trainer& trainer, const ckpt::NamedTensors& local,
+                                      const ckpt::NamedTensors& base) {
+  std::map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < local.size(); ++i) index[local[i].first] = i;
+  ckpt::NamedTensors deltas;
+  for (const auto& name : trainer.trainableTensorNames()) {
+    const std::size_t i = index.at(name);
+    deltas.emplace_back(name, local[i].second - base[i].second);
+  }
+  return deltas;
+}
+
+ContributionBytes measureBytes(int round, int peer, const ckpt::NamedTensors& deltas) {
+  ContributionBytes b;
+  b.round = round;
+  b.peer = peer;
+  b.f32 = sync::encodedBytes(sync::encodeDeltas(deltas, sync::Codec::F32));
+  b.bf16 = sync::encodedBytes(sync::encodeDeltas(deltas, sync::Codec::BF16));
+  b.int8 = sync::encodedBytes(sync::encodeDeltas(deltas, sync::Codec::Int8));
+  // SPES's peers upload the full f32 weights of what they trained: same tensors, 4 bytes each.
+  for (const auto& [name, t] : deltas) b.spesReference += t.numel() * 4;
+  return b;
+}
+
+// What a receiver gets: the decoded deltas after encoding with the run's codec, optionally
+// through a contribution file on disk.
+Expected<ckpt::NamedTensors> transport(const ckpt::NamedTensors& deltas, sync::ContributionHeader& header,
+                                       const SimConfig& config) {
+  if (config.contributionDir.empty()) return sync::decodeDeltas(sync::encodeDeltas(deltas, config.codec), config.codec);
+  const std::string path = config.contributionDir + "/round-" + std::to_string(header.round) + "-" +
+                           header.sender + ".safetensors";
+  if (auto saved = sync::saveContribution(path, header, deltas); !saved) return makeError(saved.error());
+  auto loaded = sync::loadContribution(path);
+  if (!loaded) return makeError(loaded.error());
+  header = loaded->header;  // validate what arrived, not what was meant to be sent
+  return std::move(loaded->deltas);
+}
+
+bool sameWeights(const ckpt::NamedTensors& a, const ckpt::NamedTensors& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].first != b[i].first || !torch::equal(a[i].second, b[i].second)) return false;
+  return true;
+}
+
+// Peer p sees the contributions in its own arrival order (rotated by p, reversed for odd p):
+// aggregate() promises that the order does not change the result, and the identity check
+// after the merge holds it to that.
+std::vector<sync::Contribution> arrivalOrder(const std::vector<sync::Contribution>& accepted, std::size_t p) {
+  std::vector<sync::Contribution> order = accepted;
+  if (order.empty()) return order;
+  std::rotate(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(p % order.size()), order.end());
+  if (p % 2 == 1) std::reverse(order.begin(), order.end());
+  return order;
+}
+
+// The experimental outer step (SimConfig::outerLr/outerMomentum), in the peer's own buffer.
+ckpt::NamedTensors outerStep(const ckpt::NamedTensors& base, const ckpt::NamedTensors& merged,
+                             ckpt::NamedTensors& momentum, const SimConfig& config) {
+  const double mu = config.outerMomentum;
+  ckpt::NamedTensors out;
+  if (momentum.empty())
+    for (const auto& [name, t] : base) momentum.emplace_back(name, torch::zeros_like(t));
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    const auto delta = merged[i].second - base[i].second;
+    momentum[i].second = momentum[i].second * mu + delta;
+    out.emplace_back(merged[i].first, base[i].second + (delta + momentum[i].second * mu) * config.outerLr);
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in, const MergeObserver& observer,
+                                 const train::LogFn& log) {
+  RoundOutcome out;
+  const SimConfig& config = in.config;
+  const sync::RoundContext context{kRun, in.round, sync::stateFingerprint(in.base)};
+
+  // 1. Every peer builds, measures and "sends" its contribution.
+  std::vector<ckpt::NamedTensors> local, received;
+  std::vector<sync::ContributionHeader> headers;
+  std::vector<std::set<int>> claims;
+  for (std::size_t p = 0; p < peers.size(); ++p) {
+    local.push_back(train::trainerWeights(*peers[p].trainer));
+    const auto deltas = contributionDeltas(*peers[p].trainer, local.back(), in.base);
+    out.bytes.push_back(measureBytes(in.round, static_cast<int>(p), deltas));
+    sync::ContributionHeader header{kRun, in.round, peers[p].id, context.baseHash, sync::codecName(config.codec)};
+    auto arrived = transport(deltas, header, config);
+    if (!arrived) return makeError(peers[p].id + " round " + std::to_string(in.round) + ": " + arrived.error());
+    received.push_back(std::move(*arrived));
+    headers.push_back(header);
+    claims.emplace_back(peers[p].claims.begin(), peers[p].claims.end());
+  }
+
+  // 2. Validation, as a receiver does it; a rejected contribution is left out of the merge.
+  const auto verdicts = sync::validateRound(headers, received, in.base, claims, context);
+  std::vector<sync::Contribution> accepted;
+  for (std::size_t p = 0; p < peers.size(); ++p) {
+    if (verdicts[p].accepted) {
+      accepted.push_back({peers[p].id, std::move(received[p])});
+    } else {
+      ++out.rejected;
+      log(peers[p].id + " round " + std::to_string(in.round) + " rejected: " + verdicts[p].reason);
+    }
+  }
+
+  // 3. Every peer merges by itself, in its own arrival order, and adopts the result (the
+  //    optimizer moments stay, as in SPES).
+  out.alpha = config.warmup ? sync::warmupAlpha(config.warmupConfig, in.step) : 0.0;
+  ckpt::NamedTensors firstMerged;
+  for (std::size_t p = 0; p < peers.size(); ++p) {
+    auto merged = sync::aggregate(in.base, arrivalOrder(accepted, p), in.owners);
+    if (config.outerLr != 1.0 || config.outerMomentum != 0.0)
+      merged = outerStep(in.base, merged, peers[p].outerMomentum, config);
+    if (out.alpha > 0)
+      merged = sync::applyMergingWarmup(merged, config.model, out.alpha, config.warmupConfig.topk);
+    if (auto set = train::setTrainerWeights(*peers[p].trainer, merged); !set)
+      return makeError(peers[p].id + " adopting the merge: " + set.error());
+    if (p == 0) firstMerged = std::move(merged);
+  }
+
+  // 4. Same inputs → same state: every peer must now hold exactly what peer 0 computed.
+  for (auto& peer : peers) out.identical = out.identical && sameWeights(train::trainerWeights(*peer.trainer), firstMerged);
+  out.merged = std::move(firstMerged);
+
+  if (observer) {
+    std::vector<std::vector<int>> claimLists;
+    for (const auto& peer : peers) claimLists.push_back(peer.claims);
+    observer(MergeRecord{in.round, in.step, out.alpha, in.base, local, accepted, claimLists, in.owners, out.merged});
+  }
+  return out;
+}
+
+}  // namespace es::sim::detail

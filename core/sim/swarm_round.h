@@ -1,0 +1,41 @@
+// One sync round of the simulated swarm (internal to es_sim): every peer's contribution goes
+// through the real client's path, then every peer merges on its own and the results are checked
+// for bit-identity.
+#pragma once
+
+#include "core/sim/simulated_swarm.h"
+#include "core/train/trainer.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace es::sim::detail {
+
+struct Peer {
+  std::string id;           // sender id in contributions and the ownership map
+  std::vector<int> claims;  // experts it trains (all of them under FedAvg)
+  std::unique_ptr<train::Trainer> trainer;
+  ckpt::NamedTensors outerMomentum;  // only with SimConfig::outerMomentum > 0
+};
+
+struct RoundOutcome {
+  ckpt::NamedTensors merged;  // the new base: what every peer holds now
+  std::vector<ContributionBytes> bytes;
+  double alpha = 0;
+  int rejected = 0;
+  bool identical = true;
+};
+
+struct RoundInput {
+  int round = 0;
+  std::int64_t step = 0;
+  const ckpt::NamedTensors& base;
+  const sync::Ownership& owners;
+  const SimConfig& config;
+};
+
+Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in, const MergeObserver& observer,
+                                 const train::LogFn& log);
+
+}  // namespace es::sim::detail
