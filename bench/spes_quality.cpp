@@ -11,7 +11,10 @@
 // Defaults (≤ 20 min on 2 cores): a smaller model than the bundled run's (d 128, expert hidden
 // 256, seq 128; same vocab, 4 layers, 8 experts, top-2: the SPES structure is unchanged) trains
 // ~2× the tokens/s of the default model, which buys 2× the steps: 4 peers × batch 8 × 128 tokens
-// = 4096 tokens per step, 240 steps, a merge every 20 steps (12 merges).
+// = 4096 tokens per step, 240 steps, a merge every 20 steps (12 merges). Peers get contiguous
+// shards (the corpus is chronological, so peers differ in era; --shards interleaved deals 32 Ki
+// blocks instead). Validation loss: 128 windows spread over the whole validation set, the same
+// for every run. Contributions go through contribution files (--no-files: in memory).
 //
 // Usage: spes_quality [--threads N] [--peers P] [--steps N] [--sync-every H] [--batch B]
 //                     [--model small|default] [--lr X] [--lr-warmup N] [--eval-windows N]
