@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -49,6 +50,7 @@ Expected<ckpt::NamedTensors> transport(const ckpt::NamedTensors& deltas, sync::C
                            header.sender + ".safetensors";
   if (auto saved = sync::saveContribution(path, header, deltas); !saved) return makeError(saved.error());
   auto loaded = sync::loadContribution(path);
+  std::remove(path.c_str());  // read once; a long run would otherwise pile up files
   if (!loaded) return makeError(loaded.error());
   header = loaded->header;  // validate what arrived, not what was meant to be sent
   return std::move(loaded->deltas);
@@ -128,11 +130,16 @@ Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in,
   out.alpha = config.warmup ? sync::warmupAlpha(config.warmupConfig, in.step) : 0.0;
   ckpt::NamedTensors firstMerged;
   for (std::size_t p = 0; p < peers.size(); ++p) {
-    auto merged = sync::aggregate(in.base, arrivalOrder(accepted, p), in.owners);
-    if (config.outerLr != 1.0 || config.outerMomentum != 0.0)
-      merged = outerStep(in.base, merged, peers[p].outerMomentum, config);
-    if (out.alpha > 0)
-      merged = sync::applyMergingWarmup(merged, config.model, out.alpha, config.warmupConfig.topk);
+    ckpt::NamedTensors merged;
+    try {  // es_sync throws only on caller errors (a duplicate sender, a misshapen delta)
+      merged = sync::aggregate(in.base, arrivalOrder(accepted, p), in.owners);
+      if (config.outerLr != 1.0 || config.outerMomentum != 0.0)
+        merged = outerStep(in.base, merged, peers[p].outerMomentum, config);
+      if (out.alpha > 0)
+        merged = sync::applyMergingWarmup(merged, config.model, out.alpha, config.warmupConfig.topk);
+    } catch (const std::exception& e) {
+      return makeError(peers[p].id + " merging round " + std::to_string(in.round) + ": " + e.what());
+    }
     if (auto set = train::setTrainerWeights(*peers[p].trainer, merged); !set)
       return makeError(peers[p].id + " adopting the merge: " + set.error());
     if (p == 0) firstMerged = std::move(merged);
