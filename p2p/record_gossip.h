@@ -1,0 +1,46 @@
+// The record gossip: a BEP10 extension message ("es_record") on the run torrent's connections.
+// Private to p2p/ (it is the one file besides swarm_session.cpp that speaks libtorrent's plugin API).
+//
+// Threads: libtorrent calls the plugin on its network thread. Everything crosses to the engine
+// thread through GossipHub, under its mutex: received bytes go to `inbox` (then `wake()` posts a
+// queued call to the engine), and bytes to send go to `outbox`, flushed to every connected
+// extension peer when the engine wakes the network thread (GossipHub users call
+// session.post_dht_stats(); the plugin flushes on that alert) or on the next session tick. Validation and relaying
+// decisions are the engine's (RecordBook): the plugin moves bytes and nothing else.
+#pragma once
+
+#include <libtorrent/extensions.hpp>
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace es::p2p {
+
+constexpr const char* kGossipExtensionName = "es_record";
+constexpr std::size_t kMaxGossipMessage = 2048;  // a record is ≤ 1000 bytes; larger is abuse
+
+struct GossipInbound {
+  std::string bytes;
+  std::string sender;  // "ip:port" of the connection it came on
+};
+
+struct GossipHub {
+  std::mutex mutex;
+  std::deque<GossipInbound> inbox;
+  std::deque<std::string> outbox;
+  // Every record we currently hold (pk → bytes): given in full to each new extension peer.
+  std::map<std::string, std::string> current;
+  std::function<void()> wake;  // set before the plugin is added; called with the mutex released
+  int oversizeMessages = 0;
+};
+
+// The session plugin; attach with session.add_extension(). Only the torrent added with
+// `userdata = runTag(hub)` gets the gossip.
+std::shared_ptr<lt::plugin> makeGossipPlugin(std::shared_ptr<GossipHub> hub);
+lt::client_data_t runTag(GossipHub* hub);
+
+}  // namespace es::p2p

@@ -1,0 +1,305 @@
+// The session, its alert pump, DHT discovery of the run and the record gossip.
+#include "p2p/swarm_session.h"
+
+#include "p2p/lt_settings.h"
+#include "p2p/swarm_session_impl.h"
+#include "p2p/torrent_maker.h"
+
+#include <libtorrent/alert_types.hpp>
+#include <libtorrent/bdecode.hpp>
+#include <libtorrent/bencode.hpp>
+#include <libtorrent/hex.hpp>
+#include <libtorrent/session_params.hpp>
+#include <libtorrent/torrent_info.hpp>
+
+#include <QMetaObject>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
+
+namespace es::p2p {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// BEP44: the bytes a mutable item's signature covers (salt omitted when empty).
+std::string bep44SignedBytes(const std::string& salt, std::int64_t seq, const std::string& value) {
+  std::string out;
+  if (!salt.empty()) out += "4:salt" + std::to_string(salt.size()) + ":" + salt;
+  out += "3:seqi" + std::to_string(seq) + "e1:v" + value;
+  return out;
+}
+
+std::array<char, 32> ltKey(const PublicKey& key) {
+  std::array<char, 32> out{};
+  std::copy(key.begin(), key.end(), out.begin());
+  return out;
+}
+
+}  // namespace
+
+std::string v2Hex(const lt::info_hash_t& hashes) { return lt::aux::to_hex(hashes.v2); }
+
+SwarmSession::SwarmSession() = default;
+
+Expected<std::unique_ptr<SwarmSession>> SwarmSession::create(const SwarmSettings& settings, const Identity& identity) {
+  auto pack = toSettingsPack(settings);
+  if (!pack) return makeError(pack.error());
+  std::unique_ptr<SwarmSession> self(new SwarmSession());
+  self->impl_ = std::make_unique<Impl>(identity);
+  auto& d = *self->impl_;
+  d.owner = self.get();
+  d.settings = settings;
+  {
+    std::lock_guard lock(d.hub->mutex);
+    d.hub->wake = [impl = &d] { impl->queuePump(); };
+  }
+  try {
+    lt::session_params params(std::move(*pack));  // with libtorrent's default plugins (metadata, pex, smart ban)
+    params.extensions.push_back(makeGossipPlugin(d.hub));
+    d.session = std::make_unique<lt::session>(std::move(params));
+  } catch (const std::exception& e) {
+    return makeError(std::string("cannot start the BitTorrent session: ") + e.what());
+  }
+  // Runs on libtorrent's thread with its alert lock held: only queue a call to our thread.
+  d.session->set_alert_notify([impl = &d] { impl->queuePump(); });
+  QObject::connect(&d.announceTimer, &QTimer::timeout, self.get(), [impl = &d] { impl->announceRun(); });
+  QObject::connect(&d.pollTimer, &QTimer::timeout, self.get(), [impl = &d] { impl->pollRecords(); });
+  QObject::connect(&d.progressTimer, &QTimer::timeout, self.get(), [impl = &d] {
+    impl->session->post_torrent_updates();
+    impl->kickTransfers();
+  });
+  d.progressTimer.start(500);
+  return self;
+}
+
+SwarmSession::~SwarmSession() {
+  if (!impl_ || !impl_->session) return;
+  // Nothing may call into us once destruction starts: replace the callbacks first.
+  impl_->session->set_alert_notify([] {});
+  {
+    std::lock_guard lock(impl_->hub->mutex);
+    impl_->hub->wake = nullptr;
+  }
+  // abort() returns at once; the proxy's destructor waits for the network thread (2–40 ms over
+  // TCP). This object lives on the engine thread, never the GUI thread, so the wait freezes nothing.
+  lt::session_proxy proxy = impl_->session->abort();
+  impl_->session.reset();
+}
+
+int SwarmSession::listenPort() const { return impl_->session->listen_port(); }
+
+std::string SwarmSession::listenEndpoint() const {
+  std::string host;
+  int port = 0;
+  splitEndpoint(impl_->settings.listen, host, port, true);
+  if (host == "0.0.0.0") host = "127.0.0.1";
+  return host + ":" + std::to_string(listenPort());
+}
+
+void SwarmSession::Impl::queuePump() {
+  if (pumpQueued.exchange(true)) return;  // one queued call drains everything
+  QMetaObject::invokeMethod(owner, [this] { pump(); }, Qt::QueuedConnection);
+}
+
+void SwarmSession::Impl::pump() {
+  pumpQueued = false;
+  std::vector<lt::alert*> alerts;
+  session->pop_alerts(&alerts);  // pointers valid until the next pop_alerts
+  static const bool trace = std::getenv("ES_P2P_TRACE") != nullptr;  // every alert to stderr
+  for (auto* alert : alerts) {
+    if (trace) std::fprintf(stderr, "[%s] %s\n", alert->what(), alert->message().c_str());
+    dispatch(alert);
+  }
+  drainGossip();
+}
+
+void SwarmSession::Impl::dispatch(lt::alert* a) {
+  switch (a->type()) {
+    case lt::dht_mutable_item_alert::alert_type: {
+      const auto* item = static_cast<lt::dht_mutable_item_alert*>(a);
+      if (item->item.type() == lt::entry::undefined_t) return;  // "not found"
+      PublicKey key{};
+      std::copy(item->key.begin(), item->key.end(), key.begin());
+      // DHT nodes may still hold an older item: that is not the publisher's fault, not a replay.
+      if (auto known = book ? book->find(key) : std::nullopt; known && known->seq >= item->seq) return;
+      std::string bytes;
+      lt::bencode(std::back_inserter(bytes), item->item);
+      offerRecord(bytes, "dht:" + peerIdOf(key), &key);
+      return;
+    }
+    case lt::dht_get_peers_reply_alert::alert_type: {
+      const auto* reply = static_cast<lt::dht_get_peers_reply_alert*>(a);
+      if (reply->info_hash != rendezvous || !runHandle.is_valid()) return;
+      for (const auto& endpoint : reply->peers())
+        if (endpoint.port() != session->listen_port() || !endpoint.address().is_loopback()) runHandle.connect_peer(endpoint);
+      return;
+    }
+    case lt::hash_failed_alert::alert_type:
+      ++counters.hashFailures;
+      Q_EMIT owner->pieceHashFailed(QString::fromStdString(v2Hex(static_cast<lt::hash_failed_alert*>(a)->handle.info_hashes())));
+      return;
+    case lt::torrent_finished_alert::alert_type:
+      onTransferFinished(static_cast<lt::torrent_finished_alert*>(a)->handle);
+      return;
+    case lt::torrent_error_alert::alert_type: {
+      const auto* e = static_cast<lt::torrent_error_alert*>(a);
+      onTransferError(e->handle, e->error.message());
+      return;
+    }
+    case lt::file_error_alert::alert_type: {
+      const auto* e = static_cast<lt::file_error_alert*>(a);
+      onTransferError(e->handle, e->error.message() + " (" + e->filename() + ")");
+      return;
+    }
+    case lt::state_update_alert::alert_type:
+      onStateUpdate(static_cast<lt::state_update_alert*>(a)->status);
+      return;
+    default:
+      return;
+  }
+}
+
+Status SwarmSession::joinRun(const std::string& torrentFile, const std::string& saveDir) {
+  auto& d = *impl_;
+  if (d.book) return makeError("already in run " + d.runId);
+  auto torrent = loadTorrent(torrentFile);
+  if (!torrent) return makeError(torrent.error());
+  lt::add_torrent_params params;
+  lt::error_code ec;
+  params.ti = std::make_shared<lt::torrent_info>(torrent->bytes, ec, lt::from_span);
+  if (ec) return makeError("run torrent: " + ec.message());
+  params.save_path = saveDir;
+  params.userdata = runTag(d.hub.get());  // the gossip rides on this torrent's connections
+  params.flags &= ~(lt::torrent_flags::auto_managed | lt::torrent_flags::paused);
+  d.runHandle = d.session->add_torrent(std::move(params), ec);
+  if (ec) return makeError("cannot add the run torrent: " + ec.message());
+  d.runId = torrent->infoHashV2;
+  std::copy_n(d.runHandle.info_hashes().v2.data(), lt::sha1_hash::size(), d.rendezvous.data());
+  d.salt = d.runId.substr(0, 32);
+  d.book.emplace(d.runId);
+  d.joinedAt = Clock::now();
+  d.announceTimer.start(d.settings.fastAnnounceMs);
+  d.pollTimer.start(d.settings.bep44PollMs);
+  d.announceRun();
+  return {};
+}
+
+const std::string& SwarmSession::runId() const { return impl_->runId; }
+
+// Discovery. Every run peer seeds the run torrent, and a seed's own DHT lookups ask for non-seeds
+// only (BEP33 "noseed"), so the torrent's announces never find the other run peers. We announce
+// and look up ourselves, without the seed flag, under the run's rendezvous key (the truncated v2
+// info-hash), and connect whatever the DHT returns to the run torrent. An announce made before the
+// routing table has filled is dropped silently: repeat fast until we are connected to as many
+// peers as we hold records of (and for the first 30 s).
+void SwarmSession::Impl::announceRun() {
+  if (!runHandle.is_valid()) return;
+  session->dht_announce(rendezvous, session->listen_port(), {});
+  session->dht_get_peers(rendezvous);
+  const auto status = runHandle.status();
+  if (status.num_peers != runPeers) {
+    runPeers = status.num_peers;
+    counters.runPeers = runPeers;
+    Q_EMIT owner->runPeersChanged(runPeers);
+  }
+  const bool young = Clock::now() - joinedAt < std::chrono::seconds(30);
+  const bool missing = book && runPeers + 1 < static_cast<int>(book->size());
+  const int wanted = young || missing || runPeers == 0 ? settings.fastAnnounceMs : settings.slowAnnounceMs;
+  if (announceTimer.interval() != wanted) announceTimer.setInterval(wanted);
+}
+
+Status SwarmSession::publishRecord(const PeerRecord& input) {
+  auto& d = *impl_;
+  if (!d.book) return makeError("join a run before publishing a record");
+  PeerRecord record = input;
+  record.run = d.runId;
+  record.pk = d.identity.publicKey();
+  if (record.seq <= d.lastSeq) return makeError("record seq " + std::to_string(record.seq) + " is not above " + std::to_string(d.lastSeq));
+  auto bytes = signRecord(record, d.identity);
+  if (!bytes) return makeError(bytes.error());
+  const auto result = d.book->offer(*bytes, "self");
+  if (result.outcome != OfferOutcome::Accepted)
+    return makeError(std::string("own record refused: ") + offerOutcomeName(result.outcome));
+  d.lastSeq = record.seq;
+  {
+    std::lock_guard lock(d.hub->mutex);
+    d.hub->current[toHex(record.pk)] = *bytes;
+    d.hub->outbox.push_back(*bytes);
+  }
+  d.session->post_dht_stats();  // wakes the gossip plugin on the network thread
+  // BEP44: the same bytes as a mutable item under our key; signed with libsodium (libtorrent's
+  // signer expects another secret-key format — LIBTORRENT-FACTS).
+  const std::string value = *bytes;
+  const Identity identity = d.identity;
+  const std::int64_t seq = record.seq;
+  d.session->dht_put_item(ltKey(record.pk), [value, identity, seq](lt::entry& v, std::array<char, 64>& sig,
+                                                                  std::int64_t& itemSeq, const std::string& salt) {
+    v = lt::bdecode(value);
+    itemSeq = seq;
+    const auto signature = identity.sign(bep44SignedBytes(salt, seq, value));
+    std::copy(signature.begin(), signature.end(), sig.begin());
+  }, d.salt);
+  return {};
+}
+
+const RecordBook& SwarmSession::records() const {
+  static const RecordBook empty("");
+  return impl_->book ? *impl_->book : empty;
+}
+
+void SwarmSession::injectRawGossip(const std::string& bytes) {
+  {
+    std::lock_guard lock(impl_->hub->mutex);
+    impl_->hub->outbox.push_back(bytes);
+  }
+  impl_->session->post_dht_stats();
+}
+
+void SwarmSession::Impl::drainGossip() {
+  std::deque<GossipInbound> inbound;
+  {
+    std::lock_guard lock(hub->mutex);
+    inbound.swap(hub->inbox);
+  }
+  for (const auto& message : inbound) offerRecord(message.bytes, message.sender, nullptr);
+}
+
+void SwarmSession::Impl::offerRecord(const std::string& bytes, const std::string& sender, const PublicKey* expectedKey) {
+  if (!book) return;
+  const auto result = book->offer(bytes, sender, expectedKey);
+  if (result.counted()) {
+    counters.recordsDropped = book->totalDrops();
+    const std::string reason = result.rejection ? std::string(recordErrorName(result.rejection->error)) + ": " + result.rejection->detail
+                                                : offerOutcomeName(result.outcome);
+    Q_EMIT owner->recordDropped(QString::fromStdString(sender), QString::fromStdString(reason));
+    return;
+  }
+  if (result.outcome != OfferOutcome::Accepted) return;
+  ++counters.recordsAccepted;
+  const auto parsed = parseRecord(bytes, runId, expectedKey);
+  {
+    std::lock_guard lock(hub->mutex);
+    hub->current[toHex(parsed.record.pk)] = bytes;
+    hub->outbox.push_back(bytes);  // relay: new to us, so possibly new to our neighbours
+  }
+  session->post_dht_stats();
+  Q_EMIT owner->recordAccepted(parsed.record);
+}
+
+// Records missed by the gossip (a partition, a late joiner) are fetched from the DHT.
+void SwarmSession::Impl::pollRecords() {
+  if (!book) return;
+  for (const auto& record : book->records())
+    if (record.pk != identity.publicKey()) session->dht_get_item(ltKey(record.pk), salt);
+}
+
+SwarmCounters SwarmSession::counters() const {
+  auto c = impl_->counters;
+  c.dhtNodes = 0;
+  if (impl_->book) c.recordsDropped = impl_->book->totalDrops();
+  return c;
+}
+
+}  // namespace es::p2p

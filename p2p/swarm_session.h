@@ -1,0 +1,102 @@
+// One libtorrent session and everything the swarm protocol does with it: DHT discovery of the
+// run's peers, record gossip (a BEP10 extension on the run torrent's connections) and BEP44
+// mutable items, and checkpoint swarms (publish a file as a hybrid torrent, fetch one by info-hash).
+//
+// Threads: create and use it on one thread with a Qt event loop (the engine thread). libtorrent's
+// notify callback and the gossip plugin only post a queued call here; alerts are drained and
+// dispatched on this thread (ARCHITECTURE §2). Signals carry plain types.
+//
+// Nothing in this header names libtorrent: the session lives behind a pimpl.
+#pragma once
+
+#include "core/common/expected.h"
+#include "p2p/peer_record.h"
+#include "p2p/record_book.h"
+#include "p2p/swarm_settings.h"
+
+#include <QObject>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace es::p2p {
+
+class Identity;
+
+// A transfer's state, as the node and the UI see it.
+struct TransferStatus {
+  std::string infoHash;     // v2 info-hash, hex (64 characters)
+  std::string path;         // the file on disk (complete only when finished)
+  std::int64_t totalBytes = 0;
+  std::int64_t doneBytes = 0;
+  std::int64_t uploadedBytes = 0;    // payload, this session
+  std::int64_t downloadedBytes = 0;  // payload, this session
+  int peers = 0;
+  bool finished = false;
+  bool seeding = false;
+};
+
+struct SwarmCounters {
+  int recordsAccepted = 0;
+  int recordsDropped = 0;  // = records().totalDrops()
+  int hashFailures = 0;    // pieces that failed their hash check (a lying or damaged peer)
+  int dhtNodes = 0;
+  int runPeers = 0;        // connections on the run torrent
+};
+
+class SwarmSession : public QObject {
+  Q_OBJECT
+
+ public:
+  // Starts the session (listening, DHT). Fails with a clear message for a bad listen address or
+  // bootstrap entry.
+  static Expected<std::unique_ptr<SwarmSession>> create(const SwarmSettings& settings, const Identity& identity);
+  ~SwarmSession() override;  // fast: abort() here, the session is destroyed off this thread
+
+  int listenPort() const;  // the real port (when asked for port 0)
+  std::string listenEndpoint() const;  // "IP:PORT", usable as another node's bootstrap entry
+
+  // Joins a run: seeds (or fetches) the run torrent `torrentFile` into `saveDir`, announces it on
+  // the DHT and gossips records with its peers. The run id is the torrent's v2 info-hash (hex).
+  Status joinRun(const std::string& torrentFile, const std::string& saveDir);
+  const std::string& runId() const;
+
+  // Signs `record` (pk = our key, run = our run), stores it, gossips it and puts it as a BEP44
+  // item. seq must be higher than our last one.
+  Status publishRecord(const PeerRecord& record);
+  const RecordBook& records() const;
+  // Test-only: hands raw bytes to the gossip as if they were a record (to test how others react).
+  void injectRawGossip(const std::string& bytes);
+
+  // Checkpoint swarms. publishFile makes a deterministic hybrid torrent of `path` and seeds it;
+  // returns the v2 info-hash (hex). fetch downloads `infoHash` into `saveDir` from the run's peers
+  // and the DHT; progress and completion arrive as signals. retire stops a transfer and, if asked,
+  // deletes its file.
+  Expected<std::string> publishFile(const std::string& path);
+  Status fetch(const std::string& infoHash, const std::string& saveDir);
+  void retire(const std::string& infoHash, bool deleteFile);
+  std::vector<TransferStatus> transfers() const;
+  // Per-transfer upload cap (bytes/s, 0 = none); applies to loopback only with limitLocalPeers.
+  void setTransferUploadLimit(const std::string& infoHash, int bytesPerSecond);
+
+  SwarmCounters counters() const;
+
+ Q_SIGNALS:
+  void recordAccepted(const es::p2p::PeerRecord& record);
+  void recordDropped(const QString& sender, const QString& reason);
+  void transferProgress(const QString& infoHash, qint64 doneBytes, qint64 totalBytes);
+  void transferFinished(const QString& infoHash, const QString& path);
+  void transferFailed(const QString& infoHash, const QString& reason);
+  void pieceHashFailed(const QString& infoHash);
+  void runPeersChanged(int peers);
+
+ private:
+  SwarmSession();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  friend struct Impl;
+};
+
+}  // namespace es::p2p

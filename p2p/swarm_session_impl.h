@@ -1,0 +1,72 @@
+// SwarmSession's private state, shared by swarm_session.cpp (session, alerts, records) and
+// swarm_transfers.cpp (checkpoint swarms). Private to p2p/.
+#pragma once
+
+#include "p2p/identity.h"
+#include "p2p/record_book.h"
+#include "p2p/record_gossip.h"
+#include "p2p/swarm_session.h"
+
+#include <libtorrent/session.hpp>
+#include <libtorrent/torrent_handle.hpp>
+
+#include <QTimer>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <optional>
+
+namespace es::p2p {
+
+struct Transfer {
+  lt::torrent_handle handle;
+  std::string saveDir;
+  std::string name;        // file name, once the metadata is known
+  bool published = false;  // we made it (seeding from the start)
+  bool finished = false;
+  std::int64_t lastReportedDone = -1;
+  std::chrono::steady_clock::time_point added;
+};
+
+struct SwarmSession::Impl {
+  SwarmSession* owner = nullptr;
+  SwarmSettings settings;
+  Identity identity;
+  std::unique_ptr<lt::session> session;
+  std::shared_ptr<GossipHub> hub = std::make_shared<GossipHub>();
+  std::atomic<bool> pumpQueued{false};
+
+  // The run.
+  std::string runId;
+  std::string salt;  // BEP44 salt: the first 16 bytes of the run id (hex → 32 characters)
+  lt::torrent_handle runHandle;
+  lt::sha1_hash rendezvous;  // the DHT key run peers announce under (see announceRun)
+  std::optional<RecordBook> book;
+  std::int64_t lastSeq = 0;
+  std::chrono::steady_clock::time_point joinedAt;
+  QTimer announceTimer, pollTimer, progressTimer;
+  int runPeers = 0;
+
+  std::map<std::string, Transfer> transfers;  // v2 info-hash hex → transfer
+  SwarmCounters counters;
+
+  explicit Impl(const Identity& id) : identity(id) {}
+  void queuePump();
+  void pump();
+  void dispatch(lt::alert* alert);
+  void drainGossip();
+  void offerRecord(const std::string& bytes, const std::string& sender, const PublicKey* expectedKey);
+  void announceRun();
+  void pollRecords();
+  void kickTransfers();
+  // swarm_transfers.cpp
+  void onTransferFinished(const lt::torrent_handle& handle);
+  void onTransferError(const lt::torrent_handle& handle, const std::string& message);
+  void onStateUpdate(const std::vector<lt::torrent_status>& statuses);
+  Transfer* findTransfer(const lt::torrent_handle& handle, std::string* hash = nullptr);
+};
+
+std::string v2Hex(const lt::info_hash_t& hashes);
+
+}  // namespace es::p2p

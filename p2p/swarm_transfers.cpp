@@ -1,0 +1,156 @@
+// Checkpoint swarms: publish a file as a deterministic hybrid torrent, fetch one by its v2
+// info-hash from the run's peers and the DHT, report progress, retire old ones.
+#include "p2p/swarm_session_impl.h"
+#include "p2p/torrent_maker.h"
+
+#include <libtorrent/hex.hpp>
+#include <libtorrent/torrent_info.hpp>
+#include <libtorrent/torrent_status.hpp>
+
+#include <filesystem>
+
+namespace es::p2p {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+TransferStatus statusOf(const std::string& hash, const Transfer& t) {
+  TransferStatus s;
+  s.infoHash = hash;
+  if (!t.handle.is_valid()) return s;
+  const auto st = t.handle.status();
+  s.path = t.name.empty() ? std::string() : (std::filesystem::path(t.saveDir) / t.name).string();
+  s.totalBytes = st.total_wanted;
+  s.doneBytes = st.total_wanted_done;
+  s.uploadedBytes = st.total_payload_upload;
+  s.downloadedBytes = st.total_payload_download;
+  s.peers = st.num_peers;
+  s.finished = t.finished;
+  s.seeding = st.is_seeding;
+  return s;
+}
+
+}  // namespace
+
+Expected<std::string> SwarmSession::publishFile(const std::string& path) {
+  auto& d = *impl_;
+  auto torrent = makeTorrent(path);
+  if (!torrent) return makeError(torrent.error());
+  if (d.transfers.count(torrent->infoHashV2)) return torrent->infoHashV2;
+  lt::add_torrent_params params;
+  lt::error_code ec;
+  params.ti = std::make_shared<lt::torrent_info>(torrent->bytes, ec, lt::from_span);
+  if (ec) return makeError(ec.message());
+  params.save_path = std::filesystem::absolute(path).parent_path().string();
+  // We just hashed the file: seed at once; pieces are verified again when first requested, so a
+  // file damaged on disk later is refused rather than served (LIBTORRENT-FACTS, integrity).
+  params.flags |= lt::torrent_flags::seed_mode;
+  params.flags &= ~(lt::torrent_flags::auto_managed | lt::torrent_flags::paused);
+  auto handle = d.session->add_torrent(std::move(params), ec);
+  if (ec) return makeError("cannot seed \"" + path + "\": " + ec.message());
+  Transfer t;
+  t.handle = handle;
+  t.saveDir = std::filesystem::absolute(path).parent_path().string();
+  t.name = torrent->name;
+  t.published = true;
+  t.finished = true;
+  t.added = Clock::now();
+  d.transfers.emplace(torrent->infoHashV2, std::move(t));
+  return torrent->infoHashV2;
+}
+
+Status SwarmSession::fetch(const std::string& infoHash, const std::string& saveDir) {
+  auto& d = *impl_;
+  if (!isInfoHashV2(infoHash)) return makeError("\"" + infoHash + "\" is not a v2 info-hash (64 hex digits)");
+  std::string hash = infoHash;
+  for (auto& c : hash) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (d.transfers.count(hash)) return {};
+  std::error_code fsError;
+  std::filesystem::create_directories(saveDir, fsError);
+  if (fsError) return makeError("cannot create \"" + saveDir + "\": " + fsError.message());
+  lt::add_torrent_params params;
+  lt::sha256_hash v2;
+  lt::aux::from_hex(hash, v2.data());
+  params.info_hashes = lt::info_hash_t(v2);
+  params.save_path = saveDir;
+  params.flags &= ~(lt::torrent_flags::auto_managed | lt::torrent_flags::paused);
+  lt::error_code ec;
+  auto handle = d.session->add_torrent(std::move(params), ec);
+  if (ec) return makeError("cannot fetch " + hash + ": " + ec.message());
+  Transfer t;
+  t.handle = handle;
+  t.saveDir = saveDir;
+  t.added = Clock::now();
+  d.transfers.emplace(hash, std::move(t));
+  handle.force_dht_announce();
+  return {};
+}
+
+void SwarmSession::retire(const std::string& infoHash, bool deleteFile) {
+  auto& d = *impl_;
+  auto it = d.transfers.find(infoHash);
+  if (it == d.transfers.end()) return;
+  d.session->remove_torrent(it->second.handle, deleteFile ? lt::session::delete_files : lt::remove_flags_t{});
+  d.transfers.erase(it);
+}
+
+std::vector<TransferStatus> SwarmSession::transfers() const {
+  std::vector<TransferStatus> out;
+  for (const auto& [hash, t] : impl_->transfers) out.push_back(statusOf(hash, t));
+  return out;
+}
+
+void SwarmSession::setTransferUploadLimit(const std::string& infoHash, int bytesPerSecond) {
+  auto it = impl_->transfers.find(infoHash);
+  if (it != impl_->transfers.end()) it->second.handle.set_upload_limit(bytesPerSecond);
+}
+
+Transfer* SwarmSession::Impl::findTransfer(const lt::torrent_handle& handle, std::string* hash) {
+  for (auto& [h, t] : transfers)
+    if (t.handle == handle) {
+      if (hash) *hash = h;
+      return &t;
+    }
+  return nullptr;
+}
+
+void SwarmSession::Impl::onTransferFinished(const lt::torrent_handle& handle) {
+  std::string hash;
+  auto* t = findTransfer(handle, &hash);
+  if (!t || t->finished) return;
+  t->finished = true;
+  if (auto ti = handle.torrent_file()) t->name = ti->name();
+  // Every piece passed its hash check (v2: per-file merkle roots from the info-hash) before
+  // libtorrent wrote it as valid: the file on disk is the published one.
+  Q_EMIT owner->transferFinished(QString::fromStdString(hash),
+                                 QString::fromStdString((std::filesystem::path(t->saveDir) / t->name).string()));
+}
+
+void SwarmSession::Impl::onTransferError(const lt::torrent_handle& handle, const std::string& message) {
+  std::string hash;
+  if (!findTransfer(handle, &hash)) return;
+  Q_EMIT owner->transferFailed(QString::fromStdString(hash), QString::fromStdString(message));
+}
+
+void SwarmSession::Impl::onStateUpdate(const std::vector<lt::torrent_status>& statuses) {
+  for (const auto& st : statuses) {
+    std::string hash;
+    auto* t = findTransfer(st.handle, &hash);
+    if (!t || t->published || st.total_wanted_done == t->lastReportedDone) continue;
+    t->lastReportedDone = st.total_wanted_done;
+    Q_EMIT owner->transferProgress(QString::fromStdString(hash), st.total_wanted_done, st.total_wanted);
+  }
+}
+
+// A fresh torrent's first DHT announce can be lost, and libtorrent re-announces only every
+// 15 minutes: re-announce fresh publications and peerless downloads every tick for a while.
+void SwarmSession::Impl::kickTransfers() {
+  const auto now = Clock::now();
+  for (auto& [hash, t] : transfers) {
+    if (!t.handle.is_valid()) continue;
+    const bool fresh = now - t.added < std::chrono::seconds(20);
+    if ((t.published && fresh) || (!t.finished && t.handle.status().num_peers == 0)) t.handle.force_dht_announce();
+  }
+}
+
+}  // namespace es::p2p

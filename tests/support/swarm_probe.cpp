@@ -1,0 +1,171 @@
+// Test helper: one swarm peer in its own process, driven by line commands on stdin and reporting
+// JSON-line events on stdout, so multi-process tests and benchmarks can run real libtorrent
+// sessions side by side on 127.0.0.1.
+//
+//   swarm_probe --listen 127.0.0.1:0 [--bootstrap IP:PORT]... --key FILE [--run TORRENT --run-dir DIR]
+//   swarm_probe --make-torrent PATH --out FILE.torrent   (prints the v2 info-hash)
+//
+// Commands: record SEQ ROUND CLAIMS(1,2|-) LEASE | publish PATH | fetch HASH DIR | inject HEX |
+//           limit HASH BYTES_PER_S | leases ROUND EXPERTS | status | quit
+// Events carry "t": milliseconds since the epoch (all processes share the host clock).
+#include "p2p/identity.h"
+#include "p2p/leases.h"
+#include "p2p/swarm_session.h"
+#include "p2p/torrent_maker.h"
+
+#include <QCommandLineParser>
+#include <QCoreApplication>
+#include <QCryptographicHash>
+#include <QDateTime>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSocketNotifier>
+
+#include <unistd.h>
+
+#include <cstdio>
+
+using namespace es::p2p;
+
+namespace {
+
+void emitEvent(QJsonObject event) {
+  event.insert("t", QDateTime::currentMSecsSinceEpoch());
+  std::printf("%s\n", QJsonDocument(event).toJson(QJsonDocument::Compact).constData());
+  std::fflush(stdout);
+}
+
+QString sha256Of(const QString& path) {
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) return {};
+  QCryptographicHash hash(QCryptographicHash::Sha256);
+  hash.addData(&file);
+  return QString::fromLatin1(hash.result().toHex());
+}
+
+std::vector<int> parseClaims(const QString& text) {
+  std::vector<int> claims;
+  if (text == "-") return claims;
+  for (const auto& part : text.split(',')) claims.push_back(part.toInt());
+  return claims;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QCoreApplication app(argc, argv);
+  QCommandLineParser parser;
+  parser.addOptions({{"listen", "IP:PORT", "endpoint"}, {"bootstrap", "DHT node", "endpoint"},
+                     {"key", "identity file", "file"}, {"run", "run torrent", "file"}, {"run-dir", "run folder", "dir"},
+                     {"make-torrent", "write PATH's torrent to --out and exit", "path"}, {"out", "torrent file", "file"}});
+  parser.process(app);
+  if (parser.isSet("make-torrent")) {
+    auto torrent = makeTorrent(parser.value("make-torrent").toStdString());
+    QFile out(parser.value("out"));
+    if (!torrent || !out.open(QIODevice::WriteOnly)) return std::fprintf(stderr, "cannot make the torrent\n"), 1;
+    out.write(torrent->bytes.data(), qint64(torrent->bytes.size()));
+    std::printf("%s\n", torrent->infoHashV2.c_str());
+    return 0;
+  }
+  auto identity = Identity::loadOrCreate(parser.value("key").toStdString());
+  if (!identity) return std::fprintf(stderr, "%s\n", identity.error().c_str()), 1;
+  SwarmSettings settings;
+  settings.listen = parser.value("listen").toStdString();
+  for (const auto& node : parser.values("bootstrap")) settings.bootstrap.push_back(node.toStdString());
+  settings.sameHostSwarm = true;
+  settings.limitLocalPeers = true;  // so `limit` applies on loopback
+  settings.enableUtp = false;
+  settings.fastAnnounceMs = 500;
+  settings.bep44PollMs = 2000;
+  auto created = SwarmSession::create(settings, *identity);
+  if (!created) return std::fprintf(stderr, "%s\n", created.error().c_str()), 1;
+  auto& swarm = **created;
+
+  QObject::connect(&swarm, &SwarmSession::recordAccepted, [](const PeerRecord& r) {
+    emitEvent({{"event", "record"}, {"pk", QString::fromStdString(toHex(r.pk))}, {"seq", qint64(r.seq)}});
+  });
+  QObject::connect(&swarm, &SwarmSession::recordDropped, [](const QString& sender, const QString& reason) {
+    emitEvent({{"event", "dropped"}, {"sender", sender}, {"reason", reason}});
+  });
+  QObject::connect(&swarm, &SwarmSession::transferFinished, [](const QString& hash, const QString& path) {
+    emitEvent({{"event", "finished"}, {"hash", hash}, {"path", path}, {"sha256", sha256Of(path)}});
+  });
+  QObject::connect(&swarm, &SwarmSession::transferFailed, [](const QString& hash, const QString& reason) {
+    emitEvent({{"event", "failed"}, {"hash", hash}, {"reason", reason}});
+  });
+  QObject::connect(&swarm, &SwarmSession::pieceHashFailed, [](const QString& hash) {
+    emitEvent({{"event", "hashfail"}, {"hash", hash}});
+  });
+
+  if (parser.isSet("run")) {
+    if (auto s = swarm.joinRun(parser.value("run").toStdString(), parser.value("run-dir").toStdString()); !s)
+      return std::fprintf(stderr, "%s\n", s.error().c_str()), 1;
+  }
+  emitEvent({{"event", "ready"}, {"endpoint", QString::fromStdString(swarm.listenEndpoint())},
+             {"pk", QString::fromStdString(toHex(identity->publicKey()))}});
+
+  auto fail = [](const QString& what, const std::string& why) {
+    emitEvent({{"event", "error"}, {"command", what}, {"message", QString::fromStdString(why)}});
+  };
+  QSocketNotifier input(STDIN_FILENO, QSocketNotifier::Read);
+  std::string pending;  // raw read(2), not std::cin: a buffered stream would hide queued lines from the notifier
+  auto handle = [&](const std::string& line) {
+    const auto words = QString::fromStdString(line).split(' ', Qt::SkipEmptyParts);
+    if (words.isEmpty()) return;
+    const QString& cmd = words[0];
+    if (cmd == "quit") return app.quit();
+    if (cmd == "record" && words.size() == 5) {
+      PeerRecord r;
+      r.seq = words[1].toLongLong();
+      r.round = words[2].toLongLong();
+      r.claims = parseClaims(words[3]);
+      r.leaseUntil = words[4].toLongLong();
+      if (auto s = swarm.publishRecord(r); !s) fail(cmd, s.error());
+      else emitEvent({{"event", "published-record"}, {"seq", qint64(r.seq)}});
+    } else if (cmd == "publish" && words.size() == 2) {
+      auto hash = swarm.publishFile(words[1].toStdString());
+      if (!hash) fail(cmd, hash.error());
+      else emitEvent({{"event", "published"}, {"hash", QString::fromStdString(*hash)}});
+    } else if (cmd == "fetch" && words.size() == 3) {
+      if (auto s = swarm.fetch(words[1].toStdString(), words[2].toStdString()); !s) fail(cmd, s.error());
+    } else if (cmd == "inject" && words.size() == 2) {
+      swarm.injectRawGossip(QByteArray::fromHex(words[1].toLatin1()).toStdString());
+    } else if (cmd == "limit" && words.size() == 3) {
+      swarm.setTransferUploadLimit(words[1].toStdString(), words[2].toInt());
+    } else if (cmd == "leases" && words.size() == 3) {
+      const auto map = ownershipMap(swarm.records().records(), words[1].toLongLong(), words[2].toInt());
+      QJsonArray owners;
+      for (const auto& expertOwners : map.owners) {
+        QJsonArray keys;
+        for (const auto& k : expertOwners) keys.append(QString::fromStdString(toHex(k).substr(0, 8)));
+        owners.append(keys);
+      }
+      emitEvent({{"event", "leases"}, {"owners", owners}});
+    } else if (cmd == "status") {
+      const auto c = swarm.counters();
+      QJsonArray transfers;
+      for (const auto& t : swarm.transfers())
+        transfers.append(QJsonObject{{"hash", QString::fromStdString(t.infoHash)}, {"done", qint64(t.doneBytes)},
+                                     {"uploaded", qint64(t.uploadedBytes)}, {"downloaded", qint64(t.downloadedBytes)},
+                                     {"finished", t.finished}});
+      emitEvent({{"event", "status"}, {"records", int(swarm.records().size())}, {"dropped", c.recordsDropped},
+                 {"hashfail", c.hashFailures}, {"runPeers", c.runPeers}, {"transfers", transfers}});
+    } else {
+      fail(cmd, "unknown command or wrong arguments: " + line);
+    }
+  };
+  QObject::connect(&input, &QSocketNotifier::activated, [&] {
+    char buffer[4096];
+    const auto n = ::read(STDIN_FILENO, buffer, sizeof buffer);
+    if (n <= 0) return app.quit();  // stdin closed: the test is gone
+    pending.append(buffer, static_cast<std::size_t>(n));
+    for (auto end = pending.find('\n'); end != std::string::npos; end = pending.find('\n')) {
+      const std::string line = pending.substr(0, end);
+      pending.erase(0, end + 1);
+      handle(line);
+    }
+  });
+  return app.exec();
+}
