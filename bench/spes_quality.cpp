@@ -17,7 +17,7 @@
 // for every run. Contributions go through contribution files (--no-files: in memory).
 //
 // Usage: spes_quality [--threads N] [--peers P] [--steps N] [--sync-every H] [--batch B]
-//                     [--model small|default] [--lr X] [--lr-warmup N] [--eval-windows N]
+//                     [--central-batch B] [--model small|default] [--lr X] [--lr-warmup N] [--eval-windows N]
 //                     [--shards contiguous|interleaved]
 //                     [--alpha0 X] [--warmup-decay N] [--topk K] [--runs a,b,..]
 //                     [--outer-lr X --outer-momentum X]  (experimental, see SimConfig)
@@ -48,6 +48,7 @@ struct Args {
   int steps = 240;
   int syncEvery = 20;
   int batch = 8;
+  int centralBatch = 0;  // 0 = peers × batch (equal tokens)
   std::string model = "small";
   double lr = 0;        // 0 = the run's
   int lrWarmup = -1;    // -1 = steps / 10
@@ -73,6 +74,7 @@ bool parseArgs(int argc, char** argv, Args& a) {
     else if (arg == "--steps" && next()) a.steps = std::atoi(v.c_str());
     else if (arg == "--sync-every" && next()) a.syncEvery = std::atoi(v.c_str());
     else if (arg == "--batch" && next()) a.batch = std::atoi(v.c_str());
+    else if (arg == "--central-batch" && next()) a.centralBatch = std::atoi(v.c_str());
     else if (arg == "--model" && next()) a.model = v;
     else if (arg == "--lr" && next()) a.lr = std::atof(v.c_str());
     else if (arg == "--lr-warmup" && next()) a.lrWarmup = std::atoi(v.c_str());
@@ -122,6 +124,7 @@ es::sim::SimConfig makeConfig(const Args& a, const es::train::RunData& data) {
   }
   c.train = data.manifest.train;
   c.train.batchSize = a.batch;
+  c.centralBatch = a.centralBatch;
   c.train.totalSteps = a.steps;  // the whole cosine schedule (and SPES's 20% ramp) in this run
   c.train.warmupSteps = a.lrWarmup;
   c.evalWindows = a.evalWindows;
@@ -167,7 +170,7 @@ int main(int argc, char** argv) {
   Args args;
   if (!parseArgs(argc, argv, args)) {
     std::fprintf(stderr, "usage: %s [--threads N] [--peers P] [--steps N] [--sync-every H] [--batch B] "
-                         "[--model small|default] [--lr X] [--lr-warmup N] [--eval-windows N] [--shards contiguous|interleaved] [--alpha0 X] "
+                         "[--central-batch B] [--model small|default] [--lr X] [--lr-warmup N] [--eval-windows N] [--shards contiguous|interleaved] [--alpha0 X] "
                          "[--warmup-decay N] [--topk K] [--outer-lr X] [--outer-momentum X] [--runs centralized,spes,spes_warmup,spes_int8,fedavg] "
                          "[--run-dir DIR] [--no-files]\n", argv[0]);
     return 2;
@@ -200,6 +203,7 @@ int main(int argc, char** argv) {
   print("steps", base.steps, 0);
   print("sync_every", base.syncEvery, 0);
   print("batch_per_peer", base.train.batchSize, 0);
+  print("batch_centralized", base.centralBatch > 0 ? base.centralBatch : base.peers * base.train.batchSize, 0);
   print("lr", base.train.lr, 4);
   print("threads", args.threads, 0);
   printText("shards", args.shards);

@@ -60,7 +60,8 @@ Expected<SimResult> runCentralized(const SimConfig& c, const train::RunData& dat
   auto evaluate = detail::Evaluator::create(c, data);
   if (!evaluate) return makeError(evaluate.error());
   train::TrainerOptions options{c.model, c.train, c.seed, c.dataSeed, {}};
-  options.train.batchSize = c.train.batchSize * c.peers;  // the same tokens per step as all peers together
+  // Default: the same tokens per step as all peers together.
+  options.train.batchSize = c.centralBatch > 0 ? c.centralBatch : c.train.batchSize * c.peers;
   auto created = train::Trainer::create(options, data.train, data.val);
   if (!created) return makeError(created.error());
   auto& trainer = **created;

@@ -45,6 +45,9 @@ struct SimConfig {
   // chronological (1790–2021), so contiguous parts give each peer one era (non-IID peers);
   // > 0 deals blocks of this many tokens round-robin, so every peer sees every era.
   std::size_t shardBlockTokens = 0;
+  // Batch of the centralized baseline; 0 = batchSize × peers (the same tokens per step as all peers
+  // together). SPES's reference runs give every node the centralized batch: set it to batchSize.
+  int centralBatch = 0;
   // Validation windows, spread evenly over the whole validation set; 0 = evalBatches × batchSize.
   int evalWindows = 0;
   int evalEvery = 0;             // steps between validation points, a multiple of syncEvery
