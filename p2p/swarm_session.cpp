@@ -9,6 +9,7 @@
 #include <libtorrent/bdecode.hpp>
 #include <libtorrent/bencode.hpp>
 #include <libtorrent/hex.hpp>
+#include <libtorrent/ip_filter.hpp>
 #include <libtorrent/session_params.hpp>
 #include <libtorrent/torrent_info.hpp>
 
@@ -61,6 +62,15 @@ Expected<std::unique_ptr<SwarmSession>> SwarmSession::create(const SwarmSettings
     d.session = std::make_unique<lt::session>(std::move(params));
   } catch (const std::exception& e) {
     return makeError(std::string("cannot start the BitTorrent session: ") + e.what());
+  }
+  if (settings.limitLocalPeers) {
+    // libtorrent exempts LAN and loopback peers from rate limits (its "local" peer class): put
+    // every address in the global class so the limits apply to them too.
+    lt::ip_filter everyone;
+    everyone.add_rule(lt::make_address("0.0.0.0"), lt::make_address("255.255.255.255"), 1u << static_cast<std::uint32_t>(lt::session::global_peer_class_id));
+    everyone.add_rule(lt::make_address("::"), lt::make_address("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"),
+                      1u << static_cast<std::uint32_t>(lt::session::global_peer_class_id));
+    d.session->set_peer_class_filter(everyone);
   }
   // Runs on libtorrent's thread with its alert lock held: only queue a call to our thread.
   d.session->set_alert_notify([impl = &d] { impl->queuePump(); });
