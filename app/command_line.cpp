@@ -55,7 +55,17 @@ ParseResult parseCommandLine(const QStringList& arguments) {
                                      QStringLiteral("N"));
   const QCommandLineOption fresh(QStringLiteral("fresh"),
                                  QStringLiteral("Start from step 0 even if a saved training state exists."));
-  parser.addOptions({help, version, noGui, localOnly, run, dataDir, steps, experts, device, threads, logEvery, evalEvery, fresh});
+  const QCommandLineOption listen(QStringLiteral("listen"), QStringLiteral("Swarm: listen on IP:PORT (default 0.0.0.0:6881; use 127.0.0.1:PORT for peers on one machine)."),
+                                  QStringLiteral("IP:PORT"), QStringLiteral("0.0.0.0:6881"));
+  const QCommandLineOption bootstrap(QStringLiteral("bootstrap"), QStringLiteral("Swarm: a DHT node to start from (repeatable)."),
+                                     QStringLiteral("HOST:PORT"));
+  const QCommandLineOption rounds(QStringLiteral("rounds"), QStringLiteral("Swarm: stop after N rounds."), QStringLiteral("N"));
+  const QCommandLineOption syncEvery(QStringLiteral("sync-every"), QStringLiteral("Swarm: steps per round (default: the run's)."),
+                                     QStringLiteral("N"));
+  const QCommandLineOption exportModel(QStringLiteral("export"), QStringLiteral("Swarm: at the end, write the merged model (safetensors + config JSON)."),
+                                       QStringLiteral("FILE"));
+  parser.addOptions({help, version, noGui, localOnly, run, dataDir, steps, experts, device, threads, logEvery, evalEvery, fresh,
+                     listen, bootstrap, rounds, syncEvery, exportModel});
 
   if (!parser.parse(arguments)) return failure(parser.errorText());
   if (!parser.positionalArguments().isEmpty())
@@ -90,9 +100,28 @@ ParseResult parseCommandLine(const QStringList& arguments) {
       c.experts.push_back(int(*e));
     }
   }
+  static const QRegularExpression endpointSyntax(QStringLiteral("^(\\[[0-9a-fA-F:.]+\\]|[^:\\s]+):([0-9]{1,5})$"));
+  auto validEndpoint = [](const QString& text, bool allowZero) {
+    const auto m = endpointSyntax.match(text);
+    if (!m.hasMatch()) return false;
+    const int port = m.captured(2).toInt();
+    return port <= 65535 && (port > 0 || allowZero);
+  };
+  c.listen = parser.value(listen);
+  if (!validEndpoint(c.listen, true)) return failure(QStringLiteral("--listen must be IP:PORT, not '%1'").arg(c.listen));
+  c.bootstrap = parser.values(bootstrap);
+  for (const auto& node : c.bootstrap)
+    if (!validEndpoint(node, false)) return failure(QStringLiteral("--bootstrap must be HOST:PORT, not '%1'").arg(node));
+  c.exportPath = parser.value(exportModel);
+  if (parser.isSet(exportModel) && c.exportPath.isEmpty()) return failure(QStringLiteral("--export needs a file name"));
+  if (parser.isSet(rounds)) {
+    const auto v = parseInteger(parser.value(rounds), 1, 1LL << 40);
+    if (!v) return failure(QStringLiteral("--rounds must be a positive integer, not '%1'").arg(parser.value(rounds)));
+    c.rounds = *v;
+  }
   struct IntOption { const QCommandLineOption* option; int* target; long long lo; };
   for (const IntOption& o : {IntOption{&threads, &c.threads, 1}, IntOption{&logEvery, &c.logEvery, 1},
-                             IntOption{&evalEvery, &c.evalEvery, 1}}) {
+                             IntOption{&evalEvery, &c.evalEvery, 1}, IntOption{&syncEvery, &c.syncEvery, 1}}) {
     if (!parser.isSet(*o.option)) continue;
     const auto v = parseInteger(parser.value(*o.option), o.lo, 1 << 30);
     if (!v) return failure(QStringLiteral("--%1 must be a positive integer, not '%2'")
@@ -100,8 +129,12 @@ ParseResult parseCommandLine(const QStringList& arguments) {
     *o.target = int(*v);
   }
   if (!c.noGui) return failure(QStringLiteral("the desktop window is not built yet; run headless with --no-gui"));
-  if (!c.localOnly)
-    return failure(QStringLiteral("swarm training is not built yet; train alone with --local-only"));
+  if (c.localOnly && (parser.isSet(listen) || parser.isSet(bootstrap) || parser.isSet(rounds) || parser.isSet(exportModel)))
+    return failure(QStringLiteral("--listen, --bootstrap, --rounds and --export are for swarm training, not --local-only"));
+  if (!c.localOnly && (c.steps || !c.experts.empty()))
+    return failure(QStringLiteral("--steps and --experts are for --local-only; in a swarm use --rounds (experts are claimed)"));
+  if (c.run.startsWith(QLatin1String("magnet:")))
+    return failure(QStringLiteral("joining a run by magnet link is not built yet; use --run default or a run folder"));
   return {c, 0, {}};
 }
 

@@ -22,6 +22,12 @@ struct CommandLine {
   int logEvery = 0;                         // 0: the run's log_interval
   int evalEvery = 0;                        // 0: the run's eval_interval
   bool fresh = false;                       // ignore (and replace) a saved training state
+  // Swarm mode (--no-gui without --local-only).
+  QString listen = QStringLiteral("0.0.0.0:6881");  // IP:PORT; 127.0.0.1:P for peers on one machine
+  QStringList bootstrap;                    // DHT nodes, HOST:PORT
+  long long rounds = 0;                     // 0: until stopped
+  int syncEvery = 0;                        // 0: the run's sync_every
+  QString exportPath;                       // write the merged model here at the end
 };
 
 struct ParseResult {

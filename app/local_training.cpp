@@ -1,5 +1,7 @@
 #include "app/local_training.h"
 
+#include "app/run_setup.h"
+
 #include "core/train/corpus_prep.h"
 #include "core/train/trainer.h"
 
@@ -26,8 +28,6 @@ void installStopHandlers() {
   sigaction(SIGTERM, &action, nullptr);
 }
 
-void info(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }
-
 std::string joinExperts(const std::vector<int>& experts) {
   std::string out;
   for (int e : experts) out += (out.empty() ? "" : ",") + std::to_string(e);
@@ -37,45 +37,11 @@ std::string joinExperts(const std::vector<int>& experts) {
 }  // namespace
 
 int runLocalTraining(const CommandLine& cl, const QString& shareDir) {
-  const QString dataDir = cl.dataDir.isEmpty()
-                              ? QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)
-                              : cl.dataDir;
-  const QString source = cl.run == QLatin1String("default") ? shareDir + QStringLiteral("/runs/default") : cl.run;
-  if (!QFileInfo::exists(source + QStringLiteral("/run.json"))) {
-    info("expertswarm: no run.json in \"" + source.toStdString() + "\"");
-    return 2;
-  }
-  auto manifest = train::loadRunManifest((source + QStringLiteral("/run.json")).toStdString());
-  if (!manifest) {
-    info("expertswarm: " + manifest.error());
-    return 2;
-  }
-  for (int e : cl.experts) {
-    if (e >= manifest->model.nExperts) {
-      info("expertswarm: --experts: expert " + std::to_string(e) + " does not exist; run \"" + manifest->name +
-           "\" has experts 0.." + std::to_string(manifest->model.nExperts - 1));
-      return 2;
-    }
-  }
-  if (auto usable = train::checkDevice(cl.device.toStdString()); !usable) {
-    info("expertswarm: --device: " + usable.error());
-    return 2;
-  }
-  const QString runDir = dataDir + QStringLiteral("/runs/") + QString::fromStdString(manifest->name);
-  if (!QDir().mkpath(runDir + QStringLiteral("/state"))) {
-    info("expertswarm: cannot create \"" + runDir.toStdString() + "/state\"");
-    return 1;
-  }
-  if (auto prepared = train::prepareRunData(source.toStdString(), runDir.toStdString(), info); !prepared) {
-    info("expertswarm: preparing the run failed: " + prepared.error());
-    return 1;
-  }
-  auto data = train::loadRunData(runDir.toStdString());
-  if (!data) {
-    info("expertswarm: " + data.error());
-    return 1;
-  }
-
+  auto prepared = prepareRun(cl, shareDir);
+  if (prepared.exitCode) return prepared.exitCode;
+  const QString& dataDir = prepared.dataDir;
+  const QString& runDir = prepared.runDir;
+  auto& data = prepared.data;
   train::configureTrainingRuntime(cl.threads);
   train::TrainerOptions options;
   options.model = data->manifest.model;

@@ -1,6 +1,7 @@
 // expertswarm: parse the command line, pick the application object, wire the modules, run.
 #include "app/command_line.h"
 #include "app/local_training.h"
+#include "app/swarm_client.h"
 #include "core/common/openmp_policy.h"
 
 #include <QCoreApplication>
@@ -19,5 +20,6 @@ int main(int argc, char** argv) {
     return parsed.exitCode;
   }
   const QString shareDir = QCoreApplication::applicationDirPath() + QStringLiteral("/../share/expertswarm");
-  return es::app::runLocalTraining(*parsed.commandLine, shareDir);
+  const auto& cl = *parsed.commandLine;
+  return cl.localOnly ? es::app::runLocalTraining(cl, shareDir) : es::app::runSwarmClient(cl, shareDir);
 }

@@ -27,7 +27,12 @@ class CliTest : public QObject {
     row("missing value", base + "--steps", "steps");
     row("stray argument", base + "banana", "banana");
     row("no gui yet", "--local-only", "--no-gui");
-    row("no swarm yet", "--no-gui", "--local-only");
+    row("bad listen", "--no-gui --listen 127.0.0.1", "--listen");
+    row("bad bootstrap port", "--no-gui --bootstrap 127.0.0.1:0", "--bootstrap");
+    row("rounds zero", "--no-gui --rounds 0", "--rounds");
+    row("swarm flag in local mode", base + "--rounds 3", "--rounds");
+    row("experts are claimed in a swarm", "--no-gui --experts 1", "--experts");
+    row("magnet not yet", "--no-gui --run magnet:?xt=urn:btih:00", "magnet");
   }
 
   void rejectsBadInputWithExitCodeTwo() {

@@ -1,0 +1,159 @@
+#include "app/swarm_client.h"
+
+#include "app/run_setup.h"
+#include "core/node/node.h"
+#include "core/store/ledger.h"
+#include "p2p/identity.h"
+#include "p2p/p2p_swarm.h"
+#include "p2p/swarm_session.h"
+#include "p2p/torrent_maker.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSaveFile>
+#include <QTimer>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <functional>
+
+namespace es::app {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void requestStop(int) { g_stop.store(true); }
+
+// run.json's "swarm" object → the node's policy (absent keys keep their defaults).
+node::RoundPolicy parsePolicy(const std::string& json, QString& codec, node::SpesPeerConfig& peer) {
+  const auto swarm = QJsonDocument::fromJson(QByteArray::fromStdString(json)).object();
+  node::RoundPolicy p;
+  p.syncEvery = swarm.value("sync_every").toInt(p.syncEvery);
+  p.expertsPerPeer = swarm.value("experts_per_peer").toInt(p.expertsPerPeer);
+  p.leaseRounds = swarm.value("lease_rounds").toInt(p.leaseRounds);
+  const auto deadline = swarm.value("deadline").toObject();
+  p.deadlineFactor = deadline.value("factor").toDouble(p.deadlineFactor);
+  p.deadlineMinSeconds = deadline.value("min_seconds").toDouble(p.deadlineMinSeconds);
+  p.deadlineMaxSeconds = deadline.value("max_seconds").toDouble(p.deadlineMaxSeconds);
+  codec = swarm.value("compression").toString(QStringLiteral("int8"));
+  const auto warmup = swarm.value("merge_warmup").toObject();
+  peer.warmupInterval = warmup.value("interval").toInt(50);
+  peer.warmupAlpha0 = warmup.value("alpha0").toDouble(0.0);
+  peer.warmupDecaySteps = warmup.value("decay_steps").toInt(1000);
+  peer.warmupTopk = warmup.value("topk").toInt(4);
+  return p;
+}
+
+bool isLoopback(const QString& endpoint) {
+  return endpoint.startsWith(QLatin1String("127.")) || endpoint.startsWith(QLatin1String("[::1]")) ||
+         endpoint.startsWith(QLatin1String("localhost:"));
+}
+
+}  // namespace
+
+int runSwarmClient(const CommandLine& cl, const QString& shareDir) {
+  auto prepared = prepareRun(cl, shareDir);
+  if (prepared.exitCode) return prepared.exitCode;
+  const auto& data = *prepared.data;
+  auto identity = p2p::Identity::loadOrCreate((prepared.dataDir + QStringLiteral("/identity.key")).toStdString());
+  if (!identity) return info("expertswarm: " + identity.error()), 1;
+
+  // The run torrent: its manifest, byte-identical everywhere, so the run id is the same on every
+  // machine (the data is prepared locally from the bundled corpus).
+  const QString runTorrent = prepared.runDir + QStringLiteral("/run.torrent");
+  auto torrent = p2p::makeTorrent((prepared.runDir + QStringLiteral("/run.json")).toStdString());
+  if (!torrent) return info("expertswarm: " + torrent.error()), 1;
+  QSaveFile torrentFile(runTorrent);
+  if (!torrentFile.open(QIODevice::WriteOnly) || torrentFile.write(torrent->bytes.data(), qint64(torrent->bytes.size())) < 0 ||
+      !torrentFile.commit())
+    return info("expertswarm: cannot write \"" + runTorrent.toStdString() + "\""), 1;
+
+  p2p::SwarmSettings settings;
+  settings.listen = cl.listen.toStdString();
+  for (const auto& node : cl.bootstrap) settings.bootstrap.push_back(node.toStdString());
+  settings.sameHostSwarm = isLoopback(cl.listen);  // peers on one machine (tests, the two-peer demo)
+  settings.enableUtp = !settings.sameHostSwarm;
+  auto session = p2p::SwarmSession::create(settings, *identity);
+  if (!session) return info("expertswarm: " + session.error()), 2;
+  if (auto s = (*session)->joinRun(runTorrent.toStdString(), prepared.runDir.toStdString()); !s)
+    return info("expertswarm: " + s.error()), 1;
+  p2p::P2pSwarm swarm(**session, *identity);
+
+  train::configureTrainingRuntime(cl.threads);
+  node::NodeConfig config;
+  QString codec;
+  config.policy = parsePolicy(data.manifest.swarmJson, codec, config.peer);
+  if (cl.syncEvery) config.policy.syncEvery = cl.syncEvery;
+  config.nExperts = data.manifest.model.nExperts;
+  config.maxRounds = cl.rounds;
+  auto& peer = config.peer;
+  peer.trainer.model = data.manifest.model;
+  peer.trainer.train = data.manifest.train;
+  peer.trainer.seed = data.manifest.seed;
+  // Each peer reads its own stream of batches: the data seed mixes in the peer id.
+  peer.trainer.dataSeed = data.manifest.seed ^ std::hash<std::string>{}(identity->peerId());
+  peer.trainer.device = cl.device.toStdString();
+  peer.runId = swarm.runId();
+  peer.selfId = swarm.selfId();
+  peer.codec = codec.toStdString();
+  peer.syncEvery = config.policy.syncEvery;
+  peer.stateDir = (prepared.runDir + QStringLiteral("/swarm-state")).toStdString();
+  config.contribDir = prepared.runDir + QStringLiteral("/contrib");
+  config.fetchDir = prepared.runDir + QStringLiteral("/incoming");
+  QDir().mkpath(config.contribDir);
+
+  info("Run \"" + data.manifest.name + "\" (id " + swarm.runId().substr(0, 16) + "), listening on " +
+       (*session)->listenEndpoint() + ", data dir \"" + prepared.dataDir.toStdString() + "\"");
+  const auto dbPath = (prepared.dataDir + QStringLiteral("/expertswarm.db")).toStdString();
+  auto ledger = store::Ledger::open(dbPath, (shareDir + QStringLiteral("/sql")).toStdString(),
+                                    [](const std::string& error) { info("expertswarm: ledger: " + error); });
+  if (!ledger) return info("expertswarm: " + ledger.error()), 1;
+  config.runName = data.manifest.name;
+  node::Node node(swarm, config, data.train, data.val, ledger->get());
+  int exitCode = 0;
+  QObject::connect(&node, &node::Node::message, [](const QString& line) { info(line.toStdString()); });
+  QObject::connect(&node, &node::Node::roundClosed, [](const node::RoundSummary& s) {
+    // merged=: fingerprint of the merged shared tensors, equal on every peer that merged the same set.
+    std::printf("round=%lld peers=%d loss=%.4f val_loss=%.4f tok/s=%.0f merged=%s\n", static_cast<long long>(s.round), s.peers,
+                s.loss, s.valLoss, s.tokensPerSecond, s.merge.sharedFingerprint.c_str());
+    std::fflush(stdout);
+  });
+  QObject::connect(&node, &node::Node::failed, [&](const QString& error) {
+    info("expertswarm: " + error.toStdString());
+    exitCode = 1;
+    node.stop();
+  });
+  QObject::connect(&node, &node::Node::finished, [&] {
+    if (!cl.exportPath.isEmpty()) {
+      if (auto s = node.exportModel(cl.exportPath); !s) {
+        info("expertswarm: --export: " + s.error());
+        exitCode = 1;
+      } else {
+        info("Exported the merged model to \"" + cl.exportPath.toStdString() + "\"");
+      }
+    }
+    // Let the leaving record go out before the session closes.
+    QTimer::singleShot(300, QCoreApplication::instance(), &QCoreApplication::quit);
+  });
+
+  struct sigaction action {};
+  action.sa_handler = requestStop;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  QTimer stopPoll;
+  QObject::connect(&stopPoll, &QTimer::timeout, [&] {
+    if (g_stop.exchange(false)) {
+      info("Stopping: finishing the step, keeping the last merged state, leaving the swarm");
+      node.stop();
+    }
+  });
+  stopPoll.start(100);
+  node.start();
+  QCoreApplication::exec();
+  return exitCode;
+}
+
+}  // namespace es::app

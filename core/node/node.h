@@ -1,0 +1,128 @@
+// The node: one peer's SPES round state machine (ARCHITECTURE §4), on the engine thread.
+//   join → discover for a moment → claim experts → train sync_every steps → publish the
+//   contribution → gather the round's contributions of live peers until all arrived or the
+//   adaptive deadline → validate + merge (trainer thread) → next round.
+// Training never waits for the network: the trainer thread writes the contribution and goes on;
+// the merge lands between two steps. Talks to the network only through `Swarm`.
+#pragma once
+
+#include "core/node/swarm.h"
+#include "core/node/trainer_worker.h"
+#include "core/store/ledger.h"
+
+#include <QElapsedTimer>
+#include <QObject>
+#include <QThread>
+#include <QTimer>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace es::node {
+
+struct RoundPolicy {
+  int syncEvery = 50;
+  int expertsPerPeer = 2;
+  int leaseRounds = 3;
+  double deadlineFactor = 1.5;   // × the median of recent gather times
+  double deadlineMinSeconds = 30;
+  double deadlineMaxSeconds = 600;
+  int joinWindowMs = 3000;       // listen for peers before claiming
+};
+
+struct NodeConfig {
+  std::string runName;
+  SpesPeerConfig peer;           // localExperts are chosen by the node
+  RoundPolicy policy;
+  int nExperts = 8;
+  qint64 maxRounds = 0;          // 0 = run until stopped
+  QString contribDir;            // our contributions
+  QString fetchDir;              // others' contributions
+};
+
+struct RoundSummary {
+  qint64 round = 0;
+  int peers = 0;                 // contributions merged (ours included)
+  int expected = 0;              // live peers we waited for (ours included)
+  double loss = 0;
+  double valLoss = 0;
+  double tokensPerSecond = 0;
+  double gatherSeconds = 0;
+  bool deadlineHit = false;
+  MergeResult merge;
+};
+
+class Node : public QObject {
+  Q_OBJECT
+
+ public:
+  // `ledger` may be null (no history kept); otherwise every round, contribution, verdict, ban and
+  // step metric goes there, a round only after its state files are durable.
+  Node(Swarm& swarm, NodeConfig config, std::shared_ptr<const std::vector<std::uint16_t>> train,
+       std::shared_ptr<const std::vector<std::uint16_t>> val, store::Ledger* ledger = nullptr, QObject* parent = nullptr);
+  ~Node() override;
+
+  void start();
+  void stop();  // finish the step, announce leaving, then finished()
+  Status exportModel(const QString& path);  // the last merged state
+  const std::vector<int>& claims() const { return claims_; }
+
+ Q_SIGNALS:
+  void message(const QString& line);        // human-readable log
+  void roundClosed(const es::node::RoundSummary& summary);
+  void stepped(const es::node::StepReport& report);
+  void failed(const QString& error);
+  void finished();
+
+ private:
+  void decideClaims();
+  void onReady(qint64 mergedRound, qint64 step, bool resumed);
+  void onRoundTrained(const RoundTrained& trained);
+  void onMerged(const RoundMerged& merged);
+  void gather();
+  void closeRound(bool deadline);
+  void announce();
+  std::vector<SwarmPeer> livePeers(qint64 round) const;
+
+  void recordRound(const RoundSummary& summary, qint64 step);
+
+  Swarm& swarm_;
+  NodeConfig config_;
+  store::Ledger* ledger_ = nullptr;
+  StepReport lastStep_;
+  std::map<std::string, std::string> contentOf_;  // sender → content id, for the round being merged
+  std::shared_ptr<const std::vector<std::uint16_t>> train_, val_;
+  QThread trainerThread_;
+  TrainerWorker* worker_ = nullptr;
+  std::vector<int> claims_;
+  qint64 round_ = 0;  // the round being trained
+  std::map<qint64, std::string> contrib_;  // our published contributions (round → id)
+  double lastLoss_ = 0, lastTokensPerSecond_ = 0;
+  qint64 steps_ = 0;
+  std::set<std::string> banned_;
+
+  // The round being gathered.
+  struct Gather {
+    qint64 round = 0;
+    RoundTrained own;
+    std::map<std::string, std::string> fetching;                 // content id → sender
+    std::map<std::string, IncomingContribution> arrived;         // sender → contribution
+    std::set<std::string> expected;                              // peer ids
+    QElapsedTimer clock;
+    bool closing = false;
+    bool deadlineHit = false;
+    double gatherSecondsHint = 0;
+  };
+  std::optional<Gather> gather_;
+  QTimer deadline_, joinWindow_;
+  std::vector<double> gatherSeconds_;
+  bool stopping_ = false;
+};
+
+}  // namespace es::node
+
+Q_DECLARE_METATYPE(es::node::RoundSummary)

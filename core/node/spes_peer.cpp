@@ -1,0 +1,238 @@
+#include "core/node/spes_peer.h"
+
+#include "core/checkpoint/safetensors.h"
+#include "core/common/atomic_file.h"
+#include "core/model/tensor_names.h"
+#include "core/sync/contribution_file.h"
+#include "core/sync/merge.h"
+#include "core/sync/validate.h"
+#include "core/train/trainer_weights.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+namespace es::node {
+namespace {
+
+namespace fs = std::filesystem;
+using ckpt::NamedTensors;
+
+const char* kStateFile = "training-state.safetensors";
+const char* kBaseFile = "base.safetensors";
+
+// `tensors` in the order of `order` (the trainer's parameter order); error if a name is missing.
+Expected<NamedTensors> inOrder(const NamedTensors& order, const ckpt::SafetensorsFile& file) {
+  NamedTensors out;
+  for (const auto& [name, t] : order) {
+    auto found = file.find(name);
+    if (!found.defined()) return makeError("base state lacks \"" + name + "\"");
+    out.emplace_back(name, found);
+  }
+  return out;
+}
+
+NamedTensors sharedOnly(const NamedTensors& tensors) {
+  NamedTensors out;
+  for (const auto& [name, t] : tensors)
+    if (model::isSharedTensor(name)) out.emplace_back(name, t);
+  return out;
+}
+
+}  // namespace
+
+struct SpesPeer::Impl {
+  SpesPeerConfig config;
+  std::unique_ptr<train::Trainer> trainer;
+  NamedTensors base;       // the last merged state (every tensor, trainer order)
+  NamedTensors snapshot;   // local weights when the pending contribution was written
+  std::int64_t baseRound = 0;
+  bool resumed = false;
+
+  // State after the merge of round N lives in <stateDir>/round-N: written as round-N.partial,
+  // then renamed (atomic), then older rounds are removed. A crash at any moment leaves the
+  // previous complete folder; a .partial folder is never loaded.
+  static std::string roundDir(const std::string& stateDir, std::int64_t round) {
+    char name[32];
+    std::snprintf(name, sizeof name, "round-%08lld", static_cast<long long>(round));
+    return stateDir + "/" + name;
+  }
+
+  Status persist() {
+    if (config.stateDir.empty()) return {};
+    const auto final = roundDir(config.stateDir, baseRound), partial = final + ".partial";
+    std::error_code ec;
+    fs::remove_all(partial, ec);
+    fs::create_directories(partial, ec);
+    if (ec) return makeError("cannot create \"" + partial + "\": " + ec.message());
+    if (auto s = ckpt::saveSafetensors(partial + "/" + kBaseFile, base, {{"round", std::to_string(baseRound)}}); !s) return s;
+    if (auto s = trainer->saveState(partial + "/" + kStateFile); !s) return s;
+    fs::remove_all(final, ec);
+    fs::rename(partial, final, ec);
+    if (ec) return makeError("cannot commit \"" + final + "\": " + ec.message());
+    for (const auto& entry : fs::directory_iterator(config.stateDir, ec))
+      if (entry.path().filename().string().rfind("round-", 0) == 0 && entry.path().string() != final)
+        fs::remove_all(entry.path(), ec);
+    return {};
+  }
+
+  Status load() {
+    if (config.stateDir.empty() || !fs::exists(config.stateDir)) return {};
+    std::string newest;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(config.stateDir, ec)) {
+      const auto name = entry.path().filename().string();
+      if (name.rfind("round-", 0) == 0 && name.find(".partial") == std::string::npos && name > fs::path(newest).filename().string())
+        newest = entry.path().string();
+    }
+    if (newest.empty()) return {};
+    auto file = ckpt::loadSafetensors(newest + "/" + kBaseFile);
+    if (!file) return makeError(file.error());
+    auto ordered = inOrder(base, *file);
+    if (!ordered) return makeError(ordered.error());
+    if (auto s = trainer->loadState(newest + "/" + kStateFile); !s) return s;
+    base = std::move(*ordered);
+    baseRound = file->metadata.count("round") ? std::stoll(file->metadata.at("round")) : 0;
+    resumed = true;
+    return {};
+  }
+};
+
+SpesPeer::SpesPeer() : impl_(std::make_unique<Impl>()) {}
+SpesPeer::~SpesPeer() = default;
+
+Expected<std::unique_ptr<SpesPeer>> SpesPeer::create(const SpesPeerConfig& config,
+                                                     std::shared_ptr<const std::vector<std::uint16_t>> train,
+                                                     std::shared_ptr<const std::vector<std::uint16_t>> val) {
+  if (config.syncEvery < 1) return makeError("sync_every must be positive");
+  auto codec = sync::parseCodec(config.codec);
+  if (!codec) return makeError(codec.error());
+  auto trainer = train::Trainer::create(config.trainer, std::move(train), std::move(val));
+  if (!trainer) return makeError(trainer.error());
+  std::unique_ptr<SpesPeer> peer(new SpesPeer());
+  auto& d = *peer->impl_;
+  d.config = config;
+  d.trainer = std::move(*trainer);
+  d.base = train::trainerWeights(*d.trainer);  // every peer starts from the same seeded weights
+  if (auto s = d.load(); !s) return makeError(s.error());
+  return peer;
+}
+
+train::StepStats SpesPeer::step() { return impl_->trainer->trainStep(); }
+double SpesPeer::evaluate() { return impl_->trainer->evaluate(); }
+std::int64_t SpesPeer::stepCount() const { return impl_->trainer->step(); }
+std::int64_t SpesPeer::mergedRound() const { return impl_->baseRound; }
+bool SpesPeer::resumed() const { return impl_->resumed; }
+
+Expected<ContributionWritten> SpesPeer::writeContribution(std::int64_t round, const std::string& path) {
+  auto& d = *impl_;
+  d.snapshot = train::trainerWeights(*d.trainer);
+  std::map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < d.snapshot.size(); ++i) index[d.snapshot[i].first] = i;
+  NamedTensors deltas;
+  for (const auto& name : d.trainer->trainableTensorNames()) {
+    const auto i = index.at(name);
+    deltas.emplace_back(name, d.snapshot[i].second - d.base[i].second);
+  }
+  ContributionWritten out;
+  out.round = round;
+  out.path = path;
+  out.baseHash = sync::stateFingerprint(d.base);
+  const sync::ContributionHeader header{d.config.runId, round, d.config.selfId, out.baseHash, d.config.codec};
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  if (auto s = sync::saveContribution(path, header, deltas); !s) return makeError(s.error());
+  out.bytes = static_cast<std::int64_t>(fs::file_size(path, ec));
+  return out;
+}
+
+Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<IncomingContribution>& incoming) {
+  auto& d = *impl_;
+  if (d.snapshot.empty()) return makeError("merge of round " + std::to_string(round) + " without a contribution of ours");
+  MergeResult result;
+  result.round = round;
+  const sync::RoundContext context{d.config.runId, round, sync::stateFingerprint(d.base)};
+  // Sender order, not arrival order: every peer validates and merges the same list the same way.
+  auto sorted = incoming;
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.sender < b.sender; });
+  std::vector<sync::ContributionHeader> headers;
+  std::vector<NamedTensors> deltas;
+  std::vector<std::set<int>> claims;
+  std::vector<std::size_t> candidates;  // index into `sorted` of what reaches validateRound
+  result.verdicts.resize(sorted.size());
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    auto& v = result.verdicts[i];
+    v.sender = sorted[i].sender;
+    std::error_code ec;
+    v.bytes = static_cast<std::int64_t>(fs::file_size(sorted[i].path, ec));
+    auto file = sync::loadContribution(sorted[i].path);
+    if (!file) {
+      v.reason = "unreadable: " + file.error();
+      continue;
+    }
+    if (file->header.sender != sorted[i].sender) {
+      v.reason = "file names sender \"" + file->header.sender + "\"";
+      continue;
+    }
+    if (file->header.run == context.run && file->header.round == round && file->header.baseHash != context.baseHash) {
+      v.stale = true;  // built on another base (the sender missed a contribution): skip, no ban
+      v.reason = "stale base " + file->header.baseHash;
+      continue;
+    }
+    headers.push_back(file->header);
+    deltas.push_back(std::move(file->deltas));
+    claims.push_back(sorted[i].claims);
+    candidates.push_back(i);
+  }
+  const auto verdicts = sync::validateRound(headers, deltas, d.base, claims, context);
+  std::vector<sync::Contribution> accepted;
+  sync::Ownership owners;
+  for (std::size_t k = 0; k < candidates.size(); ++k) {
+    auto& v = result.verdicts[candidates[k]];
+    v.accepted = verdicts[k].accepted;
+    v.reason = verdicts[k].reason;
+    if (!v.accepted) continue;
+    for (int e : claims[k]) owners[e].insert(v.sender);
+    accepted.push_back({v.sender, std::move(deltas[k])});
+  }
+  result.accepted = static_cast<int>(accepted.size());
+  NamedTensors merged;
+  try {
+    merged = sync::aggregate(d.base, accepted, owners);
+    sync::WarmupConfig warmup{d.config.warmupInterval, d.config.warmupAlpha0, d.config.warmupDecaySteps, d.config.warmupTopk};
+    const std::int64_t mergeStep = round * d.config.syncEvery;
+    result.alpha = d.config.warmupAlpha0 > 0 ? sync::warmupAlpha(warmup, mergeStep) : 0.0;
+    if (result.alpha > 0)
+      merged = sync::applyMergingWarmup(merged, d.config.trainer.model, result.alpha, d.config.warmupTopk);
+  } catch (const std::exception& e) {
+    return makeError("merging round " + std::to_string(round) + ": " + e.what());
+  }
+  // Keep what this peer learned since it wrote its contribution (training never waited).
+  auto local = train::trainerWeights(*d.trainer);
+  NamedTensors adopted;
+  for (std::size_t i = 0; i < merged.size(); ++i)
+    adopted.emplace_back(merged[i].first, merged[i].second + (local[i].second - d.snapshot[i].second));
+  if (auto s = train::setTrainerWeights(*d.trainer, adopted); !s) return makeError(s.error());
+  result.fingerprint = sync::stateFingerprint(merged);
+  result.sharedFingerprint = sync::stateFingerprint(sharedOnly(merged));
+  d.base = std::move(merged);
+  d.baseRound = round;
+  d.snapshot.clear();
+  if (auto s = d.persist(); !s) return makeError("saving the state after round " + std::to_string(round) + ": " + s.error());
+  return result;
+}
+
+Status SpesPeer::exportWeights(const std::string& path) const {
+  const auto config = impl_->config.trainer.model.toJson();
+  if (auto s = ckpt::saveSafetensors(path, impl_->base, {{"format", "expertswarm-model"}, {"round", std::to_string(impl_->baseRound)},
+                                                         {"model_config", config}});
+      !s)
+    return s;
+  // The config beside the weights, for readers that do not look into safetensors metadata.
+  return writeFileAtomically(path + ".config.json", config + "\n");
+}
+
+}  // namespace es::node

@@ -1,0 +1,94 @@
+// One peer's side of SPES rounds, on the trainer thread: the trainer plus the round bookkeeping —
+// the base (the last merged state every peer holds), the contribution written at a round's end,
+// and the merge that folds in everyone's contributions while keeping the local progress made
+// since (ARCHITECTURE §4 "Round close": merged + (local now − local at the snapshot)).
+// Torch-free header (pimpl): the Qt side includes it; the Torch code stays in spes_peer.cpp.
+#pragma once
+
+#include "core/common/expected.h"
+#include "core/train/trainer.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace es::node {
+
+struct ContributionWritten {
+  std::int64_t round = 0;
+  std::string path;
+  std::string baseHash;
+  std::int64_t bytes = 0;
+};
+
+struct IncomingContribution {
+  std::string sender;     // peer id
+  std::string path;       // a contribution file (core/sync/contribution_file.h)
+  std::set<int> claims;   // the experts the sender's signed record claims
+};
+
+struct ContributionVerdict {
+  std::string sender;
+  bool accepted = false;
+  bool stale = false;     // built on another base: skipped, not the sender's fault
+  std::string reason;
+  std::int64_t bytes = 0;
+};
+
+struct MergeResult {
+  std::int64_t round = 0;
+  std::vector<ContributionVerdict> verdicts;
+  int accepted = 0;
+  std::string fingerprint;          // of the merged state (identical on every peer that merged the same set)
+  std::string sharedFingerprint;    // of the merged shared (non-expert) tensors only
+  double alpha = 0;                 // merging warm-up applied
+};
+
+struct SpesPeerConfig {
+  train::TrainerOptions trainer;
+  std::string runId;
+  std::string selfId;
+  std::string codec = "int8";
+  int syncEvery = 50;
+  // Merging warm-up (run.json swarm.merge_warmup); alpha0 0 = off.
+  std::int64_t warmupInterval = 50;
+  double warmupAlpha0 = 0.0;
+  std::int64_t warmupDecaySteps = 1000;
+  int warmupTopk = 4;
+  std::string stateDir;  // training state + base, written after every merge
+};
+
+class SpesPeer {
+ public:
+  // Resumes from stateDir when it holds a complete state.
+  static Expected<std::unique_ptr<SpesPeer>> create(const SpesPeerConfig& config,
+                                                    std::shared_ptr<const std::vector<std::uint16_t>> train,
+                                                    std::shared_ptr<const std::vector<std::uint16_t>> val);
+  ~SpesPeer();
+
+  train::StepStats step();
+  double evaluate();
+  std::int64_t stepCount() const;
+  std::int64_t mergedRound() const;  // the round the base comes from (0 = initial weights)
+  bool resumed() const;
+
+  // The deltas of the trainable tensors against the base, encoded with the run's codec, written
+  // atomically to `path`; remembers the local weights as the snapshot of this round.
+  Expected<ContributionWritten> writeContribution(std::int64_t round, const std::string& path);
+
+  // Validates and merges round `round`'s contributions (our own included) into the base, adopts
+  // merged + (local now − snapshot), persists state + base, and reports every verdict.
+  Expected<MergeResult> merge(std::int64_t round, const std::vector<IncomingContribution>& contributions);
+
+  Status exportWeights(const std::string& path) const;  // the merged base, safetensors + config
+
+ private:
+  SpesPeer();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace es::node

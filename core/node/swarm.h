@@ -1,0 +1,62 @@
+// What the node needs from the network, as an interface (ARCHITECTURE §1): the p2p/ layer
+// implements it over libtorrent (p2p/p2p_swarm.h); tests can implement it in memory. Plain types
+// only, so core/ never sees libtorrent or libsodium.
+#pragma once
+
+#include "core/common/expected.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace es::node {
+
+// What a peer says about itself (its signed record, already verified by the swarm layer).
+struct SwarmPeer {
+  std::string id;                                   // peer id (hex)
+  std::string publicKey;                            // hex
+  std::int64_t round = 0;                           // the round it is in
+  std::vector<int> claims;                          // experts it trains
+  std::int64_t leaseUntil = 0;                      // claims hold through this round
+  std::map<std::int64_t, std::string> contrib;      // round → content id of its contribution
+  std::int64_t steps = 0;
+  double loss = 0;
+  double tokensPerSecond = 0;
+};
+
+// What this peer announces (becomes its signed record).
+struct Announcement {
+  std::int64_t round = 0;
+  std::vector<int> claims;
+  std::int64_t leaseUntil = 0;
+  std::map<std::int64_t, std::string> contrib;      // keep only recent rounds (record ≤ 1000 bytes)
+  std::int64_t steps = 0;
+  double loss = 0;
+  double tokensPerSecond = 0;
+};
+
+struct SwarmEvents {
+  std::function<void()> peersChanged;                                         // a record arrived
+  std::function<void(const std::string& id, const std::string& path)> fetched;  // verified, on disk
+  std::function<void(const std::string& id, const std::string& reason)> fetchFailed;
+};
+
+class Swarm {
+ public:
+  virtual ~Swarm() = default;
+  virtual void setEvents(SwarmEvents events) = 0;  // called back on the node's thread
+  virtual std::string selfId() const = 0;
+  virtual std::string runId() const = 0;
+  virtual Status announce(const Announcement& announcement) = 0;
+  virtual std::vector<SwarmPeer> peers() const = 0;  // everyone else with a valid record
+  virtual Expected<std::string> publish(const std::string& path) = 0;  // → content id
+  virtual Status fetch(const std::string& contentId, const std::string& dir) = 0;
+  virtual void retire(const std::string& contentId, bool deleteFile) = 0;
+  // Experts to claim: fewest live owners first, deterministic per peer (p2p/leases.h).
+  virtual std::vector<int> chooseClaims(std::int64_t round, int nExperts, int count) const = 0;
+  virtual int connections() const = 0;
+};
+
+}  // namespace es::node

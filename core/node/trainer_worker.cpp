@@ -1,0 +1,92 @@
+#include "core/node/trainer_worker.h"
+
+#include <QTimer>
+
+namespace es::node {
+
+TrainerWorker::TrainerWorker(SpesPeerConfig config, std::shared_ptr<const std::vector<std::uint16_t>> train,
+                             std::shared_ptr<const std::vector<std::uint16_t>> val, QString contribDir)
+    : config_(std::move(config)), train_(std::move(train)), val_(std::move(val)), contribDir_(std::move(contribDir)) {}
+
+TrainerWorker::~TrainerWorker() = default;
+
+void TrainerWorker::start() {
+  auto peer = SpesPeer::create(config_, train_, val_);
+  if (!peer) return Q_EMIT failed(QString::fromStdString(peer.error()));
+  peer_ = std::move(*peer);
+  Q_EMIT ready(peer_->mergedRound(), peer_->stepCount(), peer_->resumed());
+  // Resumed mid-round: the state is the one saved right after a merge, so the current round's
+  // contribution is still ahead of us.
+  ticking_ = true;
+  QTimer::singleShot(0, this, &TrainerWorker::tick);
+}
+
+void TrainerWorker::tick() {
+  ticking_ = false;
+  if (stopping_ || !peer_) return;
+  if (contributionDue_) {
+    if (awaitingMerge_ != 0) return;  // merge() restarts us
+    writeContribution();
+    if (!peer_) return;
+  }
+  const auto stats = peer_->step();
+  roundLoss_ += stats.loss;
+  roundSeconds_ += stats.seconds;
+  roundTokens_ += stats.tokens;
+  ++roundSteps_;
+  Q_EMIT stepped({stats.step, stats.loss, stats.lr, stats.seconds > 0 ? double(stats.tokens) / stats.seconds : 0.0});
+  if (stats.step % config_.syncEvery == 0) contributionDue_ = true;
+  ticking_ = true;
+  QTimer::singleShot(0, this, &TrainerWorker::tick);
+}
+
+void TrainerWorker::writeContribution() {
+  const qint64 round = peer_->stepCount() / config_.syncEvery;
+  const auto path = QStringLiteral("%1/round-%2-%3.safetensors").arg(contribDir_).arg(round).arg(QString::fromStdString(config_.selfId).left(16));
+  auto written = peer_->writeContribution(round, path.toStdString());
+  contributionDue_ = false;
+  if (!written) {
+    peer_.reset();
+    return Q_EMIT failed(QString::fromStdString(written.error()));
+  }
+  RoundTrained out;
+  out.round = round;
+  out.contribution = *written;
+  out.meanLoss = roundSteps_ ? roundLoss_ / double(roundSteps_) : 0.0;
+  out.tokensPerSecond = roundSeconds_ > 0 ? double(roundTokens_) / roundSeconds_ : 0.0;
+  roundLoss_ = roundSeconds_ = 0;
+  roundTokens_ = roundSteps_ = 0;
+  awaitingMerge_ = round;
+  Q_EMIT roundTrained(out);
+}
+
+void TrainerWorker::merge(qint64 round, const std::vector<IncomingContribution>& contributions) {
+  if (!peer_ || round != awaitingMerge_) return;
+  auto result = peer_->merge(round, contributions);
+  if (!result) {
+    peer_.reset();
+    return Q_EMIT failed(QString::fromStdString(result.error()));
+  }
+  awaitingMerge_ = 0;
+  RoundMerged out;
+  out.result = std::move(*result);
+  out.valLoss = peer_->evaluate();
+  out.step = peer_->stepCount();
+  Q_EMIT merged(out);
+  if (!ticking_ && !stopping_) {
+    ticking_ = true;
+    QTimer::singleShot(0, this, &TrainerWorker::tick);
+  }
+}
+
+void TrainerWorker::stop() {
+  stopping_ = true;
+  Q_EMIT stopped();
+}
+
+Status TrainerWorker::exportTo(const QString& path) {
+  if (!peer_) return makeError("the trainer is not running");
+  return peer_->exportWeights(path.toStdString());
+}
+
+}  // namespace es::node

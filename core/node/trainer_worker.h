@@ -1,0 +1,78 @@
+// The trainer thread (ARCHITECTURE §2): owns the SpesPeer and with it every Torch object. It
+// trains continuously, one step per event-loop turn, so commands (merge, stop) queued by the node
+// run between steps. At each round boundary it writes the contribution and goes on training;
+// it waits only when it reaches the *next* boundary before the previous round was merged.
+#pragma once
+
+#include "core/node/spes_peer.h"
+
+#include <QObject>
+#include <QString>
+
+#include <memory>
+
+namespace es::node {
+
+struct StepReport {
+  qint64 step = 0;
+  double loss = 0;
+  double lr = 0;
+  double tokensPerSecond = 0;
+};
+
+struct RoundTrained {
+  qint64 round = 0;
+  ContributionWritten contribution;
+  double meanLoss = 0;
+  double tokensPerSecond = 0;
+};
+
+struct RoundMerged {
+  MergeResult result;
+  double valLoss = 0;
+  qint64 step = 0;
+};
+
+class TrainerWorker : public QObject {
+  Q_OBJECT
+
+ public:
+  TrainerWorker(SpesPeerConfig config, std::shared_ptr<const std::vector<std::uint16_t>> train,
+                std::shared_ptr<const std::vector<std::uint16_t>> val, QString contribDir);
+  ~TrainerWorker() override;
+
+  // Invoke on the worker's thread (QMetaObject::invokeMethod).
+  void start();
+  void merge(qint64 round, const std::vector<IncomingContribution>& contributions);
+  void stop();
+  Status exportTo(const QString& path);  // the merged model (safetensors) + <path>.config.json
+
+ Q_SIGNALS:
+  void ready(qint64 mergedRound, qint64 step, bool resumed);
+  void failed(const QString& message);
+  void stepped(const es::node::StepReport& report);
+  void roundTrained(const es::node::RoundTrained& round);
+  void merged(const es::node::RoundMerged& merged);
+  void stopped();
+
+ private:
+  void tick();
+  void writeContribution();
+
+  SpesPeerConfig config_;
+  std::shared_ptr<const std::vector<std::uint16_t>> train_, val_;
+  QString contribDir_;
+  std::unique_ptr<SpesPeer> peer_;
+  qint64 awaitingMerge_ = 0;   // round whose merge has not landed yet (0 = none)
+  bool contributionDue_ = false;
+  bool stopping_ = false;
+  bool ticking_ = false;
+  double roundLoss_ = 0, roundSeconds_ = 0;
+  qint64 roundTokens_ = 0, roundSteps_ = 0;
+};
+
+}  // namespace es::node
+
+Q_DECLARE_METATYPE(es::node::StepReport)
+Q_DECLARE_METATYPE(es::node::RoundTrained)
+Q_DECLARE_METATYPE(es::node::RoundMerged)

@@ -1,0 +1,70 @@
+#include "p2p/p2p_swarm.h"
+
+#include "p2p/leases.h"
+
+#include <QDateTime>
+
+#include <algorithm>
+#include <cmath>
+
+namespace es::p2p {
+
+P2pSwarm::P2pSwarm(SwarmSession& session, const Identity& identity)
+    : session_(session), key_(identity.publicKey()), selfId_(identity.peerId()) {}
+
+void P2pSwarm::setEvents(node::SwarmEvents events) {
+  for (auto& c : connections_) QObject::disconnect(c);
+  connections_[0] = QObject::connect(&session_, &SwarmSession::recordAccepted, &session_,
+                                     [cb = events.peersChanged](const PeerRecord&) { if (cb) cb(); });
+  connections_[1] = QObject::connect(&session_, &SwarmSession::transferFinished, &session_,
+                                     [cb = events.fetched](const QString& hash, const QString& path) {
+                                       if (cb) cb(hash.toStdString(), path.toStdString());
+                                     });
+  connections_[2] = QObject::connect(&session_, &SwarmSession::transferFailed, &session_,
+                                     [cb = events.fetchFailed](const QString& hash, const QString& reason) {
+                                       if (cb) cb(hash.toStdString(), reason.toStdString());
+                                     });
+}
+
+Status P2pSwarm::announce(const node::Announcement& a) {
+  PeerRecord r;
+  // Milliseconds since the epoch: strictly increasing across restarts too, so a restarted peer's
+  // records are never taken for replays of its old ones.
+  r.seq = std::max<std::int64_t>(lastSeq_ + 1, QDateTime::currentMSecsSinceEpoch());
+  r.round = a.round;
+  r.claims = a.claims;
+  std::sort(r.claims.begin(), r.claims.end());
+  r.leaseUntil = a.leaseUntil;
+  r.contrib = a.contrib;
+  r.stats.steps = a.steps;
+  r.stats.lossE4 = std::llround(a.loss * 1e4);
+  r.stats.tokensPerSecond = std::llround(a.tokensPerSecond);
+  if (auto s = session_.publishRecord(r); !s) return s;
+  lastSeq_ = r.seq;
+  return {};
+}
+
+std::vector<node::SwarmPeer> P2pSwarm::peers() const {
+  std::vector<node::SwarmPeer> out;
+  for (const auto& r : session_.records().records()) {
+    if (r.pk == key_) continue;
+    node::SwarmPeer p;
+    p.id = peerIdOf(r.pk);
+    p.publicKey = toHex(r.pk);
+    p.round = r.round;
+    p.claims = r.claims;
+    p.leaseUntil = r.leaseUntil;
+    p.contrib = r.contrib;
+    p.steps = r.stats.steps;
+    p.loss = double(r.stats.lossE4) / 1e4;
+    p.tokensPerSecond = double(r.stats.tokensPerSecond);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::vector<int> P2pSwarm::chooseClaims(std::int64_t round, int nExperts, int count) const {
+  return p2p::chooseClaims(session_.records().records(), key_, round, nExperts, count);
+}
+
+}  // namespace es::p2p
