@@ -64,8 +64,10 @@ ParseResult parseCommandLine(const QStringList& arguments) {
                                      QStringLiteral("N"));
   const QCommandLineOption exportModel(QStringLiteral("export"), QStringLiteral("Swarm: at the end, write the merged model (safetensors + config JSON)."),
                                        QStringLiteral("FILE"));
+  QCommandLineOption testPoison(QStringLiteral("test-poison"), QStringLiteral("Tests only."), QStringLiteral("KIND"));
+  testPoison.setFlags(QCommandLineOption::HiddenFromHelp);
   parser.addOptions({help, version, noGui, localOnly, run, dataDir, steps, experts, device, threads, logEvery, evalEvery, fresh,
-                     listen, bootstrap, rounds, syncEvery, exportModel});
+                     listen, bootstrap, rounds, syncEvery, exportModel, testPoison});
 
   if (!parser.parse(arguments)) return failure(parser.errorText());
   if (!parser.positionalArguments().isEmpty())
@@ -113,6 +115,9 @@ ParseResult parseCommandLine(const QStringList& arguments) {
   for (const auto& node : c.bootstrap)
     if (!validEndpoint(node, false)) return failure(QStringLiteral("--bootstrap must be HOST:PORT, not '%1'").arg(node));
   c.exportPath = parser.value(exportModel);
+  c.testPoison = parser.value(testPoison);
+  if (parser.isSet(testPoison) && c.testPoison != "nan" && c.testPoison != "norm" && c.testPoison != "foreign")
+    return failure(QStringLiteral("--test-poison must be nan, norm or foreign"));
   if (parser.isSet(exportModel) && c.exportPath.isEmpty()) return failure(QStringLiteral("--export needs a file name"));
   if (parser.isSet(rounds)) {
     const auto v = parseInteger(parser.value(rounds), 1, 1LL << 40);

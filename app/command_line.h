@@ -28,6 +28,7 @@ struct CommandLine {
   long long rounds = 0;                     // 0: until stopped
   int syncEvery = 0;                        // 0: the run's sync_every
   QString exportPath;                       // write the merged model here at the end
+  QString testPoison;                       // hidden, tests only: nan | norm | foreign
 };
 
 struct ParseResult {

@@ -15,6 +15,7 @@
 #include <QSaveFile>
 #include <QTimer>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -33,6 +34,7 @@ node::RoundPolicy parsePolicy(const std::string& json, QString& codec, node::Spe
   p.syncEvery = swarm.value("sync_every").toInt(p.syncEvery);
   p.expertsPerPeer = swarm.value("experts_per_peer").toInt(p.expertsPerPeer);
   p.leaseRounds = swarm.value("lease_rounds").toInt(p.leaseRounds);
+  p.snapshotEvery = swarm.value("snapshot_every").toInt(p.snapshotEvery);
   const auto deadline = swarm.value("deadline").toObject();
   p.deadlineFactor = deadline.value("factor").toDouble(p.deadlineFactor);
   p.deadlineMinSeconds = deadline.value("min_seconds").toDouble(p.deadlineMinSeconds);
@@ -100,11 +102,14 @@ int runSwarmClient(const CommandLine& cl, const QString& shareDir) {
   peer.codec = codec.toStdString();
   peer.syncEvery = config.policy.syncEvery;
   peer.stateDir = (prepared.runDir + QStringLiteral("/swarm-state")).toStdString();
+  peer.testPoison = cl.testPoison.toStdString();
+  if (!cl.testPoison.isEmpty()) info("TEST MODE: every contribution of this peer is poisoned (" + peer.testPoison + ")");
   config.contribDir = prepared.runDir + QStringLiteral("/contrib");
   config.fetchDir = prepared.runDir + QStringLiteral("/incoming");
+  config.snapshotDir = prepared.runDir + QStringLiteral("/snapshots");
   QDir().mkpath(config.contribDir);
 
-  info("Run \"" + data.manifest.name + "\" (id " + swarm.runId().substr(0, 16) + "), listening on " +
+  info("Run \"" + data.manifest.name + "\" (id " + swarm.runId() + "), listening on " +
        (*session)->listenEndpoint() + ", data dir \"" + prepared.dataDir.toStdString() + "\"");
   const auto dbPath = (prepared.dataDir + QStringLiteral("/expertswarm.db")).toStdString();
   auto ledger = store::Ledger::open(dbPath, (shareDir + QStringLiteral("/sql")).toStdString(),
@@ -126,6 +131,11 @@ int runSwarmClient(const CommandLine& cl, const QString& shareDir) {
     node.stop();
   });
   QObject::connect(&node, &node::Node::finished, [&] {
+    const auto c = (*session)->counters();
+    const double rounds = std::max<double>(1, double(node.roundsClosed()));
+    std::fprintf(stderr, "Summary: rounds=%lld trainer_busy_fraction=%.4f mean_round_seconds=%.2f bytes_sent_per_round=%.0f bytes_received_per_round=%.0f\n",
+                 static_cast<long long>(node.roundsClosed()), node.trainerBusyFraction(), node.meanRoundSeconds(),
+                 double(c.bytesSent) / rounds, double(c.bytesReceived) / rounds);
     if (!cl.exportPath.isEmpty()) {
       if (auto s = node.exportModel(cl.exportPath); !s) {
         info("expertswarm: --export: " + s.error());

@@ -11,6 +11,7 @@
 #include <libtorrent/hex.hpp>
 #include <libtorrent/ip_filter.hpp>
 #include <libtorrent/session_params.hpp>
+#include <libtorrent/session_stats.hpp>
 #include <libtorrent/torrent_info.hpp>
 
 #include <QMetaObject>
@@ -78,6 +79,7 @@ Expected<std::unique_ptr<SwarmSession>> SwarmSession::create(const SwarmSettings
   QObject::connect(&d.pollTimer, &QTimer::timeout, self.get(), [impl = &d] { impl->pollRecords(); });
   QObject::connect(&d.progressTimer, &QTimer::timeout, self.get(), [impl = &d] {
     impl->session->post_torrent_updates();
+    impl->session->post_session_stats();
     impl->kickTransfers();
   });
   d.progressTimer.start(500);
@@ -161,6 +163,13 @@ void SwarmSession::Impl::dispatch(lt::alert* a) {
     case lt::file_error_alert::alert_type: {
       const auto* e = static_cast<lt::file_error_alert*>(a);
       onTransferError(e->handle, e->error.message() + " (" + e->filename() + ")");
+      return;
+    }
+    case lt::session_stats_alert::alert_type: {
+      static const int sent = lt::find_metric_idx("net.sent_bytes"), received = lt::find_metric_idx("net.recv_bytes");
+      const auto values = static_cast<lt::session_stats_alert*>(a)->counters();
+      if (sent >= 0) counters.bytesSent = values[sent];
+      if (received >= 0) counters.bytesReceived = values[received];
       return;
     }
     case lt::state_update_alert::alert_type:

@@ -44,6 +44,8 @@ struct SwarmCounters {
   int hashFailures = 0;    // pieces that failed their hash check (a lying or damaged peer)
   int dhtNodes = 0;
   int runPeers = 0;        // connections on the run torrent
+  std::int64_t bytesSent = 0;      // all traffic of the session (payload + protocol + DHT)
+  std::int64_t bytesReceived = 0;
 };
 
 class SwarmSession : public QObject {

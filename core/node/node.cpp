@@ -1,4 +1,5 @@
 #include "core/node/node.h"
+#include "core/node/node_util.h"
 
 #include <QDateTime>
 #include <QDir>
@@ -7,30 +8,28 @@
 #include <cmath>
 
 namespace es::node {
-namespace {
 
-QString q(const std::string& s) { return QString::fromStdString(s); }
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-QString joinInts(const std::vector<int>& values) {
-  QStringList parts;
-  for (int v : values) parts << QString::number(v);
-  return parts.join(',');
-}
-
-}  // namespace
+using detail::joinInts;
+using detail::median;
+using detail::q;
 
 Node::Node(Swarm& swarm, NodeConfig config, std::shared_ptr<const std::vector<std::uint16_t>> train,
            std::shared_ptr<const std::vector<std::uint16_t>> val, store::Ledger* ledger, QObject* parent)
     : QObject(parent), swarm_(swarm), config_(std::move(config)), ledger_(ledger), train_(std::move(train)), val_(std::move(val)) {
   deadline_.setSingleShot(true);
   joinWindow_.setSingleShot(true);
-  connect(&deadline_, &QTimer::timeout, this, [this] { closeRound(true); });
+  connect(&deadline_, &QTimer::timeout, this, [this] {
+    // A contribution that is announced and on its way is waited for (up to the maximum): closing
+    // without it would make us merge a different set than the peers that received it.
+    if (gather_ && gather_->clock.elapsed() < config_.policy.deadlineMaxSeconds * 1000) {
+      for (const auto& [id, from] : gather_->fetching)
+        if (!gather_->arrived.count(from.first)) {
+          deadline_.start(static_cast<int>(config_.policy.deadlineMinSeconds * 1000 / 2));
+          return;
+        }
+    }
+    closeRound(true);
+  });
   connect(&joinWindow_, &QTimer::timeout, this, [this] { decideClaims(); });
 }
 
@@ -51,16 +50,19 @@ void Node::start() {
       const auto now = QDateTime::currentMSecsSinceEpoch();
       for (const auto& p : swarm_.peers()) ledger_->seePeer(swarm_.runId(), p.id, p.publicKey, now);
     }
+    if (resyncWanted_ && pendingSnapshot_.empty()) tryResync();
     gather();
   };
   events.fetched = [this](const std::string& id, const std::string& path) {
+    if (!pendingSnapshot_.empty() && id == pendingSnapshot_) {
+      Q_EMIT message(QStringLiteral("Snapshot fetched; adopting it"));
+      QMetaObject::invokeMethod(worker_, [w = worker_, p = q(path)] { w->adoptSnapshot(p); }, Qt::QueuedConnection);
+      return;
+    }
     if (!gather_) return;
     auto it = gather_->fetching.find(id);
     if (it == gather_->fetching.end()) return;
-    const auto sender = it->second;
-    std::set<int> claims;
-    for (const auto& p : swarm_.peers())
-      if (p.id == sender) claims.insert(p.claims.begin(), p.claims.end());
+    const auto& [sender, claims] = it->second;
     gather_->arrived[sender] = {sender, path, claims};
     gather();
   };
@@ -74,43 +76,22 @@ void Node::start() {
   joinWindow_.start(config_.policy.joinWindowMs);
 }
 
-// Experts to train. In a running swarm: the least-owned ones (p2p/leases.h). At a fresh start,
-// every peer that is still unclaimed computes the same split from the same sorted list of ids,
-// so simultaneous starters do not pick the same experts.
-void Node::decideClaims() {
-  const int e = config_.nExperts;
-  const auto peers = swarm_.peers();
-  std::vector<std::string> fresh{swarm_.selfId()};
-  bool running = false;
-  for (const auto& p : peers) {
-    if (!p.claims.empty() && p.leaseUntil >= p.round) running = true;
-    else fresh.push_back(p.id);
-  }
-  if (running) {
-    // Joining a running swarm: at least our share of the experts, the least-owned first.
-    const int share = (e + static_cast<int>(peers.size())) / (static_cast<int>(peers.size()) + 1);
-    claims_ = swarm_.chooseClaims(round_ + 1, e, std::max(config_.policy.expertsPerPeer, share));
-  } else {
-    std::sort(fresh.begin(), fresh.end());
-    const int n = static_cast<int>(fresh.size());
-    const int index = static_cast<int>(std::find(fresh.begin(), fresh.end(), swarm_.selfId()) - fresh.begin());
-    const int k = std::min(e, std::max(config_.policy.expertsPerPeer, (e + n - 1) / n));
-    for (int j = 0; j < k; ++j) claims_.push_back((index * k + j) % e);
-    std::sort(claims_.begin(), claims_.end());
-    claims_.erase(std::unique(claims_.begin(), claims_.end()), claims_.end());
-  }
-  if (peers.empty()) Q_EMIT message(QStringLiteral("No other peers found: training alone, all experts of this peer's claim"));
-  Q_EMIT message(QStringLiteral("Claimed experts %1 (%2 other peers seen)").arg(joinInts(claims_)).arg(peers.size()));
-
+// The trainer thread, training our claims (created once the claims are known).
+void Node::startTrainer() {
   auto peerConfig = config_.peer;
   peerConfig.trainer.localExperts = claims_;
-  worker_ = new TrainerWorker(peerConfig, train_, val_, config_.contribDir);
+  worker_ = new TrainerWorker(peerConfig, train_, val_, config_.contribDir, config_.snapshotDir, config_.policy.snapshotEvery);
   worker_->moveToThread(&trainerThread_);
   connect(worker_, &TrainerWorker::ready, this, &Node::onReady);
   connect(worker_, &TrainerWorker::failed, this, [this](const QString& e) { Q_EMIT failed(e); });
   connect(worker_, &TrainerWorker::stepped, this, [this](const StepReport& r) {
     steps_ = r.step;
     lastStep_ = r;
+    if (!sinceFirstStep_.isValid()) {
+      sinceFirstStep_.start();
+      firstStepSeconds_ = r.seconds;
+    }
+    stepSeconds_ += r.seconds;
     if (ledger_)
       ledger_->addMetric(swarm_.runId(), {r.step, round_, r.loss, std::nullopt, r.lr, r.tokensPerSecond,
                                           QDateTime::currentMSecsSinceEpoch()});
@@ -118,12 +99,14 @@ void Node::decideClaims() {
   });
   connect(worker_, &TrainerWorker::roundTrained, this, &Node::onRoundTrained);
   connect(worker_, &TrainerWorker::merged, this, &Node::onMerged);
+  connect(worker_, &TrainerWorker::snapshotAdopted, this, &Node::onSnapshotAdopted);
   trainerThread_.start();
   QMetaObject::invokeMethod(worker_, [w = worker_] { w->start(); }, Qt::QueuedConnection);
 }
 
 void Node::onReady(qint64 mergedRound, qint64 step, bool resumed) {
   round_ = mergedRound + 1;
+  mergedRound_ = mergedRound;
   steps_ = step;
   if (resumed) Q_EMIT message(QStringLiteral("Resumed after round %1 (step %2)").arg(mergedRound).arg(step));
   announce();
@@ -135,6 +118,7 @@ void Node::announce() {
   a.claims = stopping_ ? std::vector<int>{} : claims_;
   a.leaseUntil = stopping_ || claims_.empty() ? 0 : round_ + config_.policy.leaseRounds;
   for (auto it = contrib_.rbegin(); it != contrib_.rend() && a.contrib.size() < 3; ++it) a.contrib.insert(*it);
+  for (auto it = snapshots_.rbegin(); it != snapshots_.rend() && a.snapshot.size() < 2; ++it) a.snapshot.insert(*it);
   a.steps = steps_;
   a.loss = lastLoss_;
   a.tokensPerSecond = lastTokensPerSecond_;
@@ -149,6 +133,12 @@ std::vector<SwarmPeer> Node::livePeers(qint64 round) const {
 }
 
 void Node::onRoundTrained(const RoundTrained& trained) {
+  // Out of step with the swarm: this contribution is built on a base nobody else holds. Hold the
+  // trainer at the boundary until the snapshot lands (it then starts the next round afresh).
+  if (resyncWanted_) {
+    tryResync();
+    if (resyncWanted_) return;
+  }
   lastLoss_ = trained.meanLoss;
   lastTokensPerSecond_ = trained.tokensPerSecond;
   auto id = swarm_.publish(trained.contribution.path);
@@ -162,8 +152,12 @@ void Node::onRoundTrained(const RoundTrained& trained) {
   gather_->arrived[swarm_.selfId()] = {swarm_.selfId(), trained.contribution.path,
                                        std::set<int>(claims_.begin(), claims_.end())};
   gather_->clock.start();
-  const double seconds = std::clamp(config_.policy.deadlineFactor * median(gatherSeconds_),
-                                    config_.policy.deadlineMinSeconds, config_.policy.deadlineMaxSeconds);
+  // Adaptive deadline: a multiple of the recent round time (not of the gather time — peers that
+  // train slower than us are not late yet), within the run's bounds. Before any history, our
+  // own training time for this round stands in (it reflects the machine's load).
+  const double typical = std::max(median(roundSeconds_), trained.seconds);
+  const double seconds = std::clamp(config_.policy.deadlineFactor * typical, config_.policy.deadlineMinSeconds,
+                                    config_.policy.deadlineMaxSeconds);
   deadline_.start(static_cast<int>(seconds * 1000));
   gather();
 }
@@ -177,7 +171,7 @@ void Node::gather() {
     gather_->expected.insert(p.id);
     auto c = p.contrib.find(r);
     if (c == p.contrib.end() || gather_->arrived.count(p.id) || gather_->fetching.count(c->second)) continue;
-    gather_->fetching[c->second] = p.id;
+    gather_->fetching[c->second] = {p.id, std::set<int>(p.claims.begin(), p.claims.end())};
     if (auto s = swarm_.fetch(c->second, dir.toStdString()); !s)
       Q_EMIT message(QStringLiteral("Cannot fetch from %1: %2").arg(q(p.id).left(16), q(s.error())));
   }
@@ -191,18 +185,22 @@ void Node::closeRound(bool deadline) {
   gather_->closing = true;
   deadline_.stop();
   const double seconds = gather_->clock.elapsed() / 1000.0;
-  if (!deadline) gatherSeconds_.push_back(seconds);
-  if (gatherSeconds_.size() > 8) gatherSeconds_.erase(gatherSeconds_.begin());
+  if (sinceRoundClosed_.isValid()) allRoundSeconds_.push_back(sinceRoundClosed_.elapsed() / 1000.0);
+  if (sinceRoundClosed_.isValid() && !deadline) roundSeconds_.push_back(sinceRoundClosed_.elapsed() / 1000.0);
+  if (roundSeconds_.size() > 8) roundSeconds_.erase(roundSeconds_.begin());
+  sinceRoundClosed_.start();
   if (deadline)
     Q_EMIT message(QStringLiteral("Round %1 closed by its deadline after %2 s with %3 of %4 contributions")
                        .arg(gather_->round).arg(seconds, 0, 'f', 1).arg(gather_->arrived.size()).arg(gather_->expected.size()));
   std::vector<IncomingContribution> list;
   for (const auto& [sender, c] : gather_->arrived) list.push_back(c);
   contentOf_.clear();
-  for (const auto& [id, sender] : gather_->fetching) contentOf_[sender] = id;
+  for (const auto& [id, from] : gather_->fetching) contentOf_[from.first] = id;
   contentOf_[swarm_.selfId()] = contrib_[gather_->round];
   const qint64 r = gather_->round;
-  QMetaObject::invokeMethod(worker_, [w = worker_, r, list] { w->merge(r, list); }, Qt::QueuedConnection);
+  nextClaims_ = plannedClaims(r + 1);
+  QMetaObject::invokeMethod(worker_, [w = worker_, r, list, claims = nextClaims_] { w->merge(r, list, claims); },
+                            Qt::QueuedConnection);
   gather_->gatherSecondsHint = seconds;
   gather_->deadlineHit = deadline;
 }
@@ -227,6 +225,34 @@ void Node::onMerged(const RoundMerged& merged) {
     Q_EMIT message(QStringLiteral("Contribution rejected, peer banned. Peer: \"%1\". Reason: \"%2\"").arg(q(v.sender).left(16), q(v.reason)));
   }
   recordRound(s, merged.step);
+  mergedRound_ = s.round;
+  if (!merged.snapshotPath.isEmpty()) {
+    if (auto id = swarm_.publish(merged.snapshotPath.toStdString())) {
+      snapshots_[s.round] = *id;
+      while (snapshots_.size() > 2) {
+        swarm_.retire(snapshots_.begin()->second, true);
+        snapshots_.erase(snapshots_.begin());
+      }
+    }
+  }
+  // Most others built on a base we do not hold: we merged a different set of contributions
+  // (a deadline hit us but not them). Take the majority's snapshot instead of drifting apart.
+  int othersAccepted = 0, othersStale = 0;
+  std::string staleSender;
+  for (const auto& v : merged.result.verdicts) {
+    if (v.sender == swarm_.selfId()) continue;
+    othersAccepted += v.accepted ? 1 : 0;
+    othersStale += v.stale ? 1 : 0;
+    if (v.stale) staleSender = v.sender;
+  }
+  // Two peers that disagree see the same picture: only the larger id gives in.
+  const bool tie = othersAccepted == 0 && othersStale == 1 && swarm_.selfId() < staleSender;
+  if (othersStale > othersAccepted && !tie) {
+    Q_EMIT message(QStringLiteral("Out of step: %1 of %2 contributions of round %3 were built on another base; resyncing")
+                       .arg(othersStale).arg(othersStale + othersAccepted).arg(s.round));
+    resyncWanted_ = true;
+    tryResync();
+  }
   gather_.reset();
   // Keep our last two contributions seeding for late fetchers; older ones are retired.
   for (auto it = contrib_.begin(); it != contrib_.end() && it->first + 2 <= s.round;) {
@@ -234,9 +260,27 @@ void Node::onMerged(const RoundMerged& merged) {
     it = contrib_.erase(it);
   }
   round_ = s.round + 1;
+  if (!nextClaims_.empty() && nextClaims_ != claims_) {
+    Q_EMIT message(QStringLiteral("Claims change for round %1: %2 -> %3").arg(round_).arg(joinInts(claims_), joinInts(nextClaims_)));
+    claims_ = nextClaims_;
+  }
   announce();
+  ++roundsClosed_;
   Q_EMIT roundClosed(s);
   if (config_.maxRounds > 0 && s.round >= config_.maxRounds) stop();
+}
+
+double Node::trainerBusyFraction() const {
+  if (!sinceFirstStep_.isValid()) return 0;
+  const double wall = sinceFirstStep_.elapsed() / 1000.0 + firstStepSeconds_;
+  return wall > 0 ? std::min(1.0, stepSeconds_ / wall) : 0;
+}
+
+double Node::meanRoundSeconds() const {
+  if (allRoundSeconds_.empty()) return 0;
+  double sum = 0;
+  for (double v : allRoundSeconds_) sum += v;
+  return sum / double(allRoundSeconds_.size());
 }
 
 Status Node::exportModel(const QString& path) {

@@ -32,6 +32,7 @@ struct RoundPolicy {
   double deadlineMinSeconds = 30;
   double deadlineMaxSeconds = 600;
   int joinWindowMs = 3000;       // listen for peers before claiming
+  int snapshotEvery = 2;         // rounds between merged-state snapshots (newcomers, resync)
 };
 
 struct NodeConfig {
@@ -42,6 +43,7 @@ struct NodeConfig {
   qint64 maxRounds = 0;          // 0 = run until stopped
   QString contribDir;            // our contributions
   QString fetchDir;              // others' contributions
+  QString snapshotDir;           // our snapshots
 };
 
 struct RoundSummary {
@@ -70,6 +72,11 @@ class Node : public QObject {
   void stop();  // finish the step, announce leaving, then finished()
   Status exportModel(const QString& path);  // the last merged state
   const std::vector<int>& claims() const { return claims_; }
+  // Fraction of the wall time since the first step that the trainer spent inside steps (the
+  // rest: writing contributions, merging, waiting for a late round).
+  double trainerBusyFraction() const;
+  double meanRoundSeconds() const;
+  qint64 roundsClosed() const { return roundsClosed_; }
 
  Q_SIGNALS:
   void message(const QString& line);        // human-readable log
@@ -80,12 +87,16 @@ class Node : public QObject {
 
  private:
   void decideClaims();
+  void startTrainer();
   void onReady(qint64 mergedRound, qint64 step, bool resumed);
   void onRoundTrained(const RoundTrained& trained);
   void onMerged(const RoundMerged& merged);
   void gather();
   void closeRound(bool deadline);
   void announce();
+  std::vector<int> plannedClaims(qint64 nextRound) const;
+  void tryResync();
+  void onSnapshotAdopted(qint64 round, const QString& error);
   std::vector<SwarmPeer> livePeers(qint64 round) const;
 
   void recordRound(const RoundSummary& summary, qint64 step);
@@ -94,13 +105,24 @@ class Node : public QObject {
   NodeConfig config_;
   store::Ledger* ledger_ = nullptr;
   StepReport lastStep_;
+  QElapsedTimer sinceFirstStep_;
+  double firstStepSeconds_ = 0, stepSeconds_ = 0;
+  qint64 roundsClosed_ = 0;
+  std::vector<double> allRoundSeconds_;
   std::map<std::string, std::string> contentOf_;  // sender → content id, for the round being merged
   std::shared_ptr<const std::vector<std::uint16_t>> train_, val_;
   QThread trainerThread_;
   TrainerWorker* worker_ = nullptr;
   std::vector<int> claims_;
+  std::vector<int> nextClaims_;  // sent to the trainer with the merge, adopted when it lands
   qint64 round_ = 0;  // the round being trained
-  std::map<qint64, std::string> contrib_;  // our published contributions (round → id)
+  std::map<qint64, std::string> contrib_;    // our published contributions (round → id)
+  std::map<qint64, std::string> snapshots_;  // our published snapshots (round → id)
+  qint64 mergedRound_ = 0;
+  bool resyncWanted_ = false;                // newcomer, or out of step with the majority
+  std::string pendingSnapshot_;              // content id being fetched for a resync
+  QElapsedTimer sinceRoundClosed_;
+  std::vector<double> roundSeconds_;
   double lastLoss_ = 0, lastTokensPerSecond_ = 0;
   qint64 steps_ = 0;
   std::set<std::string> banned_;
@@ -109,7 +131,9 @@ class Node : public QObject {
   struct Gather {
     qint64 round = 0;
     RoundTrained own;
-    std::map<std::string, std::string> fetching;                 // content id → sender
+    // content id → sender and the claims its record showed beside that contribution (a sender may
+    // change claims right after; validation uses what held for this round)
+    std::map<std::string, std::pair<std::string, std::set<int>>> fetching;
     std::map<std::string, IncomingContribution> arrived;         // sender → contribution
     std::set<std::string> expected;                              // peer ids
     QElapsedTimer clock;
@@ -119,7 +143,6 @@ class Node : public QObject {
   };
   std::optional<Gather> gather_;
   QTimer deadline_, joinWindow_;
-  std::vector<double> gatherSeconds_;
   bool stopping_ = false;
 };
 

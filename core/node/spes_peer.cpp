@@ -6,12 +6,14 @@
 #include "core/sync/contribution_file.h"
 #include "core/sync/merge.h"
 #include "core/sync/validate.h"
+#include "core/train/trainer_impl.h"
 #include "core/train/trainer_weights.h"
 
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <filesystem>
 #include <map>
 
@@ -42,6 +44,24 @@ NamedTensors sharedOnly(const NamedTensors& tensors) {
   return out;
 }
 
+// Test-only (SpesPeerConfig::testPoison): the three attacks validation must stop.
+void poison(NamedTensors& deltas, const std::string& kind, const train::TrainerOptions& options, const NamedTensors& weights) {
+  if (kind == "nan") {
+    deltas.front().second.view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
+  } else if (kind == "norm") {
+    for (auto& [name, t] : deltas) t = t * 1e6 + 1e-3;
+  } else if (kind == "foreign") {
+    const auto& mine = options.localExperts;
+    for (int e = 0; e < options.model.nExperts; ++e) {
+      if (std::find(mine.begin(), mine.end(), e) != mine.end()) continue;
+      const auto name = model::expertTensorName(0, e, "w1");
+      for (const auto& [n, t] : weights)
+        if (n == name) deltas.emplace_back(name, torch::full_like(t, 1e-3));
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 struct SpesPeer::Impl {
@@ -51,6 +71,7 @@ struct SpesPeer::Impl {
   NamedTensors snapshot;   // local weights when the pending contribution was written
   std::int64_t baseRound = 0;
   bool resumed = false;
+  std::shared_ptr<const std::vector<std::uint16_t>> trainTokens, valTokens;
 
   // State after the merge of round N lives in <stateDir>/round-N: written as round-N.partial,
   // then renamed (atomic), then older rounds are removed. A crash at any moment leaves the
@@ -110,12 +131,14 @@ Expected<std::unique_ptr<SpesPeer>> SpesPeer::create(const SpesPeerConfig& confi
   if (config.syncEvery < 1) return makeError("sync_every must be positive");
   auto codec = sync::parseCodec(config.codec);
   if (!codec) return makeError(codec.error());
-  auto trainer = train::Trainer::create(config.trainer, std::move(train), std::move(val));
+  auto trainer = train::Trainer::create(config.trainer, train, val);
   if (!trainer) return makeError(trainer.error());
   std::unique_ptr<SpesPeer> peer(new SpesPeer());
   auto& d = *peer->impl_;
   d.config = config;
   d.trainer = std::move(*trainer);
+  d.trainTokens = train;
+  d.valTokens = val;
   d.base = train::trainerWeights(*d.trainer);  // every peer starts from the same seeded weights
   if (auto s = d.load(); !s) return makeError(s.error());
   return peer;
@@ -137,11 +160,15 @@ Expected<ContributionWritten> SpesPeer::writeContribution(std::int64_t round, co
     const auto i = index.at(name);
     deltas.emplace_back(name, d.snapshot[i].second - d.base[i].second);
   }
+  if (!d.config.testPoison.empty()) poison(deltas, d.config.testPoison, d.config.trainer, d.snapshot);
   ContributionWritten out;
   out.round = round;
   out.path = path;
   out.baseHash = sync::stateFingerprint(d.base);
-  const sync::ContributionHeader header{d.config.runId, round, d.config.selfId, out.baseHash, d.config.codec};
+  // The honest int8 encoder turns a non-finite value into 0; a liar would not use it, so the NaN
+  // test poison goes out as f32 (any codec is accepted and validated after decoding).
+  const std::string codec = d.config.testPoison == "nan" ? "f32" : d.config.codec;
+  const sync::ContributionHeader header{d.config.runId, round, d.config.selfId, out.baseHash, codec};
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
   if (auto s = sync::saveContribution(path, header, deltas); !s) return makeError(s.error());
@@ -223,6 +250,66 @@ Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<Inco
   d.snapshot.clear();
   if (auto s = d.persist(); !s) return makeError("saving the state after round " + std::to_string(round) + ": " + s.error());
   return result;
+}
+
+Expected<std::string> SpesPeer::writeSnapshot(const std::string& dir) const {
+  const auto& d = *impl_;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  const auto path = dir + "/snapshot-round-" + std::to_string(d.baseRound) + ".safetensors";
+  if (auto s = ckpt::saveSafetensors(path, d.base, {{"format", "expertswarm-snapshot"}, {"round", std::to_string(d.baseRound)},
+                                                    {"run", d.config.runId}});
+      !s)
+    return makeError(s.error());
+  return path;
+}
+
+Expected<std::int64_t> SpesPeer::adoptSnapshot(const std::string& path) {
+  auto& d = *impl_;
+  auto file = ckpt::loadSafetensors(path);
+  if (!file) return makeError(file.error());
+  const auto& meta = file->metadata;
+  if (!meta.count("format") || meta.at("format") != "expertswarm-snapshot" || !meta.count("round") ||
+      !meta.count("run") || meta.at("run") != d.config.runId)
+    return makeError("\"" + path + "\" is not a snapshot of this run");
+  std::int64_t round = 0;
+  try {
+    round = std::stoll(meta.at("round"));
+  } catch (const std::exception&) {
+    return makeError("\"" + path + "\": bad round");
+  }
+  auto ordered = inOrder(d.base, *file);
+  if (!ordered) return makeError(ordered.error());
+  if (auto s = train::setTrainerWeights(*d.trainer, *ordered); !s) return makeError(s.error());  // checks shapes
+  d.base = std::move(*ordered);
+  d.baseRound = round;
+  d.snapshot.clear();
+  d.trainer->impl().step = round * d.config.syncEvery;  // the schedule continues where the swarm is
+  if (auto s = d.persist(); !s) return makeError(s.error());
+  return round;
+}
+
+std::vector<int> SpesPeer::localExperts() const { return impl_->trainer->localExperts(); }
+
+Status SpesPeer::setLocalExperts(const std::vector<int>& experts) {
+  auto& d = *impl_;
+  // A new trainer with the new trainable set, loaded from the current full state: weights, step,
+  // RNG and data cursor carry over; moments survive for tensors that stay trainable.
+  auto options = d.config.trainer;
+  options.localExperts = experts;
+  auto fresh = train::Trainer::create(options, d.trainTokens, d.valTokens);
+  if (!fresh) return makeError(fresh.error());
+  const auto dir = d.config.stateDir.empty() ? fs::temp_directory_path().string() : d.config.stateDir;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  const auto handover = dir + "/claims-handover.tmp.safetensors";
+  if (auto s = d.trainer->saveState(handover); !s) return s;
+  auto loaded = (*fresh)->loadState(handover);
+  fs::remove(handover, ec);
+  if (!loaded) return loaded;
+  d.trainer = std::move(*fresh);
+  d.config.trainer.localExperts = experts;
+  return {};
 }
 
 Status SpesPeer::exportWeights(const std::string& path) const {

@@ -59,6 +59,8 @@ struct SpesPeerConfig {
   std::int64_t warmupDecaySteps = 1000;
   int warmupTopk = 4;
   std::string stateDir;  // training state + base, written after every merge
+  // Test only: "nan", "norm" (×10⁶) or "foreign" (an unclaimed expert) poisons every contribution.
+  std::string testPoison;
 };
 
 class SpesPeer {
@@ -82,6 +84,16 @@ class SpesPeer {
   // Validates and merges round `round`'s contributions (our own included) into the base, adopts
   // merged + (local now − snapshot), persists state + base, and reports every verdict.
   Expected<MergeResult> merge(std::int64_t round, const std::vector<IncomingContribution>& contributions);
+
+  // The merged state of the last round as a snapshot file for newcomers and peers that fell out
+  // of step: identical bytes on every peer that merged the same round, hence the same info-hash.
+  Expected<std::string> writeSnapshot(const std::string& dir) const;
+  // Takes a snapshot as the new base and weights (optimizer moments kept), at its round's step.
+  Expected<std::int64_t> adoptSnapshot(const std::string& path);
+
+  // Changes the experts this peer trains (a re-claim after churn, or shedding a replica).
+  Status setLocalExperts(const std::vector<int>& experts);
+  std::vector<int> localExperts() const;  // sorted
 
   Status exportWeights(const std::string& path) const;  // the merged base, safetensors + config
 

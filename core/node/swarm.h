@@ -21,6 +21,7 @@ struct SwarmPeer {
   std::vector<int> claims;                          // experts it trains
   std::int64_t leaseUntil = 0;                      // claims hold through this round
   std::map<std::int64_t, std::string> contrib;      // round → content id of its contribution
+  std::map<std::int64_t, std::string> snapshot;     // round → content id of a merged-state snapshot
   std::int64_t steps = 0;
   double loss = 0;
   double tokensPerSecond = 0;
@@ -32,6 +33,7 @@ struct Announcement {
   std::vector<int> claims;
   std::int64_t leaseUntil = 0;
   std::map<std::int64_t, std::string> contrib;      // keep only recent rounds (record ≤ 1000 bytes)
+  std::map<std::int64_t, std::string> snapshot;
   std::int64_t steps = 0;
   double loss = 0;
   double tokensPerSecond = 0;

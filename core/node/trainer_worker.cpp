@@ -5,8 +5,10 @@
 namespace es::node {
 
 TrainerWorker::TrainerWorker(SpesPeerConfig config, std::shared_ptr<const std::vector<std::uint16_t>> train,
-                             std::shared_ptr<const std::vector<std::uint16_t>> val, QString contribDir)
-    : config_(std::move(config)), train_(std::move(train)), val_(std::move(val)), contribDir_(std::move(contribDir)) {}
+                             std::shared_ptr<const std::vector<std::uint16_t>> val, QString contribDir, QString snapshotDir,
+                             int snapshotEvery)
+    : config_(std::move(config)), train_(std::move(train)), val_(std::move(val)), contribDir_(std::move(contribDir)),
+      snapshotDir_(std::move(snapshotDir)), snapshotEvery_(snapshotEvery) {}
 
 TrainerWorker::~TrainerWorker() = default;
 
@@ -34,7 +36,7 @@ void TrainerWorker::tick() {
   roundSeconds_ += stats.seconds;
   roundTokens_ += stats.tokens;
   ++roundSteps_;
-  Q_EMIT stepped({stats.step, stats.loss, stats.lr, stats.seconds > 0 ? double(stats.tokens) / stats.seconds : 0.0});
+  Q_EMIT stepped({stats.step, stats.seconds, stats.loss, stats.lr, stats.seconds > 0 ? double(stats.tokens) / stats.seconds : 0.0});
   if (stats.step % config_.syncEvery == 0) contributionDue_ = true;
   ticking_ = true;
   QTimer::singleShot(0, this, &TrainerWorker::tick);
@@ -54,13 +56,15 @@ void TrainerWorker::writeContribution() {
   out.contribution = *written;
   out.meanLoss = roundSteps_ ? roundLoss_ / double(roundSteps_) : 0.0;
   out.tokensPerSecond = roundSeconds_ > 0 ? double(roundTokens_) / roundSeconds_ : 0.0;
+  out.seconds = roundSeconds_;
   roundLoss_ = roundSeconds_ = 0;
   roundTokens_ = roundSteps_ = 0;
   awaitingMerge_ = round;
   Q_EMIT roundTrained(out);
 }
 
-void TrainerWorker::merge(qint64 round, const std::vector<IncomingContribution>& contributions) {
+void TrainerWorker::merge(qint64 round, const std::vector<IncomingContribution>& contributions,
+                          const std::vector<int>& claims) {
   if (!peer_ || round != awaitingMerge_) return;
   auto result = peer_->merge(round, contributions);
   if (!result) {
@@ -68,11 +72,36 @@ void TrainerWorker::merge(qint64 round, const std::vector<IncomingContribution>&
     return Q_EMIT failed(QString::fromStdString(result.error()));
   }
   awaitingMerge_ = 0;
+  if (!claims.empty() && claims != peer_->localExperts()) {
+    if (auto s = peer_->setLocalExperts(claims); !s) {
+      peer_.reset();
+      return Q_EMIT failed(QString::fromStdString("changing the claimed experts: " + s.error()));
+    }
+  }
   RoundMerged out;
   out.result = std::move(*result);
   out.valLoss = peer_->evaluate();
   out.step = peer_->stepCount();
+  if (snapshotEvery_ > 0 && round % snapshotEvery_ == 0) {
+    auto path = peer_->writeSnapshot(snapshotDir_.toStdString());
+    if (path) out.snapshotPath = QString::fromStdString(*path);  // a failed snapshot only costs newcomers
+  }
   Q_EMIT merged(out);
+  if (!ticking_ && !stopping_) {
+    ticking_ = true;
+    QTimer::singleShot(0, this, &TrainerWorker::tick);
+  }
+}
+
+void TrainerWorker::adoptSnapshot(const QString& path) {
+  if (!peer_) return;
+  auto round = peer_->adoptSnapshot(path.toStdString());
+  if (!round) return Q_EMIT snapshotAdopted(0, QString::fromStdString(round.error()));
+  awaitingMerge_ = 0;
+  contributionDue_ = false;
+  roundLoss_ = roundSeconds_ = 0;
+  roundTokens_ = roundSteps_ = 0;
+  Q_EMIT snapshotAdopted(*round, {});
   if (!ticking_ && !stopping_) {
     ticking_ = true;
     QTimer::singleShot(0, this, &TrainerWorker::tick);

@@ -15,6 +15,7 @@ namespace es::node {
 
 struct StepReport {
   qint64 step = 0;
+  double seconds = 0;
   double loss = 0;
   double lr = 0;
   double tokensPerSecond = 0;
@@ -25,12 +26,14 @@ struct RoundTrained {
   ContributionWritten contribution;
   double meanLoss = 0;
   double tokensPerSecond = 0;
+  double seconds = 0;  // time spent in this round's steps
 };
 
 struct RoundMerged {
   MergeResult result;
   double valLoss = 0;
   qint64 step = 0;
+  QString snapshotPath;  // set on rounds that write a snapshot
 };
 
 class TrainerWorker : public QObject {
@@ -38,13 +41,17 @@ class TrainerWorker : public QObject {
 
  public:
   TrainerWorker(SpesPeerConfig config, std::shared_ptr<const std::vector<std::uint16_t>> train,
-                std::shared_ptr<const std::vector<std::uint16_t>> val, QString contribDir);
+                std::shared_ptr<const std::vector<std::uint16_t>> val, QString contribDir, QString snapshotDir,
+                int snapshotEvery);
   ~TrainerWorker() override;
 
   // Invoke on the worker's thread (QMetaObject::invokeMethod).
   void start();
-  void merge(qint64 round, const std::vector<IncomingContribution>& contributions);
+  // Merges `round`, then trains `claims` from the next step on (before the next contribution).
+  void merge(qint64 round, const std::vector<IncomingContribution>& contributions, const std::vector<int>& claims);
   void stop();
+  // Drops the round in progress and continues from a snapshot (newcomer, or out of step).
+  void adoptSnapshot(const QString& path);
   Status exportTo(const QString& path);  // the merged model (safetensors) + <path>.config.json
 
  Q_SIGNALS:
@@ -54,6 +61,7 @@ class TrainerWorker : public QObject {
   void roundTrained(const es::node::RoundTrained& round);
   void merged(const es::node::RoundMerged& merged);
   void stopped();
+  void snapshotAdopted(qint64 round, const QString& error);
 
  private:
   void tick();
@@ -61,7 +69,8 @@ class TrainerWorker : public QObject {
 
   SpesPeerConfig config_;
   std::shared_ptr<const std::vector<std::uint16_t>> train_, val_;
-  QString contribDir_;
+  QString contribDir_, snapshotDir_;
+  int snapshotEvery_ = 0;
   std::unique_ptr<SpesPeer> peer_;
   qint64 awaitingMerge_ = 0;   // round whose merge has not landed yet (0 = none)
   bool contributionDue_ = false;

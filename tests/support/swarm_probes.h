@@ -2,6 +2,8 @@
 // JSON-line events. Waits are conditions with deadlines, never fixed sleeps.
 #pragma once
 
+#include "support/wait_until.h"
+
 #include <QDir>
 #include <QElapsedTimer>
 #include <QJsonDocument>
@@ -66,18 +68,6 @@ class Probe {
   std::vector<QJsonObject> events_;
 };
 
-// Processes events until `done()` or the deadline; true when done.
-inline bool waitUntil(const std::function<bool()>& done, int timeoutMs) {
-  QElapsedTimer timer;
-  timer.start();
-  while (!done()) {
-    if (timer.elapsed() > timeoutMs) return false;
-    QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
-    QTest::qWait(5);
-  }
-  return true;
-}
-
 inline bool isEvent(const QJsonObject& e, const char* name) { return e.value("event").toString() == QLatin1String(name); }
 
 // The last event of a kind after sending `command` (e.g. "status" → "status").
@@ -90,12 +80,6 @@ inline QJsonObject ask(Probe& probe, const QString& command, const char* reply, 
     return !found.isEmpty();
   }, timeoutMs);
   return found;
-}
-
-inline double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
 }  // namespace es::test

@@ -1,0 +1,27 @@
+// Small helpers shared by the node's source files (private to core/node).
+#pragma once
+
+#include <QString>
+#include <QStringList>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace es::node::detail {
+
+inline QString q(const std::string& s) { return QString::fromStdString(s); }
+
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+inline QString joinInts(const std::vector<int>& values) {
+  QStringList parts;
+  for (int v : values) parts << QString::number(v);
+  return parts.join(',');
+}
+
+}  // namespace es::node::detail

@@ -1,0 +1,135 @@
+// Test helper: real `expertswarm --no-gui` processes forming a swarm on 127.0.0.1. Collects
+// their progress lines (stdout) and log lines (stderr); waits are conditions with deadlines.
+#pragma once
+
+#include "support/wait_until.h"
+
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QtTest>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <map>
+#include <memory>
+
+namespace es::test {
+
+// A port that was free on 127.0.0.1 for both TCP and UDP a moment ago (for a first peer whose
+// address the others need before it starts).
+inline int freeLoopbackPort() {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    const int tcp = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    int port = 0;
+    if (::bind(tcp, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+        ::getsockname(tcp, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+      port = ntohs(addr.sin_port);
+    const int udp = ::socket(AF_INET, SOCK_DGRAM, 0);
+    const bool udpFree = port && ::bind(udp, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(tcp);
+    ::close(udp);
+    if (udpFree) return port;
+  }
+  return 0;
+}
+
+// A copy of the bundled run with some of its "swarm" policy changed (the corpus is linked).
+inline QString customRun(const QString& dir, const QJsonObject& swarmChanges) {
+  QFile source(QStringLiteral(ES_SHARE_DIR "/runs/default/run.json"));
+  if (!source.open(QIODevice::ReadOnly) || !QDir().mkpath(dir)) return {};
+  auto manifest = QJsonDocument::fromJson(source.readAll()).object();
+  auto swarm = manifest.value("swarm").toObject();
+  for (auto it = swarmChanges.begin(); it != swarmChanges.end(); ++it) swarm.insert(it.key(), it.value());
+  manifest.insert("swarm", swarm);
+  QFile out(dir + "/run.json");
+  if (!out.open(QIODevice::WriteOnly)) return {};
+  out.write(QJsonDocument(manifest).toJson());
+  QFile::link(QStringLiteral(ES_SHARE_DIR "/runs/default/corpus"), dir + "/corpus");
+  return dir;
+}
+
+struct RoundLine {
+  int peers = 0;
+  double loss = 0, valLoss = 0;
+  QString merged;
+};
+
+class SwarmClient {
+ public:
+  SwarmClient(const QString& name, const QStringList& args) : name_(name), args_(args) { start(); }
+  ~SwarmClient() { kill(); }
+
+  void start() {
+    process_ = std::make_unique<QProcess>();
+    process_->setProcessChannelMode(QProcess::SeparateChannels);
+    QObject::connect(process_.get(), &QProcess::readyReadStandardOutput, [this] { read(false); });
+    QObject::connect(process_.get(), &QProcess::readyReadStandardError, [this] { read(true); });
+    process_->start(QStringLiteral(ES_CLIENT_BINARY), args_);
+  }
+  void kill() {
+    if (process_ && process_->state() != QProcess::NotRunning) {
+      process_->kill();
+      process_->waitForFinished(10000);
+    }
+  }
+  void terminate() { if (process_) process_->terminate(); }
+  bool finishedWith(int code) const {
+    return process_ && process_->state() == QProcess::NotRunning && process_->exitStatus() == QProcess::NormalExit &&
+           process_->exitCode() == code;
+  }
+  bool running() const { return process_ && process_->state() != QProcess::NotRunning; }
+
+  const std::map<int, RoundLine>& rounds() const { return rounds_; }
+  const QStringList& log() const { return log_; }
+  const QString& name() const { return name_; }
+  // "127.0.0.1:PORT" from the "listening on" line, once printed.
+  QString endpoint() const {
+    static const QRegularExpression re(QStringLiteral("listening on (\\S+),"));
+    for (const auto& line : log_)
+      if (auto m = re.match(line); m.hasMatch()) return m.captured(1);
+    return {};
+  }
+  bool logContains(const QString& text) const {
+    for (const auto& line : log_)
+      if (line.contains(text)) return true;
+    return false;
+  }
+
+ private:
+  void read(bool err) {
+    auto& buffer = err ? errBuffer_ : outBuffer_;
+    buffer += err ? process_->readAllStandardError() : process_->readAllStandardOutput();
+    for (int end = buffer.indexOf('\n'); end >= 0; end = buffer.indexOf('\n')) {
+      const QString line = QString::fromUtf8(buffer.left(end));
+      buffer.remove(0, end + 1);
+      if (err) {
+        log_ << line;
+        continue;
+      }
+      static const QRegularExpression re(QStringLiteral(
+          "^round=(\\d+) peers=(\\d+) loss=([0-9.]+) val_loss=([0-9.]+) tok/s=\\d+ merged=([0-9a-f]+)$"));
+      if (auto m = re.match(line); m.hasMatch())
+        rounds_[m.captured(1).toInt()] = {m.captured(2).toInt(), m.captured(3).toDouble(), m.captured(4).toDouble(), m.captured(5)};
+      else
+        qWarning().noquote() << name_ << "unexpected output:" << line;
+    }
+  }
+
+  QString name_;
+  QStringList args_;
+  std::unique_ptr<QProcess> process_;
+  QByteArray outBuffer_, errBuffer_;
+  std::map<int, RoundLine> rounds_;
+  QStringList log_;
+};
+
+}  // namespace es::test

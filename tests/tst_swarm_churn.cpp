@@ -1,0 +1,80 @@
+// Issue 5, acceptance 2: churn. Four peers; one is killed with SIGKILL during round 2. The other
+// three close round 2 by the deadline, re-claim the dead peer's experts once its lease is over,
+// and keep training.
+#include "support/swarm_clients.h"
+
+#include <QTemporaryDir>
+
+#include <set>
+
+using namespace es::test;
+
+class SwarmChurn : public QObject {
+  Q_OBJECT
+
+  static constexpr int kPeers = 4;
+  static constexpr int kRounds = 7;
+  QTemporaryDir dir_;
+
+  // Experts a peer trains at the end: the initial claim, then every "Claims change" line.
+  static std::set<int> finalClaims(const SwarmClient& p) {
+    QString last;
+    for (const auto& line : p.log()) {
+      if (line.startsWith("Claimed experts ")) last = line.section(' ', 2, 2);
+      if (line.startsWith("Claims change for round ")) last = line.section("-> ", 1).section(' ', 0, 0);
+    }
+    std::set<int> out;
+    for (const auto& e : last.split(',', Qt::SkipEmptyParts)) out.insert(e.toInt());
+    return out;
+  }
+
+ private Q_SLOTS:
+  void survivorsCloseTheRoundAndReclaimTheExperts() {
+    // Short deadline and lease so the test takes a minute, not ten.
+    const auto run = customRun(dir_.filePath("run"), {{"lease_rounds", 2},
+                                                      {"deadline", QJsonObject{{"factor", 1.5}, {"min_seconds", 6}, {"max_seconds", 30}}}});
+    QVERIFY(!run.isEmpty());
+    const QString bootstrap = QString("127.0.0.1:%1").arg(freeLoopbackPort());
+    std::vector<std::unique_ptr<SwarmClient>> peers;
+    for (int i = 0; i < kPeers; ++i) {
+      QStringList a{"--no-gui", "--run", run, "--data-dir", dir_.filePath(QString("peer%1").arg(i)), "--listen",
+                    i == 0 ? bootstrap : QString("127.0.0.1:0"), "--sync-every", "5", "--rounds", QString::number(kRounds),
+                    "--threads", "1"};
+      if (i) a << "--bootstrap" << bootstrap;
+      peers.push_back(std::make_unique<SwarmClient>(QString("peer%1").arg(i), a));
+    }
+    // Round 1 closes with everyone; then peer 3 dies in round 2.
+    QVERIFY2(waitUntil([&] { return peers[3]->rounds().count(1) > 0; }, 200000), "round 1 did not close");
+    const auto victimClaims = finalClaims(*peers[3]);
+    QVERIFY(!victimClaims.empty());
+    peers[3]->kill();
+    qInfo("killed peer3 (experts %s) after its round 1", qPrintable(peers[3]->log().filter("Claimed").join(' ')));
+    const bool done = waitUntil([&] {
+      for (int i = 0; i < kPeers - 1; ++i)
+        if (peers[i]->running()) return false;
+      return true;
+    }, 500000);
+    for (int i = 0; i < kPeers - 1; ++i) qInfo().noquote() << peers[i]->name() << peers[i]->log().join("\n  ");
+    QVERIFY2(done, "the survivors did not finish");
+    std::set<int> covered;
+    for (int i = 0; i < kPeers - 1; ++i) {
+      auto& p = *peers[i];
+      QVERIFY2(p.finishedWith(0), qPrintable(p.name()));
+      QCOMPARE(int(p.rounds().size()), kRounds);
+      QCOMPARE(p.rounds().at(1).peers, kPeers);
+      QCOMPARE(p.rounds().at(2).peers, kPeers - 1);  // closed without the dead peer
+      QVERIFY(p.logContains("Round 2 closed by its deadline"));
+      QVERIFY(p.rounds().at(kRounds).valLoss < p.rounds().at(1).valLoss);
+      for (int e : finalClaims(p)) covered.insert(e);
+    }
+    // Within one lease after it expired, the dead peer's experts have live owners again.
+    for (int e : victimClaims) QVERIFY2(covered.count(e), qPrintable(QString("expert %1 was not re-claimed").arg(e)));
+    QCOMPARE(int(covered.size()), 8);
+    // From round 3 on the survivors merge the same contributions.
+    for (int r = 3; r <= kRounds; ++r)
+      for (int i = 1; i < kPeers - 1; ++i) QCOMPARE(peers[i]->rounds().at(r).merged, peers[0]->rounds().at(r).merged);
+  }
+};
+
+QTEST_GUILESS_MAIN(SwarmChurn)
+#include "tst_swarm_churn.moc"

@@ -1,0 +1,70 @@
+// Issue 5, acceptance 3: a newcomer joins a running swarm. It starts from the snapshot that the
+// others announce (not from the seed), claims the least-owned experts, and its contributions are
+// merged by everyone from the next rounds on.
+#include "support/swarm_clients.h"
+
+#include <QTemporaryDir>
+
+using namespace es::test;
+
+class SwarmNewcomer : public QObject {
+  Q_OBJECT
+
+  static constexpr int kRounds = 7;
+  QTemporaryDir dir_;
+
+  QStringList args(int i, const QString& run, const QString& bootstrap, bool first) const {
+    QStringList a{"--no-gui", "--run", run, "--data-dir", dir_.filePath(QString("peer%1").arg(i)), "--listen",
+                  first ? bootstrap : QString("127.0.0.1:0"), "--sync-every", "5", "--rounds", QString::number(kRounds),
+                  "--threads", "1"};
+    if (!first) a << "--bootstrap" << bootstrap;
+    return a;
+  }
+
+ private Q_SLOTS:
+  void newcomerStartsFromTheSnapshotAndContributes() {
+    const auto run = customRun(dir_.filePath("run"), {{"snapshot_every", 1},
+                                                      {"deadline", QJsonObject{{"factor", 2.0}, {"min_seconds", 10}, {"max_seconds", 40}}}});
+    QVERIFY(!run.isEmpty());
+    const QString bootstrap = QString("127.0.0.1:%1").arg(freeLoopbackPort());
+    std::vector<std::unique_ptr<SwarmClient>> peers;
+    for (int i = 0; i < 3; ++i) peers.push_back(std::make_unique<SwarmClient>(QString("peer%1").arg(i), args(i, run, bootstrap, i == 0)));
+    QVERIFY2(waitUntil([&] { return peers[0]->rounds().count(2) > 0; }, 300000), "round 2 did not close");
+    peers.push_back(std::make_unique<SwarmClient>("newcomer", args(3, run, bootstrap, false)));
+    auto& newcomer = *peers[3];
+    const bool done = waitUntil([&] {
+      for (auto& p : peers)
+        if (p->running()) return false;
+      return true;
+    }, 500000);
+    for (auto& p : peers) qInfo().noquote() << p->name() << p->log().filter(QRegularExpression("Claim|snapshot|Snapshot|closed|step")).join("\n  ");
+    QVERIFY2(done, "the swarm did not finish");
+    for (auto& p : peers) QVERIFY2(p->finishedWith(0), qPrintable(p->name()));
+
+    // It took a snapshot announced by the others, of round 2 or later.
+    static const QRegularExpression took(QStringLiteral("Took the swarm's snapshot of round (\\d+)"));
+    int snapshotRound = 0;
+    for (const auto& line : newcomer.log())
+      if (auto m = took.match(line); m.hasMatch() && !snapshotRound) snapshotRound = m.captured(1).toInt();
+    QVERIFY2(snapshotRound >= 2, "the newcomer did not start from the swarm's snapshot");
+    QVERIFY(newcomer.rounds().count(1) == 0);  // it never merged the rounds it missed
+    // It claimed experts that were owned the least (3 old peers split 8 experts as 3+3+2... and
+    // the newcomer does not take an expert nobody else shares while a replicated one exists).
+    QVERIFY(newcomer.logContains("Claimed experts "));
+    // Its contribution is merged: some round after it joined closes with 4 contributions at an
+    // old peer, and from then on the newcomer's merged state equals the others'.
+    int joinedRound = 0;
+    for (int r = snapshotRound + 1; r <= kRounds && !joinedRound; ++r)
+      if (peers[0]->rounds().count(r) && peers[0]->rounds().at(r).peers == 4) joinedRound = r;
+    qInfo("newcomer took the snapshot of round %d; first round merged with its contribution: %d", snapshotRound, joinedRound);
+    QVERIFY2(joinedRound > 0, "no round merged the newcomer's contribution");
+    QVERIFY(joinedRound <= snapshotRound + 3);
+    for (int r = joinedRound; r <= kRounds; ++r) {
+      QVERIFY(newcomer.rounds().count(r));
+      for (int i = 1; i < 4; ++i) QCOMPARE(peers[i]->rounds().at(r).merged, peers[0]->rounds().at(r).merged);
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(SwarmNewcomer)
+#include "tst_swarm_newcomer.moc"
