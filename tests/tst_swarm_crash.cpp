@@ -23,9 +23,9 @@ class SwarmCrash : public QObject {
   }
   QString stateDir() const { return dir_.filePath("peer/runs/sotu-default/swarm-state"); }
 
-  // The round of the newest complete state folder (round-NNNNNNNN), or -1.
+  // The round of the newest complete state folder (round-NNNNNNNN), or 0 (none yet).
   int stateRound() const {
-    int newest = -1;
+    int newest = 0;
     for (const auto& name : QDir(stateDir()).entryList(QDir::Dirs | QDir::NoDotAndDotDot))
       if (name.startsWith("round-") && !name.endsWith(".partial")) newest = std::max(newest, name.mid(6).toInt());
     return newest;

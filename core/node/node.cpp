@@ -104,11 +104,14 @@ void Node::startTrainer() {
   QMetaObject::invokeMethod(worker_, [w = worker_] { w->start(); }, Qt::QueuedConnection);
 }
 
-void Node::onReady(qint64 mergedRound, qint64 step, bool resumed) {
+void Node::onReady(qint64 mergedRound, qint64 step, bool resumed, const QString& baseFingerprint) {
   round_ = mergedRound + 1;
   mergedRound_ = mergedRound;
   steps_ = step;
   if (resumed) Q_EMIT message(QStringLiteral("Resumed after round %1 (step %2)").arg(mergedRound).arg(step));
+  if (resumed && ledger_ && mergedRound > 0)  // durable state, maybe not yet committed when we died
+    ledger_->ensureRound(swarm_.runId(), {mergedRound, QDateTime::currentMSecsSinceEpoch(), 0, 0, 0,
+                                          baseFingerprint.toStdString(), config_.peer.stateDir});
   announce();
 }
 

@@ -88,7 +88,7 @@ class Node : public QObject {
  private:
   void decideClaims();
   void startTrainer();
-  void onReady(qint64 mergedRound, qint64 step, bool resumed);
+  void onReady(qint64 mergedRound, qint64 step, bool resumed, const QString& baseFingerprint);
   void onRoundTrained(const RoundTrained& trained);
   void onMerged(const RoundMerged& merged);
   void gather();

@@ -76,6 +76,7 @@ class SpesPeer {
   std::int64_t stepCount() const;
   std::int64_t mergedRound() const;  // the round the base comes from (0 = initial weights)
   bool resumed() const;
+  std::string baseSharedFingerprint() const;  // of the base's shared tensors
 
   // The deltas of the trainable tensors against the base, encoded with the run's codec, written
   // atomically to `path`; remembers the local weights as the snapshot of this round.

@@ -16,7 +16,7 @@ void TrainerWorker::start() {
   auto peer = SpesPeer::create(config_, train_, val_);
   if (!peer) return Q_EMIT failed(QString::fromStdString(peer.error()));
   peer_ = std::move(*peer);
-  Q_EMIT ready(peer_->mergedRound(), peer_->stepCount(), peer_->resumed());
+  Q_EMIT ready(peer_->mergedRound(), peer_->stepCount(), peer_->resumed(), QString::fromStdString(peer_->baseSharedFingerprint()));
   // Resumed mid-round: the state is the one saved right after a merge, so the current round's
   // contribution is still ahead of us.
   ticking_ = true;

@@ -55,7 +55,7 @@ class TrainerWorker : public QObject {
   Status exportTo(const QString& path);  // the merged model (safetensors) + <path>.config.json
 
  Q_SIGNALS:
-  void ready(qint64 mergedRound, qint64 step, bool resumed);
+  void ready(qint64 mergedRound, qint64 step, bool resumed, const QString& baseFingerprint);
   void failed(const QString& message);
   void stepped(const es::node::StepReport& report);
   void roundTrained(const es::node::RoundTrained& round);

@@ -200,4 +200,13 @@ void Ledger::commitRound(const std::string& runId, const RoundRow& r) {
   });
 }
 
+void Ledger::ensureRound(const std::string& runId, const RoundRow& r) {
+  enqueue(describe("ensureRound", runId, "round " + std::to_string(r.round)), [=](Db& db) {
+    return db.run("INSERT OR IGNORE INTO rounds(run_id, round, closed_at, peers, contributions, accepted, "
+                  "merged_fingerprint, state_path) VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
+                  runId, r.round, r.closedAt, r.peers, r.contributions, r.accepted, r.mergedFingerprint,
+                  r.statePath);
+  });
+}
+
 }  // namespace es::store

@@ -86,6 +86,9 @@ class Ledger {
   // becomes durable together with (or after) everything queued before it — never without it.
   // flush() returning ok means it is on disk.
   void commitRound(const std::string& runId, const RoundRow& round);
+  // Records a round only if it is missing (keeps a full row): a peer that crashed between its
+  // durable state and the commit re-records the round it resumes from, so rounds stay contiguous.
+  void ensureRound(const std::string& runId, const RoundRow& round);
 
   // Blocks until everything queued so far is committed; returns the first error since the last flush.
   Status flush();
