@@ -97,6 +97,7 @@ int runSwarmClient(const CommandLine& cl, const QString& shareDir) {
   // Each peer reads its own stream of batches: the data seed mixes in the peer id.
   peer.trainer.dataSeed = data.manifest.seed ^ std::hash<std::string>{}(identity->peerId());
   peer.trainer.device = cl.device.toStdString();
+  if (cl.evalEvery) peer.trainer.train.evalInterval = cl.evalEvery;
   peer.runId = swarm.runId();
   peer.selfId = swarm.selfId();
   peer.codec = codec.toStdString();

@@ -38,7 +38,7 @@ class SwarmChurn : public QObject {
     std::vector<std::unique_ptr<SwarmClient>> peers;
     for (int i = 0; i < kPeers; ++i) {
       QStringList a{"--no-gui", "--run", run, "--data-dir", dir_.filePath(QString("peer%1").arg(i)), "--listen",
-                    i == 0 ? bootstrap : QString("127.0.0.1:0"), "--sync-every", "5", "--rounds", QString::number(kRounds),
+                    i == 0 ? bootstrap : QString("127.0.0.1:0"), "--sync-every", "5", "--eval-every", "5", "--rounds", QString::number(kRounds),
                     "--threads", "1"};
       if (i) a << "--bootstrap" << bootstrap;
       peers.push_back(std::make_unique<SwarmClient>(QString("peer%1").arg(i), a));

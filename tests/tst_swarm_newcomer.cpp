@@ -15,7 +15,7 @@ class SwarmNewcomer : public QObject {
 
   QStringList args(int i, const QString& run, const QString& bootstrap, bool first) const {
     QStringList a{"--no-gui", "--run", run, "--data-dir", dir_.filePath(QString("peer%1").arg(i)), "--listen",
-                  first ? bootstrap : QString("127.0.0.1:0"), "--sync-every", "5", "--rounds", QString::number(kRounds),
+                  first ? bootstrap : QString("127.0.0.1:0"), "--sync-every", "5", "--eval-every", "5", "--rounds", QString::number(kRounds),
                   "--threads", "1"};
     if (!first) a << "--bootstrap" << bootstrap;
     return a;

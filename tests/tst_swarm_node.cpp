@@ -20,7 +20,7 @@ class SwarmNode : public QObject {
 
   QStringList args(int i, const QString& bootstrap) const {
     QStringList a{"--no-gui", "--data-dir", dir_.filePath(QString("peer%1").arg(i)), "--listen", "127.0.0.1:0",
-                  "--sync-every", "5", "--rounds", QString::number(kRounds), "--threads", "1"};
+                  "--sync-every", "5", "--eval-every", "5", "--rounds", QString::number(kRounds), "--threads", "1"};
     if (!bootstrap.isEmpty()) a << "--bootstrap" << bootstrap;
     return a;
   }

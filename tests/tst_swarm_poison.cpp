@@ -22,7 +22,7 @@ class SwarmPoison : public QObject {
     std::vector<std::unique_ptr<SwarmClient>> peers;
     for (int i = 0; i < kinds.size(); ++i) {
       QStringList a{"--no-gui", "--run", run, "--data-dir", dir_.filePath(QString("peer%1").arg(i)), "--listen",
-                    i == 0 ? bootstrap : QString("127.0.0.1:0"), "--sync-every", "4", "--rounds", QString::number(kRounds),
+                    i == 0 ? bootstrap : QString("127.0.0.1:0"), "--sync-every", "4", "--eval-every", "4", "--rounds", QString::number(kRounds),
                     "--threads", "1"};
       if (i) a << "--bootstrap" << bootstrap;
       if (!kinds[i].isEmpty()) a << "--test-poison" << kinds[i];

@@ -100,6 +100,7 @@ void Node::startTrainer() {
   connect(worker_, &TrainerWorker::roundTrained, this, &Node::onRoundTrained);
   connect(worker_, &TrainerWorker::merged, this, &Node::onMerged);
   connect(worker_, &TrainerWorker::snapshotAdopted, this, &Node::onSnapshotAdopted);
+  connect(worker_, &TrainerWorker::persisted, this, &Node::onPersisted);
   trainerThread_.start();
   QMetaObject::invokeMethod(worker_, [w = worker_] { w->start(); }, Qt::QueuedConnection);
 }
@@ -227,7 +228,7 @@ void Node::onMerged(const RoundMerged& merged) {
     if (ledger_) ledger_->banPeer(swarm_.runId(), v.sender, v.reason);
     Q_EMIT message(QStringLiteral("Contribution rejected, peer banned. Peer: \"%1\". Reason: \"%2\"").arg(q(v.sender).left(16), q(v.reason)));
   }
-  recordRound(s, merged.step);
+  unrecorded_[s.round] = {s, merged.step};  // committed to the ledger once its state is durable
   mergedRound_ = s.round;
   if (!merged.snapshotPath.isEmpty()) {
     if (auto id = swarm_.publish(merged.snapshotPath.toStdString())) {
@@ -293,8 +294,21 @@ Status Node::exportModel(const QString& path) {
   return result;
 }
 
-// The merge returned only after the state files were durable (SpesPeer::merge), so the round can
-// be committed now: a crash loses at most the round in progress.
+// The round's state folder is durable (written in the background after the merge): only now is
+// the round committed, so the ledger is never ahead of the files and a crash loses at most the
+// round in progress.
+void Node::onPersisted(qint64 round, const QString& error) {
+  auto it = unrecorded_.find(round);
+  if (!error.isEmpty()) {
+    Q_EMIT message(QStringLiteral("Saving the state of round %1 failed: %2").arg(round).arg(error));
+    if (it != unrecorded_.end()) unrecorded_.erase(it);
+    return;
+  }
+  if (it == unrecorded_.end()) return;  // a snapshot adoption, or a round recorded already
+  recordRound(it->second.first, it->second.second);
+  unrecorded_.erase(it);
+}
+
 void Node::recordRound(const RoundSummary& s, qint64 step) {
   if (!ledger_) return;
   const auto run = swarm_.runId();

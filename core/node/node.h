@@ -100,6 +100,7 @@ class Node : public QObject {
   std::vector<SwarmPeer> livePeers(qint64 round) const;
 
   void recordRound(const RoundSummary& summary, qint64 step);
+  void onPersisted(qint64 round, const QString& error);
 
   Swarm& swarm_;
   NodeConfig config_;
@@ -109,6 +110,7 @@ class Node : public QObject {
   double firstStepSeconds_ = 0, stepSeconds_ = 0;
   qint64 roundsClosed_ = 0;
   std::vector<double> allRoundSeconds_;
+  std::map<qint64, std::pair<RoundSummary, qint64>> unrecorded_;  // merged, state not yet durable
   std::map<std::string, std::string> contentOf_;  // sender → content id, for the round being merged
   std::shared_ptr<const std::vector<std::uint16_t>> train_, val_;
   QThread trainerThread_;

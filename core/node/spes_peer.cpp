@@ -1,6 +1,7 @@
 #include "core/node/spes_peer.h"
 
 #include "core/checkpoint/safetensors.h"
+#include "core/checkpoint/training_state.h"
 #include "core/common/atomic_file.h"
 #include "core/model/tensor_names.h"
 #include "core/sync/contribution_file.h"
@@ -13,6 +14,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <thread>
 #include <limits>
 #include <filesystem>
 #include <map>
@@ -82,22 +85,44 @@ struct SpesPeer::Impl {
     return stateDir + "/" + name;
   }
 
-  Status persist() {
-    if (config.stateDir.empty()) return {};
-    const auto final = roundDir(config.stateDir, baseRound), partial = final + ".partial";
+  // Written on a background thread from private copies, so training goes on meanwhile; the
+  // callback reports when round-N/ is durable (only then may the round be committed elsewhere).
+  std::thread writer;
+  std::function<void(std::int64_t, std::string)> onPersisted;
+
+  void persist() {
+    if (writer.joinable()) writer.join();  // one write at a time, in order
+    if (config.stateDir.empty()) {
+      if (onPersisted) onPersisted(baseRound, {});
+      return;
+    }
+    writer = std::thread([dir = config.stateDir, round = baseRound, base = base, state = train::captureTrainingState(*trainer),
+                          done = onPersisted]() mutable {
+      const auto status = writeRoundDir(dir, round, base, state);
+      if (done) done(round, status ? std::string() : status.error());
+    });
+  }
+
+  static Status writeRoundDir(const std::string& stateDir, std::int64_t round, const NamedTensors& base,
+                              const ckpt::TrainingState& state) {
+    const auto final = roundDir(stateDir, round), partial = final + ".partial";
     std::error_code ec;
     fs::remove_all(partial, ec);
     fs::create_directories(partial, ec);
     if (ec) return makeError("cannot create \"" + partial + "\": " + ec.message());
-    if (auto s = ckpt::saveSafetensors(partial + "/" + kBaseFile, base, {{"round", std::to_string(baseRound)}}); !s) return s;
-    if (auto s = trainer->saveState(partial + "/" + kStateFile); !s) return s;
+    if (auto s = ckpt::saveSafetensors(partial + "/" + kBaseFile, base, {{"round", std::to_string(round)}}); !s) return s;
+    if (auto s = ckpt::saveTrainingState(partial + "/" + kStateFile, state); !s) return s;
     fs::remove_all(final, ec);
     fs::rename(partial, final, ec);
     if (ec) return makeError("cannot commit \"" + final + "\": " + ec.message());
-    for (const auto& entry : fs::directory_iterator(config.stateDir, ec))
+    for (const auto& entry : fs::directory_iterator(stateDir, ec))
       if (entry.path().filename().string().rfind("round-", 0) == 0 && entry.path().string() != final)
         fs::remove_all(entry.path(), ec);
     return {};
+  }
+
+  ~Impl() {
+    if (writer.joinable()) writer.join();
   }
 
   Status load() {
@@ -249,7 +274,7 @@ Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<Inco
   d.base = std::move(merged);
   d.baseRound = round;
   d.snapshot.clear();
-  if (auto s = d.persist(); !s) return makeError("saving the state after round " + std::to_string(round) + ": " + s.error());
+  d.persist();
   return result;
 }
 
@@ -286,11 +311,19 @@ Expected<std::int64_t> SpesPeer::adoptSnapshot(const std::string& path) {
   d.baseRound = round;
   d.snapshot.clear();
   d.trainer->impl().step = round * d.config.syncEvery;  // the schedule continues where the swarm is
-  if (auto s = d.persist(); !s) return makeError(s.error());
+  d.persist();
   return round;
 }
 
 std::vector<int> SpesPeer::localExperts() const { return impl_->trainer->localExperts(); }
+
+void SpesPeer::setPersistedCallback(std::function<void(std::int64_t round, std::string error)> callback) {
+  impl_->onPersisted = std::move(callback);
+}
+
+void SpesPeer::waitForWrites() {
+  if (impl_->writer.joinable()) impl_->writer.join();
+}
 
 Status SpesPeer::setLocalExperts(const std::vector<int>& experts) {
   auto& d = *impl_;

@@ -9,6 +9,7 @@
 #include "core/train/trainer.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -83,7 +84,7 @@ class SpesPeer {
   Expected<ContributionWritten> writeContribution(std::int64_t round, const std::string& path);
 
   // Validates and merges round `round`'s contributions (our own included) into the base, adopts
-  // merged + (local now − snapshot), persists state + base, and reports every verdict.
+  // merged + (local now − snapshot), starts writing state + base, and reports every verdict.
   Expected<MergeResult> merge(std::int64_t round, const std::vector<IncomingContribution>& contributions);
 
   // The merged state of the last round as a snapshot file for newcomers and peers that fell out
@@ -91,6 +92,11 @@ class SpesPeer {
   Expected<std::string> writeSnapshot(const std::string& dir) const;
   // Takes a snapshot as the new base and weights (optimizer moments kept), at its round's step.
   Expected<std::int64_t> adoptSnapshot(const std::string& path);
+
+  // The state after each merge (and after adopting a snapshot) is written in the background;
+  // `callback` runs on the writer thread once round-N/ is durable (error empty) or failed.
+  void setPersistedCallback(std::function<void(std::int64_t round, std::string error)> callback);
+  void waitForWrites();
 
   // Changes the experts this peer trains (a re-claim after churn, or shedding a replica).
   Status setLocalExperts(const std::vector<int>& experts);

@@ -2,6 +2,8 @@
 
 #include <QTimer>
 
+#include <algorithm>
+
 namespace es::node {
 
 TrainerWorker::TrainerWorker(SpesPeerConfig config, std::shared_ptr<const std::vector<std::uint16_t>> train,
@@ -16,6 +18,10 @@ void TrainerWorker::start() {
   auto peer = SpesPeer::create(config_, train_, val_);
   if (!peer) return Q_EMIT failed(QString::fromStdString(peer.error()));
   peer_ = std::move(*peer);
+  peer_->setPersistedCallback([this](std::int64_t round, std::string error) {
+    QMetaObject::invokeMethod(this, [this, round, error] { Q_EMIT persisted(round, QString::fromStdString(error)); },
+                              Qt::QueuedConnection);
+  });
   Q_EMIT ready(peer_->mergedRound(), peer_->stepCount(), peer_->resumed(), QString::fromStdString(peer_->baseSharedFingerprint()));
   // Resumed mid-round: the state is the one saved right after a merge, so the current round's
   // contribution is still ahead of us.
@@ -80,8 +86,15 @@ void TrainerWorker::merge(qint64 round, const std::vector<IncomingContribution>&
   }
   RoundMerged out;
   out.result = std::move(*result);
-  out.valLoss = peer_->evaluate();
   out.step = peer_->stepCount();
+  // Validation costs about a twentieth of a 50-step round here: run it at the run's eval
+  // interval (and the first round), report the latest otherwise.
+  const qint64 every = std::max(1, config_.trainer.train.evalInterval);
+  if (lastEvalStep_ < 0 || out.step / every != lastEvalStep_ / every) {
+    lastValLoss_ = peer_->evaluate();
+    lastEvalStep_ = out.step;
+  }
+  out.valLoss = lastValLoss_;
   if (snapshotEvery_ > 0 && round % snapshotEvery_ == 0) {
     auto path = peer_->writeSnapshot(snapshotDir_.toStdString());
     if (path) out.snapshotPath = QString::fromStdString(*path);  // a failed snapshot only costs newcomers
@@ -110,6 +123,7 @@ void TrainerWorker::adoptSnapshot(const QString& path) {
 
 void TrainerWorker::stop() {
   stopping_ = true;
+  if (peer_) peer_->waitForWrites();
   Q_EMIT stopped();
 }
 

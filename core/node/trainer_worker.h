@@ -62,6 +62,7 @@ class TrainerWorker : public QObject {
   void merged(const es::node::RoundMerged& merged);
   void stopped();
   void snapshotAdopted(qint64 round, const QString& error);
+  void persisted(qint64 round, const QString& error);  // the state after `round` is durable
 
  private:
   void tick();
@@ -71,6 +72,8 @@ class TrainerWorker : public QObject {
   std::shared_ptr<const std::vector<std::uint16_t>> train_, val_;
   QString contribDir_, snapshotDir_;
   int snapshotEvery_ = 0;
+  double lastValLoss_ = 0;
+  qint64 lastEvalStep_ = -1;
   std::unique_ptr<SpesPeer> peer_;
   qint64 awaitingMerge_ = 0;   // round whose merge has not landed yet (0 = none)
   bool contributionDue_ = false;

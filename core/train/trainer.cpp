@@ -1,4 +1,5 @@
 #include "core/train/trainer.h"
+#include "core/train/trainer_weights.h"
 
 #include "core/checkpoint/training_state.h"
 #include "core/model/tensor_names.h"
@@ -179,6 +180,30 @@ std::vector<std::string> Trainer::trainableTensorNames() const {
   std::vector<std::string> names;
   for (const auto& slot : impl_->optimizer->slots()) names.push_back(slot.name);
   return names;
+}
+
+namespace {
+ckpt::NamedTensors deepCopy(const ckpt::NamedTensors& tensors) {
+  ckpt::NamedTensors out;
+  out.reserve(tensors.size());
+  for (const auto& [name, t] : tensors) out.emplace_back(name, t.detach().clone());
+  return out;
+}
+}  // namespace
+
+ckpt::TrainingState captureTrainingState(const Trainer& trainer) {
+  auto& s = const_cast<Trainer&>(trainer).impl();
+  ckpt::TrainingState state;
+  state.weights = deepCopy(namedParameters(s.model));
+  state.expAvg = deepCopy(s.optimizer->expAvg());
+  state.expAvgSq = deepCopy(s.optimizer->expAvgSq());
+  state.step = s.step;
+  state.dataCursor = s.dataCursor;
+  state.rngState = at::detail::getDefaultCPUGenerator().get_state().clone();
+  state.extra = {{"model_config", s.options.model.toJson()},
+                 {"local_experts", joinInts(s.localExperts)},
+                 {"data_seed", std::to_string(s.options.dataSeed)}};
+  return state;
 }
 
 Status Trainer::saveState(const std::string& path) const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/checkpoint/safetensors.h"
+#include "core/checkpoint/training_state.h"
 #include "core/train/trainer.h"
 
 namespace es::train {
@@ -14,5 +15,9 @@ ckpt::NamedTensors trainerWeights(const Trainer& trainer);
 // Copies every model tensor from `weights` (all names present, exact shapes; extra names are an
 // error). On error nothing has been changed.
 Status setTrainerWeights(Trainer& trainer, const ckpt::NamedTensors& weights);
+
+// A private deep copy of the full training state (what saveState writes), so it can be written on
+// another thread while this one keeps training.
+ckpt::TrainingState captureTrainingState(const Trainer& trainer);
 
 }  // namespace es::train
