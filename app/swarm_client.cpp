@@ -10,6 +10,7 @@
 
 #include <QCoreApplication>
 #include <QDir>
+#include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QSaveFile>
@@ -46,6 +47,15 @@ node::RoundPolicy parsePolicy(const std::string& json, QString& codec, node::Spe
   peer.warmupDecaySteps = warmup.value("decay_steps").toInt(1000);
   peer.warmupTopk = warmup.value("topk").toInt(4);
   return p;
+}
+
+// MemAvailable from /proc/meminfo (bytes), or -1 when unknown.
+std::int64_t availableMemory() {
+  QFile meminfo(QStringLiteral("/proc/meminfo"));
+  if (!meminfo.open(QIODevice::ReadOnly)) return -1;
+  for (const auto& line : meminfo.readAll().split('\n'))
+    if (line.startsWith("MemAvailable:")) return line.simplified().split(' ').value(1).toLongLong() * 1024;
+  return -1;
 }
 
 bool isLoopback(const QString& endpoint) {
@@ -89,6 +99,16 @@ int runSwarmClient(const CommandLine& cl, const QString& shareDir) {
   config.policy = parsePolicy(data.manifest.swarmJson, codec, config.peer);
   if (cl.syncEvery) config.policy.syncEvery = cl.syncEvery;
   config.nExperts = data.manifest.model.nExperts;
+  // Pre-flight: how many experts this machine can train (CPU memory; a GPU's is not probed yet).
+  if (const auto available = availableMemory(); available > 0) {
+    const auto& m = data.manifest.model;
+    const auto budget = node::expertBudget(m.totalParameters(), m.expertParameters() * m.nLayers, m.nExperts, available);
+    info("Pre-flight: " + std::to_string(available >> 20) + " MiB available; the model needs " +
+         std::to_string(budget.fixedBytes >> 20) + " MiB + " + std::to_string(budget.perExpertBytes >> 20) +
+         " MiB per trained expert: up to " + std::to_string(budget.experts) + " experts");
+    if (budget.experts < 1) return info("expertswarm: not enough memory to train even one expert of this run"), 1;
+    config.maxExperts = budget.experts;
+  }
   config.maxRounds = cl.rounds;
   auto& peer = config.peer;
   peer.trainer.model = data.manifest.model;

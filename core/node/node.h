@@ -41,6 +41,7 @@ struct NodeConfig {
   RoundPolicy policy;
   int nExperts = 8;
   qint64 maxRounds = 0;          // 0 = run until stopped
+  int maxExperts = 0;            // pre-flight memory budget (0 = no limit); see expertBudget()
   QString contribDir;            // our contributions
   QString fetchDir;              // others' contributions
   QString snapshotDir;           // our snapshots
@@ -57,6 +58,18 @@ struct RoundSummary {
   bool deadlineHit = false;
   MergeResult merge;
 };
+
+// Pre-flight check: how many experts fit in `availableBytes`. Every peer holds the whole model
+// four times (weights, merged base, contribution snapshot, the background writer's copy) plus
+// gradients and two AdamW moments of the shared tensors; each claimed expert adds its gradient and
+// two moments (all layers). At least 1 (a peer that cannot hold one expert cannot help anyway:
+// the caller refuses to start then), at most nExperts.
+struct ExpertBudget {
+  int experts = 0;
+  std::int64_t fixedBytes = 0, perExpertBytes = 0;
+};
+ExpertBudget expertBudget(std::int64_t totalParameters, std::int64_t expertParametersAllLayers, int nExperts,
+                          std::int64_t availableBytes);
 
 class Node : public QObject {
   Q_OBJECT
@@ -95,6 +108,7 @@ class Node : public QObject {
   void closeRound(bool deadline);
   void announce();
   std::vector<int> plannedClaims(qint64 nextRound) const;
+  int capped(int count) const;  // at most config_.maxExperts
   void tryResync();
   void onSnapshotAdopted(qint64 round, const QString& error);
   std::vector<SwarmPeer> livePeers(qint64 round) const;

@@ -8,6 +8,21 @@
 
 namespace es::node {
 
+ExpertBudget expertBudget(std::int64_t totalParameters, std::int64_t expertParametersAllLayers, int nExperts,
+                          std::int64_t availableBytes) {
+  ExpertBudget b;
+  const std::int64_t shared = totalParameters - expertParametersAllLayers * nExperts;
+  b.fixedBytes = totalParameters * 4 * 4 + shared * 4 * 3;
+  b.perExpertBytes = expertParametersAllLayers * 4 * 3;
+  const std::int64_t room = availableBytes - b.fixedBytes;
+  b.experts = room <= 0 ? 0 : static_cast<int>(std::min<std::int64_t>(nExperts, room / std::max<std::int64_t>(1, b.perExpertBytes)));
+  return b;
+}
+
+int Node::capped(int count) const {
+  return config_.maxExperts > 0 ? std::max(1, std::min(count, config_.maxExperts)) : count;
+}
+
 using detail::joinInts;
 
 // Experts to train. In a running swarm: the least-owned ones (p2p/leases.h). At a fresh start,
@@ -25,14 +40,14 @@ void Node::decideClaims() {
   if (running) {
     // Joining a running swarm: at least our share of the experts, the least-owned first.
     const int share = (e + static_cast<int>(peers.size())) / (static_cast<int>(peers.size()) + 1);
-    claims_ = swarm_.chooseClaims(round_ + 1, e, std::max(config_.policy.expertsPerPeer, share));
+    claims_ = swarm_.chooseClaims(round_ + 1, e, capped(std::max(config_.policy.expertsPerPeer, share)));
     // The swarm has merged rounds already: start from its newest snapshot, not from the seed.
     for (const auto& p : peers) resyncWanted_ = resyncWanted_ || p.round > 1;
   } else {
     std::sort(fresh.begin(), fresh.end());
     const int n = static_cast<int>(fresh.size());
     const int index = static_cast<int>(std::find(fresh.begin(), fresh.end(), swarm_.selfId()) - fresh.begin());
-    const int k = std::min(e, std::max(config_.policy.expertsPerPeer, (e + n - 1) / n));
+    const int k = capped(std::min(e, std::max(config_.policy.expertsPerPeer, (e + n - 1) / n)));
     for (int j = 0; j < k; ++j) claims_.push_back((index * k + j) % e);
     std::sort(claims_.begin(), claims_.end());
     claims_.erase(std::unique(claims_.begin(), claims_.end()), claims_.end());
@@ -77,6 +92,7 @@ std::vector<int> Node::plannedClaims(qint64 nextRound) const {
   int j = 0;
   for (int x = 0; x < e; ++x) {
     if (!owners[static_cast<std::size_t>(x)].empty() || std::find(next.begin(), next.end(), x) != next.end()) continue;
+    if (config_.maxExperts > 0 && static_cast<int>(next.size()) >= config_.maxExperts) break;  // memory budget
     if (ranked[static_cast<std::size_t>(j++ % static_cast<int>(ranked.size()))].second == swarm_.selfId()) next.push_back(x);
   }
   std::sort(next.begin(), next.end());
