@@ -39,10 +39,14 @@ class SwarmCrash : public QObject {
     std::string runId;
     int lastCommitted = 0, resumes = 0;
     for (int kill = 0; kill < 10; ++kill) {
+      const int before = stateRound();
       SwarmClient peer(QString("run%1").arg(kill), args(100000));
-      // Wait until it trains (its first step line is not printed; the ledger grows), then a random moment.
-      QVERIFY(waitUntil([&] { return peer.logContains("Claimed experts") || !peer.running(); }, 120000));
-      QVERIFY2(peer.running(), qPrintable(peer.log().join('\n')));
+      // Wait until it trains again: with a saved state, until it says it resumed from exactly the
+      // newest complete one; then kill it at a random moment of training, merging or saving.
+      const QString ready = before > 0 ? QString("Resumed after round %1 ").arg(before) : QString("Claimed experts");
+      QVERIFY2(waitUntil([&] { return peer.logContains(ready) || !peer.running(); }, 180000), qPrintable(ready));
+      QVERIFY2(peer.running() && peer.logContains(ready), qPrintable(peer.log().join('\n')));
+      if (before > 0) ++resumes;
       QTest::qWait(int(1000 + rng.bounded(7000)));
       QVERIFY2(peer.running(), qPrintable(peer.log().join('\n')));
       peer.kill();
@@ -50,12 +54,6 @@ class SwarmCrash : public QObject {
         static const QRegularExpression re(QStringLiteral("\\(id ([0-9a-f]{64})\\)"));
         runId = re.match(peer.log().join('\n')).captured(1).toStdString();
       }
-      for (const auto& line : peer.log())
-        if (line.startsWith("Resumed after round ")) {
-          ++resumes;
-          // It resumed from the newest state it had committed before the previous kill.
-          QVERIFY2(line.section(' ', 3, 3).toInt() >= lastCommitted, qPrintable(line));
-        }
       auto reader = es::store::LedgerReader::open(dir_.filePath("peer/expertswarm.db").toStdString());
       QVERIFY2(reader.ok(), reader.ok() ? "" : reader.error().c_str());
       QCOMPARE((*reader)->integrityCheck(), std::string("ok"));
@@ -69,7 +67,8 @@ class SwarmCrash : public QObject {
       lastCommitted = committed;
       qInfo("kill %d: ledger has rounds 1..%d, newest state round %d", kill + 1, committed, stateRound());
     }
-    QVERIFY(resumes >= 8);  // the first start has nothing to resume; later ones may die before saying so
+    qInfo("%d of 10 starts resumed from a saved round", resumes);
+    QVERIFY(resumes >= 1);  // a start with no complete round yet has nothing to resume
 
     // A partial folder from a crash is never loaded, even when it looks newer.
     QDir().mkpath(stateDir() + "/round-99999999.partial");
