@@ -55,6 +55,7 @@ void Node::decideClaims() {
   if (peers.empty()) Q_EMIT message(QStringLiteral("No other peers found: training alone, all experts of this peer's claim"));
   Q_EMIT message(QStringLiteral("Claimed experts %1 (%2 other peers seen)").arg(joinInts(claims_)).arg(peers.size()));
 
+  announce();  // claimed now: others count us as live while our trainer starts
   startTrainer();
   if (resyncWanted_) tryResync();
 }

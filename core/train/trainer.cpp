@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <malloc.h>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -89,8 +90,14 @@ Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainerOptions& options
   impl->options = options;
   impl->localExperts = local;
   impl->device = *device;
-  torch::manual_seed(options.seed);  // same seed -> same initial weights on every peer (built on
-  impl->model = model::MoeTransformer(options.model);  // the CPU, whatever the device)
+  {
+    // The seed and the initialisation use torch's process-wide generator: two trainers created
+    // at once on two threads (in-process nodes, tests) would interleave its draws.
+    static std::mutex initialisation;
+    std::lock_guard lock(initialisation);
+    torch::manual_seed(options.seed);  // same seed -> same initial weights on every peer (built on
+    impl->model = model::MoeTransformer(options.model);  // the CPU, whatever the device)
+  }
   impl->model->to(impl->device);
 
   ckpt::NamedTensors trainable;

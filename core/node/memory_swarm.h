@@ -1,0 +1,56 @@
+// An in-memory Swarm (core/node/swarm.h) for unit tests: several nodes in one process share a
+// MemorySwarmHub; announcements are visible to all at once, "publishing" registers a file and
+// "fetching" hands back its path on the next event-loop turn. No network, no signatures.
+#pragma once
+
+#include "core/node/swarm.h"
+
+#include <QObject>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace es::node {
+
+class MemorySwarm;
+
+class MemorySwarmHub {
+ public:
+  explicit MemorySwarmHub(std::string runId) : runId_(std::move(runId)) {}
+  const std::string& runId() const { return runId_; }
+
+ private:
+  friend class MemorySwarm;
+  std::string runId_;
+  std::map<std::string, SwarmPeer> records_;      // peer id → what it announced
+  std::map<std::string, std::string> files_;      // content id → path
+  std::vector<MemorySwarm*> members_;
+  int nextContent_ = 0;
+};
+
+class MemorySwarm : public Swarm {
+ public:
+  MemorySwarm(MemorySwarmHub& hub, std::string selfId);
+  ~MemorySwarm() override;
+
+  void setEvents(SwarmEvents events) override { events_ = std::move(events); }
+  std::string selfId() const override { return selfId_; }
+  std::string runId() const override { return hub_.runId(); }
+  Status announce(const Announcement& announcement) override;
+  std::vector<SwarmPeer> peers() const override;
+  Expected<std::string> publish(const std::string& path) override;
+  Status fetch(const std::string& contentId, const std::string& dir) override;
+  void retire(const std::string& contentId, bool deleteFile) override;
+  std::vector<int> chooseClaims(std::int64_t round, int nExperts, int count) const override;
+  int connections() const override { return static_cast<int>(hub_.members_.size()) - 1; }
+
+ private:
+  MemorySwarmHub& hub_;
+  std::string selfId_;
+  SwarmEvents events_;
+  QObject context_;  // queued callbacks die with this swarm
+};
+
+}  // namespace es::node

@@ -1,0 +1,108 @@
+// The node's round state machine without a network: two Nodes in one process over the in-memory
+// Swarm (core/node/memory_swarm.h), a tiny model on the bundled corpus. They split the experts,
+// merge each other's contributions every round into the same state, and stop after 3 rounds.
+#include "core/node/memory_swarm.h"
+#include "core/node/node.h"
+#include "core/train/corpus_prep.h"
+#include "support/wait_until.h"
+
+#include <QTemporaryDir>
+
+using namespace es::node;
+
+class NodeRounds : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir dir_;
+  std::unique_ptr<es::train::RunData> data_;
+
+  NodeConfig configFor(const QString& name) const {
+    NodeConfig c;
+    c.runName = "tiny";
+    c.nExperts = 4;
+    c.maxRounds = 3;
+    c.policy.syncEvery = 3;
+    c.policy.expertsPerPeer = 2;
+    c.policy.joinWindowMs = 300;
+    c.policy.deadlineMinSeconds = 20;
+    c.policy.deadlineMaxSeconds = 30;
+    c.policy.snapshotEvery = 1;
+    auto& t = c.peer.trainer;
+    t.model = data_->manifest.model;
+    t.model.dModel = 32;
+    t.model.nLayers = 2;
+    t.model.nHeads = 2;
+    t.model.nExperts = 4;
+    t.model.expertHidden = 32;
+    t.model.seqLen = 32;
+    t.train = data_->manifest.train;
+    t.train.batchSize = 2;
+    t.train.evalBatches = 1;
+    t.seed = 7;
+    t.dataSeed = name == "peer-a" ? 1 : 2;
+    t.device = "cpu";
+    c.peer.runId = "tiny-run";
+    c.peer.selfId = name.toStdString();
+    c.peer.codec = "int8";
+    c.peer.syncEvery = 3;
+    c.peer.stateDir = dir_.filePath(name + "/state").toStdString();
+    c.contribDir = dir_.filePath(name + "/contrib");
+    c.fetchDir = dir_.filePath(name + "/incoming");
+    c.snapshotDir = dir_.filePath(name + "/snapshots");
+    return c;
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    const auto runDir = dir_.filePath("run").toStdString();
+    QVERIFY(es::train::prepareRunData(ES_SHARE_DIR "/runs/default", runDir, [](const std::string&) {}).ok());
+    auto data = es::train::loadRunData(runDir);
+    QVERIFY(data.ok());
+    data_ = std::make_unique<es::train::RunData>(std::move(*data));
+  }
+
+  void twoNodesSplitTheExpertsAndMergeTheSameState() {
+    MemorySwarmHub hub("tiny-run");
+    MemorySwarm swarmA(hub, "peer-a"), swarmB(hub, "peer-b");
+    Node a(swarmA, configFor("peer-a"), data_->train, data_->val);
+    Node b(swarmB, configFor("peer-b"), data_->train, data_->val);
+    std::map<std::string, std::vector<RoundSummary>> rounds;
+    int finished = 0;
+    QString failure;
+    for (auto* n : {&a, &b}) {
+      const std::string name = n == &a ? "a" : "b";
+      connect(n, &Node::roundClosed, this, [&rounds, name](const RoundSummary& s) { rounds[name].push_back(s); });
+      connect(n, &Node::finished, this, [&finished] { ++finished; });
+      connect(n, &Node::failed, this, [&failure](const QString& e) { failure = e; });
+      connect(n, &Node::message, this, [name](const QString& m) { qInfo("%s: %s", name.c_str(), qPrintable(m)); });
+      connect(n, &Node::roundClosed, this, [name](const RoundSummary& s) {
+        qInfo("%s: round %lld closed, %d merged, %s", name.c_str(), s.round, s.peers, s.merge.fingerprint.c_str());
+      });
+    }
+    a.start();
+    b.start();
+    QVERIFY2(es::test::waitUntil([&] { return finished == 2 || !failure.isEmpty(); }, 240000), "the nodes did not finish");
+    QVERIFY2(failure.isEmpty(), qPrintable(failure));
+    // Disjoint claims that cover every expert.
+    std::vector<int> all = a.claims();
+    all.insert(all.end(), b.claims().begin(), b.claims().end());
+    std::sort(all.begin(), all.end());
+    QCOMPARE(all, (std::vector<int>{0, 1, 2, 3}));
+    QCOMPARE(int(rounds["a"].size()), 3);
+    QCOMPARE(int(rounds["b"].size()), 3);
+    for (int r = 0; r < 3; ++r) {
+      const auto& ra = rounds["a"][r];
+      const auto& rb = rounds["b"][r];
+      QCOMPARE(ra.round, qint64(r + 1));
+      QCOMPARE(ra.peers, 2);  // both contributions merged
+      QCOMPARE(rb.peers, 2);
+      QCOMPARE(ra.merge.fingerprint, rb.merge.fingerprint);  // the whole merged state, bit for bit
+      QVERIFY(!ra.deadlineHit);
+      for (const auto& v : ra.merge.verdicts) QVERIFY2(v.accepted, v.reason.c_str());
+    }
+    QVERIFY(a.trainerBusyFraction() > 0);
+  }
+};
+
+QTEST_GUILESS_MAIN(NodeRounds)
+#include "tst_node_rounds.moc"
