@@ -191,22 +191,25 @@ void Ledger::addTransfer(const std::string& runId, const std::string& infoHash, 
   });
 }
 
-void Ledger::commitRound(const std::string& runId, const RoundRow& r) {
-  enqueue(describe("commitRound", runId, "round " + std::to_string(r.round)), [=](Db& db) {
-    return db.run("INSERT OR REPLACE INTO rounds(run_id, round, closed_at, peers, contributions, accepted, "
-                  "merged_fingerprint, state_path) VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
-                  runId, r.round, r.closedAt, r.peers, r.contributions, r.accepted, r.mergedFingerprint,
+namespace {
+// INSERT OR REPLACE (commit) or INSERT OR IGNORE (ensure) of one rounds row.
+std::function<Status(Db&)> insertRound(const char* verb, const std::string& runId, const RoundRow& r) {
+  const std::string sql = std::string("INSERT OR ") + verb +
+                          " INTO rounds(run_id, round, closed_at, peers, contributions, accepted, merged_fingerprint, "
+                          "state_path) VALUES(?, ?, ?, ?, ?, ?, ?, ?)";
+  return [=](Db& db) {
+    return db.run(sql.c_str(), runId, r.round, r.closedAt, r.peers, r.contributions, r.accepted, r.mergedFingerprint,
                   r.statePath);
-  });
+  };
+}
+}  // namespace
+
+void Ledger::commitRound(const std::string& runId, const RoundRow& r) {
+  enqueue(describe("commitRound", runId, "round " + std::to_string(r.round)), insertRound("REPLACE", runId, r));
 }
 
 void Ledger::ensureRound(const std::string& runId, const RoundRow& r) {
-  enqueue(describe("ensureRound", runId, "round " + std::to_string(r.round)), [=](Db& db) {
-    return db.run("INSERT OR IGNORE INTO rounds(run_id, round, closed_at, peers, contributions, accepted, "
-                  "merged_fingerprint, state_path) VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
-                  runId, r.round, r.closedAt, r.peers, r.contributions, r.accepted, r.mergedFingerprint,
-                  r.statePath);
-  });
+  enqueue(describe("ensureRound", runId, "round " + std::to_string(r.round)), insertRound("IGNORE", runId, r));
 }
 
 }  // namespace es::store
