@@ -283,6 +283,28 @@ class StoreTest : public QObject {
     QCOMPARE(metrics->at(4300).valLoss.value(), 3.0 - 4300 * 1e-4);
   }
 
+  void ensureRoundFillsAGapButNeverOverwritesAFullRow() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("expertswarm.db").toStdString();
+    auto ledger = Ledger::open(path, kMigrations);
+    QVERIFY2(ledger.ok(), why(ledger));
+    Ledger& l = **ledger;
+    l.joinRun(kRun, "default");
+    l.commitRound(kRun, roundRow(1));
+    es::store::RoundRow placeholder = roundRow(1);
+    placeholder.peers = placeholder.contributions = placeholder.accepted = 0;
+    l.ensureRound(kRun, placeholder);  // round 1 is complete: left alone
+    placeholder.round = 2;
+    l.ensureRound(kRun, placeholder);  // round 2 is missing: recorded
+    QVERIFY(l.flush().ok());
+    auto reader = LedgerReader::open(path);
+    const auto rounds = (*reader)->rounds(kRun);
+    QVERIFY(rounds.ok());
+    QCOMPARE(rounds->size(), std::size_t{2});
+    QCOMPARE(rounds->at(0).peers, roundRow(1).peers);
+    QCOMPARE(rounds->at(1).peers, 0);
+  }
+
   void reRecordingARoundReplacesItInsteadOfDuplicating() {
     QTemporaryDir dir;
     const std::string path = dir.filePath("expertswarm.db").toStdString();
