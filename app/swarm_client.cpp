@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <unistd.h>
 #include <cstdio>
 #include <functional>
 
@@ -139,8 +140,26 @@ int runSwarmClient(const CommandLine& cl, const QString& shareDir) {
   config.runName = data.manifest.name;
   node::Node node(swarm, config, data.train, data.val, ledger->get());
   int exitCode = 0;
-  QObject::connect(&node, &node::Node::message, [](const QString& line) { info(line.toStdString()); });
-  QObject::connect(&node, &node::Node::roundClosed, [](const node::RoundSummary& s) {
+  // On a terminal, a live bar on stderr (overwritten in place) between the log and progress lines.
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  auto clearBar = [tty] {
+    if (tty) std::fprintf(stderr, "\r\033[K");
+  };
+  QObject::connect(&node, &node::Node::message, [clearBar](const QString& line) {
+    clearBar();
+    info(line.toStdString());
+  });
+  QMetaObject::Connection bar;
+  if (tty)
+    bar = QObject::connect(&node, &node::Node::stepped, [&config](const node::StepReport& r) {
+      const int h = config.policy.syncEvery, inRound = int((r.step - 1) % h) + 1;
+      const int filled = inRound * 20 / h;
+      std::fprintf(stderr, "\r\033[K[%s%s] round %lld step %d/%d loss %.3f %.0f tok/s", std::string(filled, '#').c_str(),
+                   std::string(20 - filled, '.').c_str(), static_cast<long long>((r.step - 1) / h + 1), inRound, h, r.loss,
+                   r.tokensPerSecond);
+    });
+  QObject::connect(&node, &node::Node::roundClosed, [clearBar](const node::RoundSummary& s) {
+    clearBar();
     // merged=: fingerprint of the merged shared tensors, equal on every peer that merged the same set.
     std::printf("round=%lld peers=%d loss=%.4f val_loss=%.4f tok/s=%.0f merged=%s\n", static_cast<long long>(s.round), s.peers,
                 s.loss, s.valLoss, s.tokensPerSecond, s.merge.sharedFingerprint.c_str());
@@ -152,6 +171,8 @@ int runSwarmClient(const CommandLine& cl, const QString& shareDir) {
     node.stop();
   });
   QObject::connect(&node, &node::Node::finished, [&] {
+    QObject::disconnect(bar);
+    clearBar();
     const auto c = (*session)->counters();
     const double rounds = std::max<double>(1, double(node.roundsClosed()));
     std::fprintf(stderr, "Summary: rounds=%lld trainer_busy_fraction=%.4f mean_round_seconds=%.2f bytes_sent_per_round=%.0f bytes_received_per_round=%.0f\n",
