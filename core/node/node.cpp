@@ -68,6 +68,11 @@ void Node::start() {
   };
   events.fetchFailed = [this](const std::string& id, const std::string& reason) {
     Q_EMIT message(QStringLiteral("Fetch failed. Content: \"%1\". Reason: \"%2\"").arg(q(id).left(16), q(reason)));
+    // Drop the transfer and its partial file; the next gather() starts it afresh (a few times).
+    if (!gather_ || !gather_->fetching.count(id) || ++fetchRetries_[id] > 3) return;
+    gather_->fetching.erase(id);
+    swarm_.retire(id, true);
+    QTimer::singleShot(500, this, [this] { gather(); });
   };
   swarm_.setEvents(std::move(events));
   announce();  // present ourselves (no claims yet) so others count us before they claim

@@ -142,6 +142,7 @@ class Node : public QObject {
   double lastLoss_ = 0, lastTokensPerSecond_ = 0;
   qint64 steps_ = 0;
   std::set<std::string> banned_;
+  std::map<std::string, int> fetchRetries_;  // content id → failed fetches restarted
 
   // The round being gathered.
   struct Gather {

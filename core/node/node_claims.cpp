@@ -25,16 +25,17 @@ int Node::capped(int count) const {
 
 using detail::joinInts;
 
-// Experts to train. In a running swarm: the least-owned ones (p2p/leases.h). At a fresh start,
-// every peer that is still unclaimed computes the same split from the same sorted list of ids,
-// so simultaneous starters do not pick the same experts.
+// Experts to train. In a running swarm (someone has merged a round): the least-owned ones
+// (p2p/leases.h). At a fresh start, every starter — claimed already or not — computes the same
+// split from the same sorted list of ids, so simultaneous starters neither collide nor leave an
+// expert out, whoever of them announced first.
 void Node::decideClaims() {
   const int e = config_.nExperts;
   const auto peers = swarm_.peers();
   std::vector<std::string> fresh{swarm_.selfId()};
   bool running = false;
   for (const auto& p : peers) {
-    if (!p.claims.empty() && p.leaseUntil >= p.round) running = true;
+    if (p.round > 1 || !p.contrib.empty()) running = true;
     else fresh.push_back(p.id);
   }
   if (running) {

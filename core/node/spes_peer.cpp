@@ -282,7 +282,9 @@ Expected<std::string> SpesPeer::writeSnapshot(const std::string& dir) const {
   const auto& d = *impl_;
   std::error_code ec;
   fs::create_directories(dir, ec);
-  const auto path = dir + "/snapshot-round-" + std::to_string(d.baseRound) + ".safetensors";
+  // Named by round and state: peers that merged the same state write the same file (same
+  // info-hash), and two different states of one round never share a name.
+  const auto path = dir + "/snapshot-round-" + std::to_string(d.baseRound) + "-" + sync::stateFingerprint(d.base) + ".safetensors";
   if (auto s = ckpt::saveSafetensors(path, d.base, {{"format", "expertswarm-snapshot"}, {"round", std::to_string(d.baseRound)},
                                                     {"run", d.config.runId}});
       !s)

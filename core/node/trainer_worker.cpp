@@ -1,5 +1,6 @@
 #include "core/node/trainer_worker.h"
 
+#include <QDateTime>
 #include <QTimer>
 
 #include <algorithm>
@@ -50,7 +51,12 @@ void TrainerWorker::tick() {
 
 void TrainerWorker::writeContribution() {
   const qint64 round = peer_->stepCount() / config_.syncEvery;
-  const auto path = QStringLiteral("%1/round-%2-%3.safetensors").arg(contribDir_).arg(round).arg(QString::fromStdString(config_.selfId).left(16));
+  // The time in the name keeps every published file unique: after a resync or a restart the same
+  // round is trained again, and a file that still seeds (or sits in someone's download folder
+  // under that name) must never be overwritten with other bytes.
+  const auto path = QStringLiteral("%1/round-%2-%3-%4.safetensors")
+                        .arg(contribDir_).arg(round).arg(QString::fromStdString(config_.selfId).left(16))
+                        .arg(QDateTime::currentMSecsSinceEpoch());
   auto written = peer_->writeContribution(round, path.toStdString());
   contributionDue_ = false;
   if (!written) {
