@@ -5,6 +5,8 @@
 
 #include <QTemporaryDir>
 
+#include <map>
+
 using namespace es::test;
 
 class SwarmNewcomer : public QObject {
@@ -48,9 +50,21 @@ class SwarmNewcomer : public QObject {
       if (auto m = took.match(line); m.hasMatch() && !snapshotRound) snapshotRound = m.captured(1).toInt();
     QVERIFY2(snapshotRound >= 2, "the newcomer did not start from the swarm's snapshot");
     QVERIFY(newcomer.rounds().count(1) == 0);  // it never merged the rounds it missed
-    // It claimed experts that were owned the least (3 old peers split 8 experts as 3+3+2... and
-    // the newcomer does not take an expert nobody else shares while a replicated one exists).
-    QVERIFY(newcomer.logContains("Claimed experts "));
+    // It claimed the least-owned experts: three starters split 8 experts 3+3+3, so one expert has
+    // two owners; the newcomer must not take that one.
+    auto claimedBy = [](const SwarmClient& p) {
+      std::vector<int> out;
+      for (const auto& line : p.log())
+        if (line.startsWith("Claimed experts "))
+          for (const auto& e : line.section(' ', 2, 2).split(',', Qt::SkipEmptyParts)) out.push_back(e.toInt());
+      return out;
+    };
+    std::map<int, int> owners;
+    for (int i = 0; i < 3; ++i)
+      for (int e : claimedBy(*peers[i])) ++owners[e];
+    const auto mine = claimedBy(newcomer);
+    QVERIFY(!mine.empty());
+    for (int e : mine) QVERIFY2(owners[e] <= 1, qPrintable(QString("newcomer took replicated expert %1").arg(e)));
     // Its contribution is merged: some round after it joined closes with 4 contributions at an
     // old peer, and from then on the newcomer's merged state equals the others'.
     int joinedRound = 0;
