@@ -66,8 +66,10 @@ ParseResult parseCommandLine(const QStringList& arguments) {
                                        QStringLiteral("FILE"));
   QCommandLineOption testPoison(QStringLiteral("test-poison"), QStringLiteral("Tests only."), QStringLiteral("KIND"));
   testPoison.setFlags(QCommandLineOption::HiddenFromHelp);
+  QCommandLineOption uiSnapshot(QStringLiteral("ui-snapshot"), QStringLiteral("Tests only."), QStringLiteral("DIR"));
+  uiSnapshot.setFlags(QCommandLineOption::HiddenFromHelp);
   parser.addOptions({help, version, noGui, localOnly, run, dataDir, steps, experts, device, threads, logEvery, evalEvery, fresh,
-                     listen, bootstrap, rounds, syncEvery, exportModel, testPoison});
+                     listen, bootstrap, rounds, syncEvery, exportModel, testPoison, uiSnapshot});
 
   if (!parser.parse(arguments)) return failure(parser.errorText());
   if (!parser.positionalArguments().isEmpty())
@@ -133,7 +135,9 @@ ParseResult parseCommandLine(const QStringList& arguments) {
                                .arg(o.option->names().first(), parser.value(*o.option)));
     *o.target = int(*v);
   }
-  if (!c.noGui) return failure(QStringLiteral("the desktop window is not built yet; run headless with --no-gui"));
+  c.uiSnapshot = parser.value(uiSnapshot);
+  if (c.localOnly && !c.noGui) return failure(QStringLiteral("--local-only trains headless: add --no-gui"));
+  if (c.noGui && parser.isSet(uiSnapshot)) return failure(QStringLiteral("--ui-snapshot needs the desktop window (no --no-gui)"));
   if (c.localOnly && (parser.isSet(listen) || parser.isSet(bootstrap) || parser.isSet(rounds) || parser.isSet(exportModel)))
     return failure(QStringLiteral("--listen, --bootstrap, --rounds and --export are for swarm training, not --local-only"));
   if (!c.localOnly && (c.steps || !c.experts.empty()))

@@ -29,6 +29,11 @@ struct CommandLine {
   int syncEvery = 0;                        // 0: the run's sync_every
   QString exportPath;                       // write the merged model here at the end
   QString testPoison;                       // hidden, tests only: nan | norm | foreign
+  QString uiSnapshot;                       // hidden, tests only: GUI writes window.png + ui-state.json here, then quits
+  // From the donor's settings (GUI), not the command line.
+  int claimSize = 0;                        // experts to claim; 0: the run's experts_per_peer
+  int memoryCapMiB = 0;                     // 0: no cap on the pre-flight's memory budget
+  int uploadLimit = 0, downloadLimit = 0;   // bytes/s, 0: unlimited
 };
 
 struct ParseResult {

@@ -1,25 +1,50 @@
-// expertswarm: parse the command line, pick the application object, wire the modules, run.
+// expertswarm: parse the command line, pick the application object (QApplication for the window,
+// QCoreApplication headless — chosen at run time), wire the modules, run.
 #include "app/command_line.h"
+#include "app/gui_client.h"
 #include "app/local_training.h"
 #include "app/swarm_client.h"
 #include "core/common/openmp_policy.h"
 
+#include <QApplication>
 #include <QCoreApplication>
 #include <QTextStream>
 
+#include <memory>
+
 int main(int argc, char** argv) {
   es::ensurePassiveOpenMpWaits(argv);
-  QCoreApplication app(argc, argv);
   QCoreApplication::setApplicationName(QStringLiteral("expertswarm"));
   QCoreApplication::setOrganizationName(QStringLiteral("expertswarm"));
   QCoreApplication::setApplicationVersion(QStringLiteral(ES_VERSION));
+
+  // The window needs a QApplication, made before parsing (the parser needs an application
+  // object); headless runs, --help and --version never touch a display.
+  bool wantsWindow = true;
+  for (int i = 1; i < argc; ++i) {
+    const QByteArray arg(argv[i]);
+    if (arg == "--no-gui" || arg == "-no-gui" || arg == "--help" || arg == "-help" || arg == "-h" || arg == "--version" ||
+        arg == "-version")
+      wantsWindow = false;
+  }
+  std::unique_ptr<QCoreApplication> app;
+  if (wantsWindow && es::app::missingDisplay().isEmpty()) app = std::make_unique<QApplication>(argc, argv);
+  else app = std::make_unique<QCoreApplication>(argc, argv);
 
   const auto parsed = es::app::parseCommandLine(QCoreApplication::arguments());
   if (!parsed.commandLine) {
     QTextStream(parsed.exitCode == 0 ? stdout : stderr) << parsed.message;
     return parsed.exitCode;
   }
-  const QString shareDir = QCoreApplication::applicationDirPath() + QStringLiteral("/../share/expertswarm");
   const auto& cl = *parsed.commandLine;
+  const QString shareDir = QCoreApplication::applicationDirPath() + QStringLiteral("/../share/expertswarm");
+  if (!cl.noGui) {
+    if (!qobject_cast<QApplication*>(app.get())) {
+      QTextStream(stderr) << "expertswarm: " << es::app::missingDisplay() << "\n";
+      return 2;
+    }
+    QApplication::setQuitOnLastWindowClosed(false);  // the engine decides when to quit
+    return es::app::runGuiClient(cl, shareDir);
+  }
   return cl.localOnly ? es::app::runLocalTraining(cl, shareDir) : es::app::runSwarmClient(cl, shareDir);
 }

@@ -7,10 +7,20 @@
 #include <QStandardPaths>
 
 #include <cstdio>
+#include <functional>
 
 namespace es::app {
 
-void info(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }
+namespace {
+std::function<void(const std::string&)> g_infoSink;
+}
+
+void info(const std::string& line) {
+  std::fprintf(stderr, "%s\n", line.c_str());
+  if (g_infoSink) g_infoSink(line);
+}
+
+void setInfoSink(std::function<void(const std::string&)> sink) { g_infoSink = std::move(sink); }
 
 PreparedRun prepareRun(const CommandLine& cl, const QString& shareDir) {
   PreparedRun out;

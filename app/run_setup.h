@@ -7,6 +7,7 @@
 
 #include <QString>
 
+#include <functional>
 #include <memory>
 
 namespace es::app {
@@ -21,6 +22,9 @@ struct PreparedRun {
 
 PreparedRun prepareRun(const CommandLine& cl, const QString& shareDir);
 
-void info(const std::string& line);  // one line to stderr
+void info(const std::string& line);  // one line to stderr (and to the sink, if one is set)
+// Where info() lines also go (the engine relays them to the GUI's log); set and cleared on the
+// thread that calls info().
+void setInfoSink(std::function<void(const std::string&)> sink);
 
 }  // namespace es::app

@@ -69,4 +69,14 @@ std::vector<int> P2pSwarm::chooseClaims(std::int64_t round, int nExperts, int co
   return p2p::chooseClaims(session_.records().records(), key_, round, nExperts, count);
 }
 
+node::SwarmTraffic P2pSwarm::traffic() const {
+  node::SwarmTraffic traffic;
+  for (const auto& t : session_.transfers())
+    traffic.transfers.push_back({t.infoHash, t.totalBytes, t.doneBytes, t.uploadedBytes, t.downloadedBytes, t.peers, t.finished});
+  const auto counters = session_.counters();
+  traffic.bytesSent = counters.bytesSent;
+  traffic.bytesReceived = counters.bytesReceived;
+  return traffic;
+}
+
 }  // namespace es::p2p

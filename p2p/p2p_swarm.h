@@ -22,6 +22,7 @@ class P2pSwarm : public node::Swarm {
   void retire(const std::string& contentId, bool deleteFile) override { session_.retire(contentId, deleteFile); }
   std::vector<int> chooseClaims(std::int64_t round, int nExperts, int count) const override;
   int connections() const override { return session_.counters().runPeers; }
+  node::SwarmTraffic traffic() const override;
 
  private:
   SwarmSession& session_;

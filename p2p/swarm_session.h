@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace es::p2p {
@@ -82,6 +83,10 @@ class SwarmSession : public QObject {
   std::vector<TransferStatus> transfers() const;
   // Per-transfer upload cap (bytes/s, 0 = none); applies to loopback only with limitLocalPeers.
   void setTransferUploadLimit(const std::string& infoHash, int bytesPerSecond);
+
+  // Session-wide caps (bytes/s, 0 = unlimited), applied at once: the donor's bandwidth settings.
+  void setRateLimits(int uploadBytesPerSecond, int downloadBytesPerSecond);
+  std::pair<int, int> rateLimits() const;  // what libtorrent holds now (upload, download)
 
   SwarmCounters counters() const;
 

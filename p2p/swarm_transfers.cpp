@@ -7,6 +7,7 @@
 #include <libtorrent/torrent_info.hpp>
 #include <libtorrent/torrent_status.hpp>
 
+#include <algorithm>
 #include <filesystem>
 
 namespace es::p2p {
@@ -103,6 +104,18 @@ std::vector<TransferStatus> SwarmSession::transfers() const {
 void SwarmSession::setTransferUploadLimit(const std::string& infoHash, int bytesPerSecond) {
   auto it = impl_->transfers.find(infoHash);
   if (it != impl_->transfers.end()) it->second.handle.set_upload_limit(bytesPerSecond);
+}
+
+void SwarmSession::setRateLimits(int uploadBytesPerSecond, int downloadBytesPerSecond) {
+  lt::settings_pack pack;
+  pack.set_int(lt::settings_pack::upload_rate_limit, std::max(0, uploadBytesPerSecond));
+  pack.set_int(lt::settings_pack::download_rate_limit, std::max(0, downloadBytesPerSecond));
+  impl_->session->apply_settings(std::move(pack));
+}
+
+std::pair<int, int> SwarmSession::rateLimits() const {
+  const auto pack = impl_->session->get_settings();
+  return {pack.get_int(lt::settings_pack::upload_rate_limit), pack.get_int(lt::settings_pack::download_rate_limit)};
 }
 
 Transfer* SwarmSession::Impl::findTransfer(const lt::torrent_handle& handle, std::string* hash) {

@@ -26,7 +26,7 @@ class CliTest : public QObject {
     row("unknown device", base + "--device tpu", "--device");
     row("missing value", base + "--steps", "steps");
     row("stray argument", base + "banana", "banana");
-    row("no gui yet", "--local-only", "--no-gui");
+    row("local-only is headless", "--local-only", "--no-gui");
     row("bad listen", "--no-gui --listen 127.0.0.1", "--listen");
     row("bad bootstrap port", "--no-gui --bootstrap 127.0.0.1:0", "--bootstrap");
     row("rounds zero", "--no-gui --rounds 0", "--rounds");

@@ -98,9 +98,63 @@ class NodeRounds : public QObject {
       QCOMPARE(rb.peers, 2);
       QCOMPARE(ra.merge.fingerprint, rb.merge.fingerprint);  // the whole merged state, bit for bit
       QVERIFY(!ra.deadlineHit);
+      QCOMPARE(ra.updatedExperts, (std::vector<int>{0, 1, 2, 3}));  // both owners' experts changed
       for (const auto& v : ra.merge.verdicts) QVERIFY2(v.accepted, v.reason.c_str());
     }
     QVERIFY(a.trainerBusyFraction() > 0);
+  }
+
+  // The donor's "finish this round, then pause": the trainer stops exactly at the round's end,
+  // the round is still merged (the swarm is not kept waiting), nothing trains while paused, and
+  // resuming carries on to the end. The view shows the pause and this peer's claims.
+  void finishRoundThenPauseStopsAtTheBoundaryAndResumes() {
+    MemorySwarmHub hub("tiny-run");
+    MemorySwarm swarm(hub, "peer-solo");
+    auto config = configFor("peer-solo");
+    config.peer.stateDir = dir_.filePath("solo/state").toStdString();
+    config.contribDir = dir_.filePath("solo/contrib");
+    config.fetchDir = dir_.filePath("solo/incoming");
+    config.snapshotDir = dir_.filePath("solo/snapshots");
+    Node node(swarm, config, data_->train, data_->val);
+    qint64 lastStep = 0, stepAtPause = -1;
+    std::vector<RoundSummary> rounds;
+    std::vector<bool> pauses;
+    bool finished = false;
+    QString failure;
+    connect(&node, &Node::stepped, this, [&](const StepReport& r) {
+      lastStep = r.step;
+      if (r.step == 1) node.finishRoundThenPause();
+    });
+    connect(&node, &Node::pausedChanged, this, [&](bool paused) {
+      pauses.push_back(paused);
+      if (paused) stepAtPause = lastStep;
+    });
+    connect(&node, &Node::roundClosed, this, [&](const RoundSummary& s) { rounds.push_back(s); });
+    connect(&node, &Node::finished, this, [&] { finished = true; });
+    connect(&node, &Node::failed, this, [&](const QString& e) { failure = e; });
+    node.start();
+    // Paused, and round 1 merged while paused.
+    QVERIFY2(es::test::waitUntil([&] { return (stepAtPause >= 0 && !rounds.empty()) || !failure.isEmpty(); }, 120000),
+             "no pause after round 1");
+    QVERIFY2(failure.isEmpty(), qPrintable(failure));
+    QCOMPARE(stepAtPause, qint64(3));  // exactly the end of round 1 (sync_every 3)
+    QCOMPARE(rounds.front().round, qint64(1));
+    QCOMPARE(rounds.front().step, qint64(3));  // merged while the trainer stood still
+    QVERIFY(node.paused());
+    const auto view = node.view();
+    QVERIFY(view.paused);
+    QCOMPARE(view.peers.front().id, std::string("peer-solo"));
+    QVERIFY(view.peers.front().self);
+    QCOMPARE(view.peers.front().claims, (std::vector<int>{0, 1, 2, 3}));  // alone: every expert
+    QCOMPARE(view.nExperts, 4);
+    QCOMPARE(view.nLayers, 2);
+    QCOMPARE(lastStep, qint64(3));  // still nothing trained
+    node.setPaused(false);
+    QVERIFY2(es::test::waitUntil([&] { return finished || !failure.isEmpty(); }, 120000), "the resumed node did not finish");
+    QVERIFY2(failure.isEmpty(), qPrintable(failure));
+    QCOMPARE(pauses, (std::vector<bool>{true, false}));
+    QCOMPARE(int(rounds.size()), 3);
+    QVERIFY(lastStep >= 9);
   }
 };
 

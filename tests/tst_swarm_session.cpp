@@ -50,6 +50,20 @@ class SwarmSessionTest : public QObject {
     QVERIFY(stop.elapsed() < 2000);
   }
 
+  // The donor's bandwidth caps (GUI settings) change the running session's limits at once.
+  void rateLimitsApplyToTheRunningSession() {
+    const auto id = Identity::generate();
+    auto settings = loopback();
+    settings.uploadRateLimit = 50000;
+    auto session = SwarmSession::create(settings, id);
+    QVERIFY(session.ok());
+    QCOMPARE((*session)->rateLimits(), (std::pair<int, int>{50000, 0}));
+    (*session)->setRateLimits(256 * 1024, 64 * 1024);
+    QCOMPARE((*session)->rateLimits(), (std::pair<int, int>{256 * 1024, 64 * 1024}));
+    (*session)->setRateLimits(0, 0);  // unlimited again
+    QCOMPARE((*session)->rateLimits(), (std::pair<int, int>{0, 0}));
+  }
+
   void badCallsAreClearErrors() {
     QTemporaryDir dir;
     const auto id = Identity::generate();

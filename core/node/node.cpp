@@ -106,6 +106,14 @@ void Node::startTrainer() {
   connect(worker_, &TrainerWorker::merged, this, &Node::onMerged);
   connect(worker_, &TrainerWorker::snapshotAdopted, this, &Node::onSnapshotAdopted);
   connect(worker_, &TrainerWorker::persisted, this, &Node::onPersisted);
+  connect(worker_, &TrainerWorker::pausedChanged, this, [this](bool paused) {
+    paused_ = paused;
+    Q_EMIT message(paused ? QStringLiteral("Training paused") : QStringLiteral("Training resumed"));
+    Q_EMIT pausedChanged(paused);
+  });
+  if (paused_ || pauseAfterRound_)  // asked before the trainer existed
+    QMetaObject::invokeMethod(worker_, [w = worker_, now = paused_] { now ? w->setPaused(true) : w->pauseAfterRound(); },
+                              Qt::QueuedConnection);
   trainerThread_.start();
   QMetaObject::invokeMethod(worker_, [w = worker_] { w->start(); }, Qt::QueuedConnection);
 }
@@ -220,7 +228,14 @@ void Node::onMerged(const RoundMerged& merged) {
   s.peers = merged.result.accepted;
   s.valLoss = merged.valLoss;
   s.merge = merged.result;
+  s.step = merged.step;
   if (gather_) {
+    std::set<int> updated;
+    for (const auto& v : merged.result.verdicts) {
+      auto it = gather_->arrived.find(v.sender);
+      if (v.accepted && it != gather_->arrived.end()) updated.insert(it->second.claims.begin(), it->second.claims.end());
+    }
+    s.updatedExperts.assign(updated.begin(), updated.end());
     s.expected = static_cast<int>(gather_->expected.size());
     s.loss = gather_->own.meanLoss;
     s.tokensPerSecond = gather_->own.tokensPerSecond;

@@ -47,18 +47,6 @@ struct NodeConfig {
   QString snapshotDir;           // our snapshots
 };
 
-struct RoundSummary {
-  qint64 round = 0;
-  int peers = 0;                 // contributions merged (ours included)
-  int expected = 0;              // live peers we waited for (ours included)
-  double loss = 0;
-  double valLoss = 0;
-  double tokensPerSecond = 0;
-  double gatherSeconds = 0;
-  bool deadlineHit = false;
-  MergeResult merge;
-};
-
 // Pre-flight check: how many experts fit in `availableBytes`. Every peer holds the whole model
 // four times (weights, merged base, contribution snapshot, the background writer's copy) plus
 // gradients and two AdamW moments of the shared tensors; each claimed expert adds its gradient and
@@ -91,11 +79,21 @@ class Node : public QObject {
   double meanRoundSeconds() const;
   qint64 roundsClosed() const { return roundsClosed_; }
 
+  // Donor controls (node_view.cpp). A paused peer keeps its session (it still seeds and gossips);
+  // its trainer waits between two steps. Pausing "after the round" lets this round's
+  // contribution go out first, so the swarm does not wait for it.
+  void setPaused(bool paused);
+  void finishRoundThenPause();
+  bool paused() const { return paused_; }
+  // The swarm around us for views: peers (ourselves first), transfers, traffic.
+  SwarmView view() const;
+
  Q_SIGNALS:
   void message(const QString& line);        // human-readable log
   void roundClosed(const es::node::RoundSummary& summary);
   void stepped(const es::node::StepReport& report);
   void failed(const QString& error);
+  void pausedChanged(bool paused);
   void finished();
 
  private:
@@ -161,8 +159,9 @@ class Node : public QObject {
   std::optional<Gather> gather_;
   QTimer deadline_, joinWindow_;
   bool stopping_ = false;
+  bool paused_ = false;          // as the trainer last reported (or as asked before it exists)
+  bool pauseAfterRound_ = false;
 };
 
 }  // namespace es::node
 
-Q_DECLARE_METATYPE(es::node::RoundSummary)

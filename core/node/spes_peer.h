@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/common/expected.h"
+#include "core/node/node_reports.h"
 #include "core/train/trainer.h"
 
 #include <cstdint>
@@ -29,23 +30,6 @@ struct IncomingContribution {
   std::string sender;     // peer id
   std::string path;       // a contribution file (core/sync/contribution_file.h)
   std::set<int> claims;   // the experts the sender's signed record claims
-};
-
-struct ContributionVerdict {
-  std::string sender;
-  bool accepted = false;
-  bool stale = false;     // built on another base: skipped, not the sender's fault
-  std::string reason;
-  std::int64_t bytes = 0;
-};
-
-struct MergeResult {
-  std::int64_t round = 0;
-  std::vector<ContributionVerdict> verdicts;
-  int accepted = 0;
-  std::string fingerprint;          // of the merged state (identical on every peer that merged the same set)
-  std::string sharedFingerprint;    // of the merged shared (non-expert) tensors only
-  double alpha = 0;                 // merging warm-up applied
 };
 
 struct SpesPeerConfig {

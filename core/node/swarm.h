@@ -39,6 +39,20 @@ struct Announcement {
   double tokensPerSecond = 0;
 };
 
+// One checkpoint transfer of the swarm layer (ours seeding, or someone's being fetched).
+struct SwarmTransfer {
+  std::string contentId;
+  std::int64_t totalBytes = 0, doneBytes = 0, uploadedBytes = 0, downloadedBytes = 0;
+  int connections = 0;
+  bool finished = false;
+};
+
+// What moves over the network, for views (not needed by the round logic).
+struct SwarmTraffic {
+  std::vector<SwarmTransfer> transfers;
+  std::int64_t bytesSent = 0, bytesReceived = 0;  // everything the session sent/received
+};
+
 struct SwarmEvents {
   std::function<void()> peersChanged;                                         // a record arrived
   std::function<void(const std::string& id, const std::string& path)> fetched;  // verified, on disk
@@ -59,6 +73,7 @@ class Swarm {
   // Experts to claim: fewest live owners first, deterministic per peer (p2p/leases.h).
   virtual std::vector<int> chooseClaims(std::int64_t round, int nExperts, int count) const = 0;
   virtual int connections() const = 0;
+  virtual SwarmTraffic traffic() const { return {}; }
 };
 
 }  // namespace es::node

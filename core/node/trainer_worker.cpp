@@ -32,11 +32,15 @@ void TrainerWorker::start() {
 
 void TrainerWorker::tick() {
   ticking_ = false;
-  if (stopping_ || !peer_) return;
+  if (stopping_ || !peer_ || paused_) return;  // setPaused(false) restarts us
   if (contributionDue_) {
     if (awaitingMerge_ != 0) return;  // merge() restarts us
     writeContribution();
     if (!peer_) return;
+    if (pauseAfterRound_) {
+      pauseAfterRound_ = false;
+      return setPaused(true);
+    }
   }
   const auto stats = peer_->step();
   roundLoss_ += stats.loss;
@@ -125,6 +129,21 @@ void TrainerWorker::adoptSnapshot(const QString& path) {
     ticking_ = true;
     QTimer::singleShot(0, this, &TrainerWorker::tick);
   }
+}
+
+void TrainerWorker::setPaused(bool paused) {
+  if (paused == paused_) return;
+  paused_ = paused;
+  if (!paused) pauseAfterRound_ = false;
+  Q_EMIT pausedChanged(paused_);
+  if (!paused_ && !ticking_ && !stopping_ && peer_) {
+    ticking_ = true;
+    QTimer::singleShot(0, this, &TrainerWorker::tick);
+  }
+}
+
+void TrainerWorker::pauseAfterRound() {
+  if (!paused_) pauseAfterRound_ = true;
 }
 
 void TrainerWorker::stop() {

@@ -4,6 +4,7 @@
 // it waits only when it reaches the *next* boundary before the previous round was merged.
 #pragma once
 
+#include "core/node/node_metatypes.h"
 #include "core/node/spes_peer.h"
 
 #include <QObject>
@@ -12,14 +13,6 @@
 #include <memory>
 
 namespace es::node {
-
-struct StepReport {
-  qint64 step = 0;
-  double seconds = 0;
-  double loss = 0;
-  double lr = 0;
-  double tokensPerSecond = 0;
-};
 
 struct RoundTrained {
   qint64 round = 0;
@@ -50,6 +43,10 @@ class TrainerWorker : public QObject {
   // Merges `round`, then trains `claims` from the next step on (before the next contribution).
   void merge(qint64 round, const std::vector<IncomingContribution>& contributions, const std::vector<int>& claims);
   void stop();
+  // Pausing takes effect between two steps; a pause "after the round" once this round's
+  // contribution is written (a merge still lands while paused).
+  void setPaused(bool paused);
+  void pauseAfterRound();
   // Drops the round in progress and continues from a snapshot (newcomer, or out of step).
   void adoptSnapshot(const QString& path);
   Status exportTo(const QString& path);  // the merged model (safetensors) + <path>.config.json
@@ -62,7 +59,8 @@ class TrainerWorker : public QObject {
   void merged(const es::node::RoundMerged& merged);
   void stopped();
   void snapshotAdopted(qint64 round, const QString& error);
-  void persisted(qint64 round, const QString& error);  // the state after `round` is durable
+  void persisted(qint64 round, const QString& error);
+  void pausedChanged(bool paused);  // the state after `round` is durable
 
  private:
   void tick();
@@ -79,12 +77,13 @@ class TrainerWorker : public QObject {
   bool contributionDue_ = false;
   bool stopping_ = false;
   bool ticking_ = false;
+  bool paused_ = false;
+  bool pauseAfterRound_ = false;
   double roundLoss_ = 0, roundSeconds_ = 0;
   qint64 roundTokens_ = 0, roundSteps_ = 0;
 };
 
 }  // namespace es::node
 
-Q_DECLARE_METATYPE(es::node::StepReport)
 Q_DECLARE_METATYPE(es::node::RoundTrained)
 Q_DECLARE_METATYPE(es::node::RoundMerged)

@@ -66,6 +66,12 @@ struct RoundLine {
 class SwarmClient {
  public:
   SwarmClient(const QString& name, const QStringList& args) : name_(name), args_(args) { start(); }
+  // Another program in front of the client (e.g. xvfb-run for the desktop window), with extra
+  // environment variables.
+  SwarmClient(const QString& name, const QString& program, const QStringList& args, const QProcessEnvironment& env)
+      : name_(name), args_(args), program_(program), env_(env) {
+    start();
+  }
   ~SwarmClient() { kill(); }
 
   void start() {
@@ -73,7 +79,8 @@ class SwarmClient {
     process_->setProcessChannelMode(QProcess::SeparateChannels);
     QObject::connect(process_.get(), &QProcess::readyReadStandardOutput, [this] { read(false); });
     QObject::connect(process_.get(), &QProcess::readyReadStandardError, [this] { read(true); });
-    process_->start(QStringLiteral(ES_CLIENT_BINARY), args_);
+    if (!env_.isEmpty()) process_->setProcessEnvironment(env_);
+    process_->start(program_, args_);
   }
   void kill() {
     if (process_ && process_->state() != QProcess::NotRunning) {
@@ -126,6 +133,8 @@ class SwarmClient {
 
   QString name_;
   QStringList args_;
+  QString program_ = QStringLiteral(ES_CLIENT_BINARY);
+  QProcessEnvironment env_;
   std::unique_ptr<QProcess> process_;
   QByteArray outBuffer_, errBuffer_;
   std::map<int, RoundLine> rounds_;

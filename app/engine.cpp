@@ -1,0 +1,274 @@
+#include "app/engine.h"
+
+#include "app/run_setup.h"
+#include "core/node/node.h"
+#include "core/store/ledger.h"
+#include "p2p/identity.h"
+#include "p2p/p2p_swarm.h"
+#include "p2p/swarm_session.h"
+#include "p2p/torrent_maker.h"
+
+#include <QDir>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSaveFile>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+
+namespace es::app {
+namespace {
+
+// run.json's "swarm" object → the node's policy (absent keys keep their defaults).
+node::RoundPolicy parsePolicy(const std::string& json, QString& codec, node::SpesPeerConfig& peer) {
+  const auto swarm = QJsonDocument::fromJson(QByteArray::fromStdString(json)).object();
+  node::RoundPolicy p;
+  p.syncEvery = swarm.value("sync_every").toInt(p.syncEvery);
+  p.expertsPerPeer = swarm.value("experts_per_peer").toInt(p.expertsPerPeer);
+  p.leaseRounds = swarm.value("lease_rounds").toInt(p.leaseRounds);
+  p.snapshotEvery = swarm.value("snapshot_every").toInt(p.snapshotEvery);
+  const auto deadline = swarm.value("deadline").toObject();
+  p.deadlineFactor = deadline.value("factor").toDouble(p.deadlineFactor);
+  p.deadlineMinSeconds = deadline.value("min_seconds").toDouble(p.deadlineMinSeconds);
+  p.deadlineMaxSeconds = deadline.value("max_seconds").toDouble(p.deadlineMaxSeconds);
+  codec = swarm.value("compression").toString(QStringLiteral("int8"));
+  const auto warmup = swarm.value("merge_warmup").toObject();
+  peer.warmupInterval = warmup.value("interval").toInt(50);
+  peer.warmupAlpha0 = warmup.value("alpha0").toDouble(0.0);
+  peer.warmupDecaySteps = warmup.value("decay_steps").toInt(1000);
+  peer.warmupTopk = warmup.value("topk").toInt(4);
+  return p;
+}
+
+// MemAvailable from /proc/meminfo (bytes), or -1 when unknown.
+std::int64_t availableMemory() {
+  QFile meminfo(QStringLiteral("/proc/meminfo"));
+  if (!meminfo.open(QIODevice::ReadOnly)) return -1;
+  for (const auto& line : meminfo.readAll().split('\n'))
+    if (line.startsWith("MemAvailable:")) return line.simplified().split(' ').value(1).toLongLong() * 1024;
+  return -1;
+}
+
+bool isLoopback(const QString& endpoint) {
+  return endpoint.startsWith(QLatin1String("127.")) || endpoint.startsWith(QLatin1String("[::1]")) ||
+         endpoint.startsWith(QLatin1String("localhost:"));
+}
+
+}  // namespace
+
+struct Engine::Parts {
+  PreparedRun prepared;
+  std::unique_ptr<p2p::Identity> identity;
+  std::unique_ptr<p2p::SwarmSession> session;
+  std::unique_ptr<p2p::P2pSwarm> swarm;
+  std::unique_ptr<store::Ledger> ledger;
+  std::unique_ptr<node::Node> node;
+  node::NodeConfig config;
+};
+
+Engine::Engine(CommandLine commandLine, QString shareDir, QObject* parent)
+    : QObject(parent), cl_(std::move(commandLine)), shareDir_(std::move(shareDir)), parts_(std::make_unique<Parts>()),
+      viewTimer_(this) {  // a child, so it moves to the engine thread with us
+  connect(&viewTimer_, &QTimer::timeout, this, [this] {
+    if (parts_->node) Q_EMIT swarmChanged(parts_->node->view());
+  });
+}
+
+// The node first (it stops its trainer thread), the session last (the swarm refers to it).
+Engine::~Engine() {
+  viewTimer_.stop();
+  parts_->node.reset();
+  parts_->ledger.reset();
+  parts_->swarm.reset();
+  parts_->session.reset();
+  setInfoSink({});
+}
+
+// Setup failures are printed like every setup line (prepareRun's own print themselves).
+int Engine::fail(int code, const std::string& error, bool printed) {
+  if (!printed) info("expertswarm: " + error);
+  Q_EMIT failed(QString::fromStdString(error));
+  return code;
+}
+
+int Engine::start() {
+  // What run setup prints reaches the GUI's log too; its last line is the reason of a failure.
+  auto lastLine = std::make_shared<std::string>();
+  setInfoSink([this, lastLine](const std::string& line) {
+    *lastLine = line;
+    Q_EMIT message(QString::fromStdString(line));
+  });
+  auto& p = *parts_;
+  p.prepared = prepareRun(cl_, shareDir_);
+  if (p.prepared.exitCode) return fail(p.prepared.exitCode, lastLine->substr(lastLine->rfind("expertswarm: ", 0) == 0 ? 13 : 0), true);
+  const auto& data = *p.prepared.data;
+  auto identity = p2p::Identity::loadOrCreate((p.prepared.dataDir + QStringLiteral("/identity.key")).toStdString());
+  if (!identity) return fail(1, identity.error());
+  p.identity = std::make_unique<p2p::Identity>(std::move(*identity));
+
+  // The run torrent: its manifest, byte-identical everywhere, so the run id is the same on every
+  // machine (the data is prepared locally from the bundled corpus).
+  const QString runTorrent = p.prepared.runDir + QStringLiteral("/run.torrent");
+  auto torrent = p2p::makeTorrent((p.prepared.runDir + QStringLiteral("/run.json")).toStdString());
+  if (!torrent) return fail(1, torrent.error());
+  QSaveFile torrentFile(runTorrent);
+  if (!torrentFile.open(QIODevice::WriteOnly) || torrentFile.write(torrent->bytes.data(), qint64(torrent->bytes.size())) < 0 ||
+      !torrentFile.commit())
+    return fail(1, "cannot write \"" + runTorrent.toStdString() + "\"");
+
+  p2p::SwarmSettings settings;
+  settings.listen = cl_.listen.toStdString();
+  for (const auto& node : cl_.bootstrap) settings.bootstrap.push_back(node.toStdString());
+  settings.sameHostSwarm = isLoopback(cl_.listen);  // peers on one machine (tests, the two-peer demo)
+  settings.enableUtp = !settings.sameHostSwarm;
+  settings.uploadRateLimit = std::max(0, cl_.uploadLimit);
+  settings.downloadRateLimit = std::max(0, cl_.downloadLimit);
+  auto session = p2p::SwarmSession::create(settings, *p.identity);
+  if (!session) return fail(2, session.error());
+  p.session = std::move(*session);
+  if (auto s = p.session->joinRun(runTorrent.toStdString(), p.prepared.runDir.toStdString()); !s) return fail(1, s.error());
+  p.swarm = std::make_unique<p2p::P2pSwarm>(*p.session, *p.identity);
+
+  train::configureTrainingRuntime(cl_.threads);
+  auto& config = p.config;
+  QString codec;
+  config.policy = parsePolicy(data.manifest.swarmJson, codec, config.peer);
+  if (cl_.syncEvery) config.policy.syncEvery = cl_.syncEvery;
+  if (cl_.claimSize) config.policy.expertsPerPeer = cl_.claimSize;
+  config.nExperts = data.manifest.model.nExperts;
+  // Pre-flight: how many experts this machine can train (host memory, within the donor's cap; a
+  // GPU's own memory is not probed yet).
+  auto available = availableMemory();
+  if (cl_.memoryCapMiB > 0)
+    available = available > 0 ? std::min<std::int64_t>(available, std::int64_t(cl_.memoryCapMiB) << 20)
+                              : std::int64_t(cl_.memoryCapMiB) << 20;
+  if (available > 0) {
+    const auto& m = data.manifest.model;
+    const auto budget = node::expertBudget(m.totalParameters(), m.expertParameters() * m.nLayers, m.nExperts, available);
+    info("Pre-flight: " + std::to_string(available >> 20) + " MiB available; the model needs " +
+         std::to_string(budget.fixedBytes >> 20) + " MiB + " + std::to_string(budget.perExpertBytes >> 20) +
+         " MiB per trained expert: up to " + std::to_string(budget.experts) + " experts");
+    if (budget.experts < 1) return fail(1, "not enough memory to train even one expert of this run");
+    config.maxExperts = budget.experts;
+  }
+  config.maxRounds = cl_.rounds;
+  auto& peer = config.peer;
+  peer.trainer.model = data.manifest.model;
+  peer.trainer.train = data.manifest.train;
+  peer.trainer.seed = data.manifest.seed;
+  // Each peer reads its own stream of batches: the data seed mixes in the peer id.
+  peer.trainer.dataSeed = data.manifest.seed ^ std::hash<std::string>{}(p.identity->peerId());
+  peer.trainer.device = cl_.device.toStdString();
+  if (cl_.evalEvery) peer.trainer.train.evalInterval = cl_.evalEvery;
+  peer.runId = p.swarm->runId();
+  peer.selfId = p.swarm->selfId();
+  peer.codec = codec.toStdString();
+  peer.syncEvery = config.policy.syncEvery;
+  peer.stateDir = (p.prepared.runDir + QStringLiteral("/swarm-state")).toStdString();
+  peer.testPoison = cl_.testPoison.toStdString();
+  if (!cl_.testPoison.isEmpty()) info("TEST MODE: every contribution of this peer is poisoned (" + peer.testPoison + ")");
+  config.contribDir = p.prepared.runDir + QStringLiteral("/contrib");
+  config.fetchDir = p.prepared.runDir + QStringLiteral("/incoming");
+  config.snapshotDir = p.prepared.runDir + QStringLiteral("/snapshots");
+  QDir().mkpath(config.contribDir);
+
+  info("Run \"" + data.manifest.name + "\" (id " + p.swarm->runId() + "), listening on " + p.session->listenEndpoint() +
+       ", data dir \"" + p.prepared.dataDir.toStdString() + "\"");
+  const auto dbPath = (p.prepared.dataDir + QStringLiteral("/expertswarm.db")).toStdString();
+  // Ledger errors arrive on its writer thread: printed there, relayed to this thread's listeners.
+  auto ledger = store::Ledger::open(dbPath, (shareDir_ + QStringLiteral("/sql")).toStdString(), [this](const std::string& error) {
+    std::fprintf(stderr, "expertswarm: ledger: %s\n", error.c_str());
+    QMetaObject::invokeMethod(this, [this, e = QString::fromStdString(error)] { Q_EMIT message(QStringLiteral("Ledger: ") + e); },
+                              Qt::QueuedConnection);
+  });
+  if (!ledger) return fail(1, ledger.error());
+  p.ledger = std::move(*ledger);
+  config.runName = data.manifest.name;
+  p.node = std::make_unique<node::Node>(*p.swarm, config, data.train, data.val, p.ledger.get());
+  wireNode();
+
+  node::RunInfo runInfo;
+  runInfo.runName = data.manifest.name;
+  runInfo.runId = p.swarm->runId();
+  runInfo.selfId = p.swarm->selfId();
+  runInfo.ledgerPath = dbPath;
+  runInfo.listen = p.session->listenEndpoint();
+  runInfo.device = cl_.device.toStdString();
+  runInfo.nExperts = data.manifest.model.nExperts;
+  runInfo.nLayers = data.manifest.model.nLayers;
+  runInfo.syncEvery = config.policy.syncEvery;
+  setInfoSink({});  // from here on the node's messages are the log
+  Q_EMIT started(runInfo);
+  p.node->start();
+  viewTimer_.start(1000);
+  return 0;
+}
+
+void Engine::wireNode() {
+  auto* node = parts_->node.get();
+  connect(node, &node::Node::message, this, &Engine::message);
+  connect(node, &node::Node::stepped, this, &Engine::stepped);
+  connect(node, &node::Node::roundClosed, this, [this](const node::RoundSummary& s) {
+    Q_EMIT roundClosed(s);
+    Q_EMIT swarmChanged(parts_->node->view());
+  });
+  connect(node, &node::Node::pausedChanged, this, &Engine::pausedChanged);
+  connect(node, &node::Node::failed, this, [this](const QString& error) {
+    Q_EMIT failed(error);
+    parts_->node->stop();
+  });
+  connect(node, &node::Node::finished, this, [this] {
+    viewTimer_.stop();  // the last view stays the one of the last round (not the empty leaving one)
+    if (!cl_.exportPath.isEmpty()) {
+      if (auto s = parts_->node->exportModel(cl_.exportPath); !s)
+        Q_EMIT failed(QStringLiteral("--export: ") + QString::fromStdString(s.error()));
+      else
+        Q_EMIT message(QStringLiteral("Exported the merged model to \"%1\"").arg(cl_.exportPath));
+    }
+    Q_EMIT finished();
+  });
+}
+
+void Engine::stop() {
+  if (parts_->node) parts_->node->stop();
+  else Q_EMIT finished();
+}
+
+void Engine::setPaused(bool paused) {
+  if (parts_->node) parts_->node->setPaused(paused);
+}
+
+void Engine::finishRoundThenPause() {
+  if (parts_->node) parts_->node->finishRoundThenPause();
+}
+
+void Engine::setRateLimits(int uploadBytesPerSecond, int downloadBytesPerSecond) {
+  cl_.uploadLimit = uploadBytesPerSecond;
+  cl_.downloadLimit = downloadBytesPerSecond;
+  if (parts_->session) parts_->session->setRateLimits(uploadBytesPerSecond, downloadBytesPerSecond);
+  Q_EMIT message(QStringLiteral("Bandwidth caps: upload %1, download %2")
+                     .arg(uploadBytesPerSecond ? QStringLiteral("%1 KiB/s").arg(uploadBytesPerSecond / 1024) : QStringLiteral("unlimited"),
+                          downloadBytesPerSecond ? QStringLiteral("%1 KiB/s").arg(downloadBytesPerSecond / 1024) : QStringLiteral("unlimited")));
+}
+
+EngineSummary Engine::summary() const {
+  EngineSummary s;
+  if (!parts_->node) return s;
+  s.rounds = parts_->node->roundsClosed();
+  s.trainerBusyFraction = parts_->node->trainerBusyFraction();
+  s.meanRoundSeconds = parts_->node->meanRoundSeconds();
+  const auto c = parts_->session->counters();
+  const double rounds = std::max<double>(1, double(s.rounds));
+  s.bytesSentPerRound = double(c.bytesSent) / rounds;
+  s.bytesReceivedPerRound = double(c.bytesReceived) / rounds;
+  return s;
+}
+
+Status Engine::exportModel(const QString& path) {
+  if (!parts_->node) return makeError("the engine has not started");
+  return parts_->node->exportModel(path);
+}
+
+}  // namespace es::app

@@ -1,0 +1,65 @@
+// The swarm engine of one run (ARCHITECTURE §2 "engine thread"): prepares the run, opens the
+// identity, the libtorrent session, the ledger and the node, and relays what the node reports as
+// plain structs. It lives on one thread — the main thread headless, its own thread under the GUI
+// (app/engine_bridge.h) — and every call must be made on that thread.
+#pragma once
+
+#include "app/command_line.h"
+#include "core/common/expected.h"
+#include "core/node/node_metatypes.h"
+
+#include <QObject>
+#include <QString>
+#include <QTimer>
+
+#include <memory>
+
+namespace es::app {
+
+struct EngineSummary {
+  long long rounds = 0;
+  double trainerBusyFraction = 0;
+  double meanRoundSeconds = 0;
+  double bytesSentPerRound = 0, bytesReceivedPerRound = 0;
+};
+
+class Engine : public QObject {
+  Q_OBJECT
+
+ public:
+  Engine(CommandLine commandLine, QString shareDir, QObject* parent = nullptr);
+  ~Engine() override;
+
+  // Prepares the run and starts the node. 0 when started (then started() was emitted); otherwise
+  // the exit code (1 runtime, 2 bad input) after failed() with the reason.
+  int start();
+  void stop();  // finish the step, persist, leave the swarm; then finished()
+  void setPaused(bool paused);
+  void finishRoundThenPause();
+  void setRateLimits(int uploadBytesPerSecond, int downloadBytesPerSecond);
+  EngineSummary summary() const;
+  Status exportModel(const QString& path);
+  const CommandLine& commandLine() const { return cl_; }
+
+ Q_SIGNALS:
+  void started(const es::node::RunInfo& info);
+  void stepped(const es::node::StepReport& report);
+  void roundClosed(const es::node::RoundSummary& summary);
+  void swarmChanged(const es::node::SwarmView& view);
+  void pausedChanged(bool paused);
+  void message(const QString& line);
+  void failed(const QString& error);
+  void finished();
+
+ private:
+  int fail(int code, const std::string& error, bool printed = false);
+  void wireNode();
+
+  CommandLine cl_;
+  QString shareDir_;
+  struct Parts;  // prepared run, identity, session, swarm, ledger, node
+  std::unique_ptr<Parts> parts_;
+  QTimer viewTimer_;
+};
+
+}  // namespace es::app

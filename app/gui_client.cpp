@@ -1,0 +1,78 @@
+#include "app/gui_client.h"
+
+#include "app/engine_bridge.h"
+#include "app/swarm_client.h"
+#include "app/stop_signals.h"
+#include "core/settings/client_settings.h"
+#include "ui/desktop_app.h"
+#include "ui/first_run_dialog.h"
+
+#include <QApplication>
+#include <QMessageBox>
+#include <QSettings>
+
+#include <cstdio>
+
+namespace es::app {
+
+QString missingDisplay() {
+  if (!qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") || !qEnvironmentVariableIsEmpty("DISPLAY") ||
+      !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY"))
+    return {};
+  return QStringLiteral("no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); "
+                        "run headless with --no-gui");
+}
+
+namespace {
+// The donor's settings fill in what the command line leaves at its default; the command line wins.
+void applySettings(CommandLine& cl, const settings::ClientSettings& s) {
+  if (cl.device == QLatin1String("auto")) cl.device = s.device;
+  if (cl.dataDir.isEmpty()) cl.dataDir = s.dataDir;
+  cl.claimSize = s.claimSize;
+  cl.memoryCapMiB = s.gpuMemoryCapMiB;
+  cl.uploadLimit = s.uploadLimitKiB * 1024;
+  cl.downloadLimit = s.downloadLimitKiB * 1024;
+}
+}  // namespace
+
+int runGuiClient(CommandLine cl, const QString& shareDir) {
+  QSettings store;
+  auto settings = settings::ClientSettings::load(store);
+  const bool testing = !cl.uiSnapshot.isEmpty();
+  if (!settings.firstRunDone && !testing) {
+    ui::FirstRunDialog dialog;
+    if (dialog.exec() != QDialog::Accepted) return 0;
+    settings.runSource = dialog.runSource();
+    settings.firstRunDone = true;
+    settings.save(store);
+  }
+  if (settings.runSource.startsWith(QLatin1String("magnet:")) && !testing)
+    QMessageBox::information(nullptr, QStringLiteral("ExpertSwarm"),
+                             QStringLiteral("Joining a run from a magnet link is not available in this version yet. "
+                                            "ExpertSwarm joins the default run instead."));
+  applySettings(cl, settings);
+
+  EngineBridge engine(cl, shareDir);
+  ui::DesktopApp desktop(engine, store, QCoreApplication::applicationFilePath(), cl.uiSnapshot);
+  int exitCode = 0;
+  // The progress lines of the headless client go to stdout here too (scripts and tests read them).
+  QObject::connect(&engine, &ui::EngineControl::roundClosed, [](const node::RoundSummary& s) { printRoundLine(s); });
+  // Setup lines print themselves (run_setup's info()); the node's messages are printed here.
+  bool setupDone = false;
+  QObject::connect(&engine, &ui::EngineControl::started, [&setupDone] { setupDone = true; });
+  QObject::connect(&engine, &ui::EngineControl::message, [&setupDone](const QString& line) {
+    if (setupDone && !line.startsWith(QLatin1String("Ledger: "))) std::fprintf(stderr, "%s\n", line.toUtf8().constData());
+  });
+  QObject::connect(&engine, &EngineBridge::startFailed, [&exitCode, testing](int code) {
+    exitCode = code;
+    if (testing) QCoreApplication::exit(code);
+  });
+  QObject::connect(&engine, &ui::EngineControl::failed, [&exitCode](const QString&) { exitCode = exitCode ? exitCode : 1; });
+  StopSignals stop([&engine] { engine.quit(); });
+  desktop.show();
+  engine.start();
+  const int loopCode = QApplication::exec();
+  return loopCode ? loopCode : exitCode;
+}
+
+}  // namespace es::app

@@ -1,0 +1,110 @@
+// What the node reports about itself and its swarm, as plain structs: they cross threads (trainer →
+// engine → UI) and module borders (ui/ sees these, never Torch or libtorrent). No Qt, no Torch, so
+// the Torch-only libraries include it too. Qt metatype declarations: node_metatypes.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace es::node {
+
+// One optimizer step of this peer.
+struct StepReport {
+  std::int64_t step = 0;
+  double seconds = 0;
+  double loss = 0;
+  double lr = 0;
+  double tokensPerSecond = 0;
+};
+
+struct ContributionVerdict {
+  std::string sender;
+  bool accepted = false;
+  bool stale = false;     // built on another base: skipped, not the sender's fault
+  std::string reason;
+  std::int64_t bytes = 0;
+};
+
+struct MergeResult {
+  std::int64_t round = 0;
+  std::vector<ContributionVerdict> verdicts;
+  int accepted = 0;
+  std::string fingerprint;          // of the merged state (identical on every peer that merged the same set)
+  std::string sharedFingerprint;    // of the merged shared (non-expert) tensors only
+  double alpha = 0;                 // merging warm-up applied
+};
+
+// One closed round, as this peer merged it.
+struct RoundSummary {
+  std::int64_t round = 0;
+  std::int64_t step = 0;            // this peer's step count when the merge landed
+  int peers = 0;                    // contributions merged (ours included)
+  int expected = 0;                 // live peers we waited for (ours included)
+  double loss = 0;                  // our mean training loss over the round
+  double valLoss = 0;
+  double tokensPerSecond = 0;
+  double gatherSeconds = 0;
+  bool deadlineHit = false;
+  std::vector<int> updatedExperts;  // experts that an accepted contribution of an owner changed
+  MergeResult merge;
+};
+
+// A peer of the run as this peer sees it (from its signed record; ourselves included).
+struct PeerView {
+  std::string id;                   // peer id (hex)
+  bool self = false;
+  bool banned = false;
+  std::int64_t round = 0;
+  std::vector<int> claims;
+  std::int64_t leaseUntil = 0;
+  std::int64_t steps = 0;
+  double loss = 0;
+  double tokensPerSecond = 0;
+};
+
+// A checkpoint transfer: one of our contributions/snapshots seeding, or one of another peer's
+// being fetched (or seeded on after the fetch).
+struct TransferView {
+  std::string contentId;            // v2 info-hash (hex)
+  std::string peer;                 // whose content it is (peer id; ours for uploads), empty if unknown
+  std::string kind;                 // "contribution" | "snapshot" | "other"
+  std::int64_t round = 0;
+  bool ours = false;                // we published it (we upload it)
+  std::int64_t totalBytes = 0;
+  std::int64_t doneBytes = 0;
+  std::int64_t uploadedBytes = 0;
+  std::int64_t downloadedBytes = 0;
+  int connections = 0;
+  bool finished = false;
+};
+
+// The swarm around this peer, refreshed about once a second for views.
+struct SwarmView {
+  std::string runId;
+  std::string selfId;
+  std::int64_t round = 0;           // the round this peer trains
+  int nExperts = 0;
+  int nLayers = 0;
+  bool paused = false;
+  std::vector<PeerView> peers;      // ourselves first
+  std::vector<TransferView> transfers;
+  std::int64_t bytesSent = 0;       // all traffic of the session
+  std::int64_t bytesReceived = 0;
+  int connections = 0;              // on the run torrent
+};
+
+// The run this peer takes part in, once the engine has started it.
+struct RunInfo {
+  std::string runName;
+  std::string runId;
+  std::string selfId;
+  std::string ledgerPath;           // the SQLite ledger (views open it read-only for history)
+  std::string listen;               // IP:PORT the session listens on
+  std::string device;
+  int nExperts = 0;
+  int nLayers = 0;
+  int syncEvery = 0;
+};
+
+}  // namespace es::node

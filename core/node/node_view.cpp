@@ -1,0 +1,91 @@
+// Node: donor controls (pause, pause after the round) and the view of the swarm for the GUI.
+#include "core/node/node.h"
+
+namespace es::node {
+
+void Node::setPaused(bool paused) {
+  pauseAfterRound_ = false;
+  if (!worker_) {  // before the claims are decided: applied when the trainer starts
+    if (paused_ != paused) {
+      paused_ = paused;
+      Q_EMIT pausedChanged(paused);
+    }
+    return;
+  }
+  QMetaObject::invokeMethod(worker_, [w = worker_, paused] { w->setPaused(paused); }, Qt::QueuedConnection);
+}
+
+void Node::finishRoundThenPause() {
+  if (!worker_) {
+    pauseAfterRound_ = true;
+    return;
+  }
+  QMetaObject::invokeMethod(worker_, [w = worker_] { w->pauseAfterRound(); }, Qt::QueuedConnection);
+}
+
+SwarmView Node::view() const {
+  SwarmView v;
+  v.runId = swarm_.runId();
+  v.selfId = swarm_.selfId();
+  v.round = round_;
+  v.nExperts = config_.nExperts;
+  v.nLayers = config_.peer.trainer.model.nLayers;
+  v.paused = paused_;
+  PeerView self;
+  self.id = v.selfId;
+  self.self = true;
+  self.round = round_;
+  self.claims = stopping_ ? std::vector<int>{} : claims_;
+  self.leaseUntil = claims_.empty() ? 0 : round_ + config_.policy.leaseRounds;
+  self.steps = steps_;
+  self.loss = lastStep_.loss;
+  self.tokensPerSecond = lastStep_.tokensPerSecond;
+  v.peers.push_back(self);
+  // Whose content is each transfer: our own publications, or what the peers' records announce.
+  std::map<std::string, TransferView> known;
+  auto note = [&known](const std::string& id, const std::string& peer, const char* kind, std::int64_t round, bool ours) {
+    auto& t = known[id];
+    t.peer = peer;
+    t.kind = kind;
+    t.round = round;
+    t.ours = ours;
+  };
+  for (const auto& [round, id] : contrib_) note(id, v.selfId, "contribution", round, true);
+  for (const auto& [round, id] : snapshots_) note(id, v.selfId, "snapshot", round, true);
+  for (const auto& p : swarm_.peers()) {
+    PeerView peer;
+    peer.id = p.id;
+    peer.banned = banned_.count(p.id) > 0;
+    peer.round = p.round;
+    peer.claims = p.claims;
+    peer.leaseUntil = p.leaseUntil;
+    peer.steps = p.steps;
+    peer.loss = p.loss;
+    peer.tokensPerSecond = p.tokensPerSecond;
+    v.peers.push_back(peer);
+    for (const auto& [round, id] : p.contrib)
+      if (!known.count(id)) note(id, p.id, "contribution", round, false);
+    for (const auto& [round, id] : p.snapshot)
+      if (!known.count(id)) note(id, p.id, "snapshot", round, false);
+  }
+  const auto traffic = swarm_.traffic();
+  for (const auto& t : traffic.transfers) {
+    TransferView out;
+    if (auto it = known.find(t.contentId); it != known.end()) out = it->second;
+    else out.kind = "other";
+    out.contentId = t.contentId;
+    out.totalBytes = t.totalBytes;
+    out.doneBytes = t.doneBytes;
+    out.uploadedBytes = t.uploadedBytes;
+    out.downloadedBytes = t.downloadedBytes;
+    out.connections = t.connections;
+    out.finished = t.finished;
+    v.transfers.push_back(out);
+  }
+  v.bytesSent = traffic.bytesSent;
+  v.bytesReceived = traffic.bytesReceived;
+  v.connections = swarm_.connections();
+  return v;
+}
+
+}  // namespace es::node

@@ -1,0 +1,185 @@
+#include "core/settings/client_settings.h"
+
+#include <QRegularExpression>
+#include <QSettings>
+#include <QStringList>
+#include <QUrl>
+
+#include <climits>
+
+namespace es::settings {
+
+namespace {
+
+// Every key once: the GUI, the headless client and the tests reach QSettings only through these.
+constexpr auto kDevice = "engine/device";
+constexpr auto kGpuMemoryCapMiB = "engine/gpuMemoryCapMiB";
+constexpr auto kClaimSize = "engine/claimSize";
+constexpr auto kDataDir = "engine/dataDir";
+constexpr auto kUploadLimitKiB = "network/uploadLimitKiB";
+constexpr auto kDownloadLimitKiB = "network/downloadLimitKiB";
+constexpr auto kPauseWhenUserActive = "donation/pauseWhenUserActive";
+constexpr auto kIdleMinutes = "donation/idleMinutes";
+constexpr auto kScheduleEnabled = "donation/scheduleEnabled";
+constexpr auto kScheduleStart = "donation/scheduleStart";
+constexpr auto kScheduleEnd = "donation/scheduleEnd";
+constexpr auto kStartAtLogin = "desktop/startAtLogin";
+constexpr auto kFirstRunDone = "desktop/firstRunDone";
+constexpr auto kRunSource = "run/source";
+
+constexpr auto kTimeFormat = "HH:mm";  // human-editable in the .ini file
+constexpr int kMaxClaimSize = 64;
+constexpr int kMaxIdleMinutes = 24 * 60;
+
+// The readers fall back to the default per field, so one hand-edited typo in the file costs that
+// one value, never the whole configuration.
+QString readString(const QSettings& store, const char* key, const QString& fallback) {
+  const QVariant v = store.value(QLatin1String(key));
+  return v.isValid() && v.canConvert<QString>() ? v.toString() : fallback;
+}
+
+int readInt(const QSettings& store, const char* key, int fallback, int min, int max) {
+  const QVariant v = store.value(QLatin1String(key));
+  bool ok = false;
+  const int value = v.isValid() ? v.toInt(&ok) : 0;
+  return ok && value >= min && value <= max ? value : fallback;
+}
+
+// QVariant::toBool() reads any non-empty string but "0"/"false" as true; a typo must not switch
+// a feature on, so only the spellings QSettings itself writes are accepted.
+bool readBool(const QSettings& store, const char* key, bool fallback) {
+  const QVariant v = store.value(QLatin1String(key));
+  if (!v.isValid()) return fallback;
+  if (v.typeId() == QMetaType::Bool) return v.toBool();
+  const QString s = v.toString().trimmed().toLower();
+  if (s == QLatin1String("true") || s == QLatin1String("1")) return true;
+  if (s == QLatin1String("false") || s == QLatin1String("0")) return false;
+  return fallback;
+}
+
+QTime readTime(const QSettings& store, const char* key, const QTime& fallback) {
+  const QVariant v = store.value(QLatin1String(key));
+  if (!v.isValid()) return fallback;
+  const QTime t = QTime::fromString(v.toString().trimmed(), QLatin1String(kTimeFormat));
+  return t.isValid() ? t : fallback;
+}
+
+bool deviceIsValid(const QString& device) {
+  static const QRegularExpression re(QStringLiteral("^(auto|cpu|cuda|cuda:[0-9]+)$"));
+  return re.match(device).hasMatch();
+}
+
+bool xtIsValid(const QString& xt) {
+  static const QRegularExpression re(QStringLiteral("^urn:(btih:([0-9a-f]{40}|[a-z2-7]{32})|btmh:1220[0-9a-f]{64})$"),
+                                     QRegularExpression::CaseInsensitiveOption);
+  return re.match(xt).hasMatch();
+}
+
+// Empty when `text` is a BitTorrent magnet link we can join (v1 infohash in hex or base32, or a
+// v2 sha2-256 multihash); otherwise why not.
+QString magnetProblem(const QString& text) {
+  static const QString prefix = QStringLiteral("magnet:?");
+  if (!text.startsWith(prefix, Qt::CaseInsensitive)) return QStringLiteral("a magnet link starts with \"magnet:?\"");
+  const QStringList params = text.mid(prefix.size()).split(QLatin1Char('&'), Qt::SkipEmptyParts);
+  for (const QString& param : params) {
+    const int eq = param.indexOf(QLatin1Char('='));
+    if (eq < 0) continue;
+    const QString key = param.left(eq).toLower();
+    // BEP 9 allows numbered duplicates (xt.1, xt.2) for hybrid torrents.
+    if (key != QLatin1String("xt") && !key.startsWith(QLatin1String("xt."))) continue;
+    if (xtIsValid(QUrl::fromPercentEncoding(param.mid(eq + 1).toUtf8()))) return {};
+  }
+  return QStringLiteral(
+      "the magnet link needs an xt=urn:btih: with 40 hex or 32 base32 characters, "
+      "or an xt=urn:btmh:1220 with 64 hex characters");
+}
+
+// Magnet links run to hundreds of characters; the message only has to let the user recognise it.
+QString elided(const QString& value) {
+  constexpr int kMax = 60;
+  return value.size() <= kMax ? value : value.left(kMax - 1) + QChar(0x2026);
+}
+
+}  // namespace
+
+ClientSettings ClientSettings::load(const QSettings& store) {
+  const ClientSettings d;
+  ClientSettings s;
+  const QString device = readString(store, kDevice, d.device).trimmed();
+  s.device = deviceIsValid(device) ? device : d.device;
+  s.gpuMemoryCapMiB = readInt(store, kGpuMemoryCapMiB, d.gpuMemoryCapMiB, 0, INT_MAX);
+  s.claimSize = readInt(store, kClaimSize, d.claimSize, 0, kMaxClaimSize);
+  s.dataDir = readString(store, kDataDir, d.dataDir);
+  s.uploadLimitKiB = readInt(store, kUploadLimitKiB, d.uploadLimitKiB, 0, INT_MAX);
+  s.downloadLimitKiB = readInt(store, kDownloadLimitKiB, d.downloadLimitKiB, 0, INT_MAX);
+  s.pauseWhenUserActive = readBool(store, kPauseWhenUserActive, d.pauseWhenUserActive);
+  s.idleMinutes = readInt(store, kIdleMinutes, d.idleMinutes, 1, kMaxIdleMinutes);
+  s.scheduleEnabled = readBool(store, kScheduleEnabled, d.scheduleEnabled);
+  s.scheduleStart = readTime(store, kScheduleStart, d.scheduleStart);
+  s.scheduleEnd = readTime(store, kScheduleEnd, d.scheduleEnd);
+  s.startAtLogin = readBool(store, kStartAtLogin, d.startAtLogin);
+  s.firstRunDone = readBool(store, kFirstRunDone, d.firstRunDone);
+  const QString source = readString(store, kRunSource, d.runSource).trimmed();
+  s.runSource = source == QLatin1String("default") || magnetProblem(source).isEmpty() ? source : d.runSource;
+  return s;
+}
+
+void ClientSettings::save(QSettings& store) const {
+  store.setValue(QLatin1String(kDevice), device);
+  store.setValue(QLatin1String(kGpuMemoryCapMiB), gpuMemoryCapMiB);
+  store.setValue(QLatin1String(kClaimSize), claimSize);
+  store.setValue(QLatin1String(kDataDir), dataDir);
+  store.setValue(QLatin1String(kUploadLimitKiB), uploadLimitKiB);
+  store.setValue(QLatin1String(kDownloadLimitKiB), downloadLimitKiB);
+  store.setValue(QLatin1String(kPauseWhenUserActive), pauseWhenUserActive);
+  store.setValue(QLatin1String(kIdleMinutes), idleMinutes);
+  store.setValue(QLatin1String(kScheduleEnabled), scheduleEnabled);
+  store.setValue(QLatin1String(kScheduleStart), scheduleStart.toString(QLatin1String(kTimeFormat)));
+  store.setValue(QLatin1String(kScheduleEnd), scheduleEnd.toString(QLatin1String(kTimeFormat)));
+  store.setValue(QLatin1String(kStartAtLogin), startAtLogin);
+  store.setValue(QLatin1String(kFirstRunDone), firstRunDone);
+  store.setValue(QLatin1String(kRunSource), runSource);
+}
+
+QString ClientSettings::validate() const {
+  const auto quoted = [](const QString& v) { return QLatin1Char('"') + elided(v) + QLatin1Char('"'); };
+  if (!deviceIsValid(device))
+    return QStringLiteral("Device %1 is not valid: use auto, cpu, cuda or cuda:N (N = the GPU's number).")
+        .arg(quoted(device));
+  if (gpuMemoryCapMiB < 0)
+    return QStringLiteral("GPU memory cap must be 0 (no cap) or more, not %1 MiB.").arg(gpuMemoryCapMiB);
+  if (claimSize < 0 || claimSize > kMaxClaimSize)
+    return QStringLiteral("Claim size must be between 0 (auto) and %1 experts, not %2.")
+        .arg(kMaxClaimSize)
+        .arg(claimSize);
+  if (uploadLimitKiB < 0)
+    return QStringLiteral("Upload limit must be 0 (unlimited) or more, not %1 KiB/s.").arg(uploadLimitKiB);
+  if (downloadLimitKiB < 0)
+    return QStringLiteral("Download limit must be 0 (unlimited) or more, not %1 KiB/s.").arg(downloadLimitKiB);
+  if (idleMinutes < 1 || idleMinutes > kMaxIdleMinutes)
+    return QStringLiteral("Idle minutes must be between 1 and %1, not %2.").arg(kMaxIdleMinutes).arg(idleMinutes);
+  if (scheduleEnabled) {
+    if (!scheduleStart.isValid()) return QStringLiteral("Schedule start is not a valid time of day.");
+    if (!scheduleEnd.isValid()) return QStringLiteral("Schedule end is not a valid time of day.");
+    if (scheduleStart == scheduleEnd)
+      return QStringLiteral("Schedule start and end are both %1: the schedule would be empty.")
+          .arg(scheduleStart.toString(QLatin1String(kTimeFormat)));
+  }
+  if (runSource != QLatin1String("default")) {
+    const QString problem = magnetProblem(runSource);
+    if (!problem.isEmpty())
+      return QStringLiteral("Run source %1 is neither \"default\" nor a valid magnet link: %2.")
+          .arg(quoted(runSource), problem);
+  }
+  return {};
+}
+
+bool ClientSettings::operator==(const ClientSettings& o) const {
+  return device == o.device && gpuMemoryCapMiB == o.gpuMemoryCapMiB && claimSize == o.claimSize &&
+         dataDir == o.dataDir && uploadLimitKiB == o.uploadLimitKiB && downloadLimitKiB == o.downloadLimitKiB &&
+         pauseWhenUserActive == o.pauseWhenUserActive && idleMinutes == o.idleMinutes &&
+         scheduleEnabled == o.scheduleEnabled && scheduleStart == o.scheduleStart && scheduleEnd == o.scheduleEnd &&
+         startAtLogin == o.startAtLogin && firstRunDone == o.firstRunDone && runSource == o.runSource;
+}
+
+}  // namespace es::settings

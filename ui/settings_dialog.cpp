@@ -1,0 +1,202 @@
+#include "ui/settings_dialog.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QTimeEdit>
+#include <QVBoxLayout>
+
+namespace es::ui {
+
+namespace {
+
+template <typename W>
+W* named(W* widget, const char* name) {
+  widget->setObjectName(QLatin1String(name));
+  return widget;
+}
+
+QSpinBox* spin(QWidget* parent, const char* name, int min, int max, const QString& suffix, const QString& zero) {
+  auto* s = named(new QSpinBox(parent), name);
+  s->setRange(min, max);
+  s->setSuffix(suffix);
+  s->setSpecialValueText(zero);  // shown for the minimum (0)
+  s->setAccelerated(true);
+  return s;
+}
+
+}  // namespace
+
+SettingsDialog::SettingsDialog(const settings::ClientSettings& current, QWidget* parent)
+    : QDialog(parent), base_(current) {
+  setWindowTitle(QStringLiteral("ExpertSwarm settings"));
+  auto* layout = new QVBoxLayout(this);
+  auto* tabs = named(new QTabWidget(this), "tabs");
+  tabs->addTab(buildComputeTab(), QStringLiteral("Compute"));
+  tabs->addTab(buildNetworkTab(), QStringLiteral("Network"));
+  tabs->addTab(buildDonateTab(), QStringLiteral("When to donate"));
+  tabs->addTab(buildStorageTab(), QStringLiteral("Storage && desktop"));
+  layout->addWidget(tabs);
+
+  auto* note =
+      new QLabel(QStringLiteral("Device, memory cap, claim size and data dir take effect at the next start."), this);
+  note->setWordWrap(true);
+  layout->addWidget(note);
+  error_ = named(new QLabel(this), "error");
+  error_->setWordWrap(true);
+  error_->setStyleSheet(QStringLiteral("color: #c62828;"));
+  error_->hide();
+  layout->addWidget(error_);
+
+  auto* buttons = named(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this), "buttons");
+  connect(buttons, &QDialogButtonBox::accepted, this, &SettingsDialog::accept);
+  connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+  layout->addWidget(buttons);
+
+  setSettings(current);
+}
+
+QWidget* SettingsDialog::buildComputeTab() {
+  auto* page = new QWidget(this);
+  auto* form = new QFormLayout(page);
+  device_ = named(new QComboBox(page), "device");
+  device_->setEditable(true);  // cuda:N for machines with more than four GPUs
+  device_->addItems({QStringLiteral("auto"), QStringLiteral("cpu"), QStringLiteral("cuda"), QStringLiteral("cuda:0"),
+                     QStringLiteral("cuda:1"), QStringLiteral("cuda:2"), QStringLiteral("cuda:3")});
+  device_->setToolTip(QStringLiteral("auto picks the GPU when there is one"));
+  form->addRow(QStringLiteral("Device:"), device_);
+  gpuMemoryCap_ = spin(page, "gpuMemoryCap", 0, 1024 * 1024, QStringLiteral(" MiB"), QStringLiteral("no cap"));
+  gpuMemoryCap_->setSingleStep(256);
+  form->addRow(QStringLiteral("GPU memory cap:"), gpuMemoryCap_);
+  claimSize_ = spin(page, "claimSize", 0, 64, QStringLiteral(" experts"), QStringLiteral("auto"));
+  claimSize_->setToolTip(
+      QStringLiteral("How many experts this computer trains; auto fits the run's default in memory"));
+  form->addRow(QStringLiteral("Claim size:"), claimSize_);
+  return page;
+}
+
+QWidget* SettingsDialog::buildNetworkTab() {
+  auto* page = new QWidget(this);
+  auto* form = new QFormLayout(page);
+  const QString unit = QStringLiteral(" KiB/s");
+  uploadLimit_ = spin(page, "uploadLimit", 0, 10 * 1024 * 1024, unit, QStringLiteral("unlimited"));
+  uploadLimit_->setSingleStep(64);
+  downloadLimit_ = spin(page, "downloadLimit", 0, 10 * 1024 * 1024, unit, QStringLiteral("unlimited"));
+  downloadLimit_->setSingleStep(64);
+  form->addRow(QStringLiteral("Upload limit:"), uploadLimit_);
+  form->addRow(QStringLiteral("Download limit:"), downloadLimit_);
+  return page;
+}
+
+QWidget* SettingsDialog::buildDonateTab() {
+  auto* page = new QWidget(this);
+  auto* form = new QFormLayout(page);
+  pauseWhenUserActive_ =
+      named(new QCheckBox(QStringLiteral("Pause while I use the computer"), page), "pauseWhenUserActive");
+  form->addRow(pauseWhenUserActive_);
+  idleMinutes_ = spin(page, "idleMinutes", 1, 24 * 60, QStringLiteral(" min"), QString());
+  form->addRow(QStringLiteral("Resume after I have been away for:"), idleMinutes_);
+
+  scheduleEnabled_ = named(new QCheckBox(QStringLiteral("Only train during these hours"), page), "scheduleEnabled");
+  form->addRow(scheduleEnabled_);
+  scheduleStart_ = named(new QTimeEdit(page), "scheduleStart");
+  scheduleEnd_ = named(new QTimeEdit(page), "scheduleEnd");
+  auto* hours = new QHBoxLayout;
+  for (QTimeEdit* edit : {scheduleStart_, scheduleEnd_}) edit->setDisplayFormat(QStringLiteral("HH:mm"));
+  hours->addWidget(scheduleStart_);
+  hours->addWidget(new QLabel(QStringLiteral("to"), page));
+  hours->addWidget(scheduleEnd_);
+  hours->addStretch();
+  form->addRow(QStringLiteral("From:"), hours);
+  auto* wrapNote = new QLabel(QStringLiteral("A window may span midnight, e.g. 22:00 to 07:00."), page);
+  form->addRow(wrapNote);
+
+  connect(pauseWhenUserActive_, &QCheckBox::toggled, this, &SettingsDialog::updateEnabled);
+  connect(scheduleEnabled_, &QCheckBox::toggled, this, &SettingsDialog::updateEnabled);
+  return page;
+}
+
+QWidget* SettingsDialog::buildStorageTab() {
+  auto* page = new QWidget(this);
+  auto* form = new QFormLayout(page);
+  dataDir_ = named(new QLineEdit(page), "dataDir");
+  dataDir_->setPlaceholderText(QStringLiteral("the default application data folder"));
+  auto* browse = named(new QPushButton(QStringLiteral("Browse\u2026"), page), "browseDataDir");
+  connect(browse, &QPushButton::clicked, this, &SettingsDialog::browseDataDir);
+  auto* row = new QHBoxLayout;
+  row->addWidget(dataDir_, 1);
+  row->addWidget(browse);
+  form->addRow(QStringLiteral("Data folder:"), row);
+  startAtLogin_ = named(new QCheckBox(QStringLiteral("Start ExpertSwarm when I log in"), page), "startAtLogin");
+  form->addRow(startAtLogin_);
+  return page;
+}
+
+settings::ClientSettings SettingsDialog::settings() const {
+  settings::ClientSettings s = base_;
+  s.device = device_->currentText().trimmed();
+  s.gpuMemoryCapMiB = gpuMemoryCap_->value();
+  s.claimSize = claimSize_->value();
+  s.uploadLimitKiB = uploadLimit_->value();
+  s.downloadLimitKiB = downloadLimit_->value();
+  s.pauseWhenUserActive = pauseWhenUserActive_->isChecked();
+  s.idleMinutes = idleMinutes_->value();
+  s.scheduleEnabled = scheduleEnabled_->isChecked();
+  s.scheduleStart = scheduleStart_->time();
+  s.scheduleEnd = scheduleEnd_->time();
+  s.dataDir = dataDir_->text().trimmed();
+  s.startAtLogin = startAtLogin_->isChecked();
+  return s;
+}
+
+void SettingsDialog::setSettings(const settings::ClientSettings& s) {
+  base_ = s;
+  device_->setCurrentText(s.device);
+  gpuMemoryCap_->setValue(s.gpuMemoryCapMiB);
+  claimSize_->setValue(s.claimSize);
+  uploadLimit_->setValue(s.uploadLimitKiB);
+  downloadLimit_->setValue(s.downloadLimitKiB);
+  pauseWhenUserActive_->setChecked(s.pauseWhenUserActive);
+  idleMinutes_->setValue(s.idleMinutes);
+  scheduleEnabled_->setChecked(s.scheduleEnabled);
+  scheduleStart_->setTime(s.scheduleStart);
+  scheduleEnd_->setTime(s.scheduleEnd);
+  dataDir_->setText(s.dataDir);
+  startAtLogin_->setChecked(s.startAtLogin);
+  error_->clear();
+  error_->hide();
+  updateEnabled();
+}
+
+void SettingsDialog::accept() {
+  const QString problem = settings().validate();
+  if (!problem.isEmpty()) {
+    error_->setText(problem);
+    error_->show();
+    return;  // stay open so the user can fix it
+  }
+  error_->hide();
+  QDialog::accept();
+}
+
+void SettingsDialog::updateEnabled() {
+  idleMinutes_->setEnabled(pauseWhenUserActive_->isChecked());
+  scheduleStart_->setEnabled(scheduleEnabled_->isChecked());
+  scheduleEnd_->setEnabled(scheduleEnabled_->isChecked());
+}
+
+void SettingsDialog::browseDataDir() {
+  const QString dir =
+      QFileDialog::getExistingDirectory(this, QStringLiteral("Choose the data folder"), dataDir_->text());
+  if (!dir.isEmpty()) dataDir_->setText(dir);
+}
+
+}  // namespace es::ui
