@@ -51,6 +51,11 @@ std::int64_t availableMemory() {
   return -1;
 }
 
+QString capsLine(int up, int down) {
+  auto rate = [](int bytes) { return bytes ? QStringLiteral("%1 KiB/s").arg(bytes / 1024) : QStringLiteral("unlimited"); };
+  return QStringLiteral("Bandwidth caps: upload %1, download %2").arg(rate(up), rate(down));
+}
+
 bool isLoopback(const QString& endpoint) {
   return endpoint.startsWith(QLatin1String("127.")) || endpoint.startsWith(QLatin1String("[::1]")) ||
          endpoint.startsWith(QLatin1String("localhost:"));
@@ -128,6 +133,7 @@ int Engine::start() {
   auto session = p2p::SwarmSession::create(settings, *p.identity);
   if (!session) return fail(2, session.error());
   p.session = std::move(*session);
+  if (cl_.uploadLimit || cl_.downloadLimit) info(capsLine(cl_.uploadLimit, cl_.downloadLimit).toStdString());
   if (auto s = p.session->joinRun(runTorrent.toStdString(), p.prepared.runDir.toStdString()); !s) return fail(1, s.error());
   p.swarm = std::make_unique<p2p::P2pSwarm>(*p.session, *p.identity);
 
@@ -244,13 +250,13 @@ void Engine::finishRoundThenPause() {
   if (parts_->node) parts_->node->finishRoundThenPause();
 }
 
+// Before start() the caps are only kept (start() applies and logs them with the session).
 void Engine::setRateLimits(int uploadBytesPerSecond, int downloadBytesPerSecond) {
   cl_.uploadLimit = uploadBytesPerSecond;
   cl_.downloadLimit = downloadBytesPerSecond;
-  if (parts_->session) parts_->session->setRateLimits(uploadBytesPerSecond, downloadBytesPerSecond);
-  Q_EMIT message(QStringLiteral("Bandwidth caps: upload %1, download %2")
-                     .arg(uploadBytesPerSecond ? QStringLiteral("%1 KiB/s").arg(uploadBytesPerSecond / 1024) : QStringLiteral("unlimited"),
-                          downloadBytesPerSecond ? QStringLiteral("%1 KiB/s").arg(downloadBytesPerSecond / 1024) : QStringLiteral("unlimited")));
+  if (!parts_->session) return;
+  parts_->session->setRateLimits(uploadBytesPerSecond, downloadBytesPerSecond);
+  Q_EMIT message(capsLine(uploadBytesPerSecond, downloadBytesPerSecond));
 }
 
 EngineSummary Engine::summary() const {

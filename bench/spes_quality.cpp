@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <sstream>
 #include <string>
@@ -234,7 +235,10 @@ int main(int argc, char** argv) {
                   run("spes_warmup", Strategy::Spes, Codec::F32, true) &&
                   run("spes_int8", Strategy::Spes, Codec::Int8, false) &&
                   run("fedavg", Strategy::FedAvg, Codec::F32, false);
-  if (!fileDir.empty()) std::system(("rm -rf '" + fileDir + "'").c_str());
+  if (!fileDir.empty()) {
+    std::error_code ignored;  // a leftover temp folder is not worth failing the benchmark for
+    std::filesystem::remove_all(fileDir, ignored);
+  }
   if (!ok) return 1;
 
   auto has = [&](const char* name) { return results.count(name) > 0; };

@@ -1,4 +1,4 @@
-// The headless command line: bad input is a clear message and exit code 2, nothing starts.
+// The command line: bad input is a clear message and exit code 2, nothing starts.
 #include "support/client_process.h"
 
 #include <QTemporaryDir>
@@ -61,6 +61,19 @@ class CliTest : public QObject {
     QCOMPARE(run.exitCode, 2);  // no CUDA here, or fewer than 8 GPUs
     QVERIFY2(run.err.contains(QStringLiteral("--device")), qPrintable(run.err));
     QVERIFY(QDir(dataDir.path()).isEmpty());
+  }
+
+  // Without --no-gui the window needs a display; without one the client says what to do.
+  void windowWithoutADisplayIsAClearError() {
+    QTemporaryDir dataDir;
+    auto env = QProcessEnvironment::systemEnvironment();
+    for (const char* name : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) env.remove(name);
+    const auto run = runClient({QStringLiteral("--data-dir"), dataDir.path()}, 60000, env);
+    QCOMPARE(run.exitCode, 2);
+    QVERIFY2(run.err.contains(QStringLiteral("no display")) && run.err.contains(QStringLiteral("--no-gui")), qPrintable(run.err));
+    QVERIFY(QDir(dataDir.path()).isEmpty());
+    // --help never needs one.
+    QCOMPARE(runClient({QStringLiteral("--help")}, 60000, env).exitCode, 0);
   }
 
   void helpAndVersionExitZero() {

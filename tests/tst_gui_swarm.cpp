@@ -6,6 +6,7 @@
 #include "support/swarm_clients.h"
 
 #include <QImage>
+#include <QSettings>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 
@@ -63,7 +64,7 @@ class GuiSwarm : public QObject {
   std::unique_ptr<SwarmClient> guiPeer(const QString& listen, int rounds, const QString& snap) const {
     auto env = QProcessEnvironment::systemEnvironment();
     env.insert("QT_QPA_PLATFORM", "xcb");  // the tests run offscreen; this one needs the real X11 path
-    env.insert("XDG_CONFIG_HOME", dir_.filePath("gui-config"));  // the donor's settings, fresh
+    env.insert("XDG_CONFIG_HOME", dir_.filePath("gui-config"));  // the donor's settings (written below)
     QStringList args{"-a", "-s", "-screen 0 1280x800x24", ES_CLIENT_BINARY};
     args << peerArgs("gui", listen, {}, rounds) << "--ui-snapshot" << snap;
     return std::make_unique<SwarmClient>("gui", QStandardPaths::findExecutable("xvfb-run"), args, env);
@@ -84,6 +85,11 @@ class GuiSwarm : public QObject {
     const int port = freeLoopbackPort();
     QVERIFY(port > 0);
     const QString bootstrap = QString("127.0.0.1:%1").arg(port);
+    // The donor set a bandwidth cap in the settings: it must reach the engine's session.
+    {
+      QSettings settings(dir_.filePath("gui-config/expertswarm/expertswarm.conf"), QSettings::IniFormat);
+      settings.setValue("network/uploadLimitKiB", 8192);
+    }
     auto gui = guiPeer(bootstrap, 3, dir_.filePath("snap1"));
     SwarmClient a("a", QStringList{"--no-gui"} + peerArgs("a", "127.0.0.1:0", bootstrap, 3));
     SwarmClient b("b", QStringList{"--no-gui"} + peerArgs("b", "127.0.0.1:0", bootstrap, 3));
@@ -95,6 +101,7 @@ class GuiSwarm : public QObject {
       QVERIFY2(p->finishedWith(0), qPrintable(p->name()));
       QCOMPARE(int(p->rounds().size()), 3);
     }
+    QVERIFY2(gui->logContains("Bandwidth caps: upload 8192 KiB/s, download unlimited"), "the settings' cap did not reach the engine");
     for (int r = 1; r <= 3; ++r) {
       QCOMPARE(gui->rounds().at(r).peers, 3);
       QCOMPARE(gui->rounds().at(r).merged, a.rounds().at(r).merged);

@@ -20,7 +20,7 @@ namespace es::ui {
 MainWindow::MainWindow(EngineControl& engine, DonationController& donation, QWidget* parent)
     : QMainWindow(parent), engine_(engine), donation_(donation) {
   setWindowTitle(tr("ExpertSwarm"));
-  setWindowIcon(QIcon::fromTheme(QStringLiteral("expertswarm")));
+  setWindowIcon(QIcon::fromTheme(QStringLiteral("expertswarm"), QIcon(QStringLiteral(":/icons/expertswarm-256.png"))));
   dashboard_ = new Dashboard;
   peers_ = new PeersView;
   experts_ = new ExpertMapWidget;

@@ -12,8 +12,10 @@ struct ClientRun {
   QString err;
 };
 
-inline ClientRun runClient(const QStringList& arguments, int timeoutMs = 300000) {
+inline ClientRun runClient(const QStringList& arguments, int timeoutMs = 300000,
+                           const QProcessEnvironment& environment = QProcessEnvironment::systemEnvironment()) {
   QProcess process;
+  process.setProcessEnvironment(environment);
   process.start(QStringLiteral(ES_CLIENT_BINARY), arguments);
   ClientRun run;
   if (!process.waitForFinished(timeoutMs)) {
