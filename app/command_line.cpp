@@ -27,6 +27,13 @@ std::optional<long long> parseInteger(const QString& text, long long lo, long lo
 
 }  // namespace
 
+QString runIdOfMagnet(const QString& link) {
+  // A run is named by the v2 info-hash of its run torrent (xt=urn:btmh:1220 + 64 hex digits).
+  static const QRegularExpression v2(QStringLiteral("^magnet:\\?(.*&)?xt=urn:btmh:1220([0-9a-fA-F]{64})(&|$)"));
+  const auto m = v2.match(link.trimmed());
+  return m.hasMatch() ? m.captured(2).toLower() : QString();
+}
+
 ParseResult parseCommandLine(const QStringList& arguments) {
   QCommandLineParser parser;
   parser.setApplicationDescription(QStringLiteral(
@@ -37,7 +44,8 @@ ParseResult parseCommandLine(const QStringList& arguments) {
   const QCommandLineOption noGui(QStringLiteral("no-gui"), QStringLiteral("Run headless, printing progress lines."));
   const QCommandLineOption localOnly(QStringLiteral("local-only"),
                                      QStringLiteral("Train alone on this machine; join no swarm."));
-  const QCommandLineOption run(QStringLiteral("run"), QStringLiteral("The run: 'default' or a folder with run.json."),
+  const QCommandLineOption run(QStringLiteral("run"),
+                               QStringLiteral("The run: 'default', a folder with run.json, or the run's magnet link."),
                                QStringLiteral("RUN"), QStringLiteral("default"));
   const QCommandLineOption dataDir(QStringLiteral("data-dir"), QStringLiteral("Where state is kept."), QStringLiteral("DIR"));
   const QCommandLineOption steps(QStringLiteral("steps"), QStringLiteral("Train N steps, then save and exit."),
@@ -142,8 +150,13 @@ ParseResult parseCommandLine(const QStringList& arguments) {
     return failure(QStringLiteral("--listen, --bootstrap, --rounds and --export are for swarm training, not --local-only"));
   if (!c.localOnly && (c.steps || !c.experts.empty()))
     return failure(QStringLiteral("--steps and --experts are for --local-only; in a swarm use --rounds (experts are claimed)"));
-  if (c.run.startsWith(QLatin1String("magnet:")))
-    return failure(QStringLiteral("joining a run by magnet link is not built yet; use --run default or a run folder"));
+  if (c.run.startsWith(QLatin1String("magnet:"))) {
+    c.runMagnetHash = runIdOfMagnet(c.run);
+    if (c.runMagnetHash.isEmpty())
+      return failure(QStringLiteral("--run: a run's magnet link carries its v2 hash (xt=urn:btmh:1220 and 64 hex digits), "
+                                    "not '%1'").arg(c.run));
+    if (c.localOnly) return failure(QStringLiteral("--local-only trains a run folder or the default run, not a magnet link"));
+  }
   return {c, 0, {}};
 }
 

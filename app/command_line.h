@@ -13,7 +13,8 @@ namespace es::app {
 struct CommandLine {
   bool noGui = false;
   bool localOnly = false;
-  QString run = QStringLiteral("default");  // "default" or a run folder holding run.json
+  QString run = QStringLiteral("default");  // "default", a run folder holding run.json, or a magnet link
+  QString runMagnetHash;                    // the run id (v2 info-hash, hex) when run is a magnet link
   QString dataDir;                          // empty: QStandardPaths::AppDataLocation
   std::optional<long long> steps;           // steps to train in this invocation
   std::vector<int> experts;                 // empty: all (local-only) / auto (swarm)
@@ -43,5 +44,7 @@ struct ParseResult {
 };
 
 ParseResult parseCommandLine(const QStringList& arguments);
+// The run id (v2 info-hash, lower-case hex) a magnet link names, or empty when it names none.
+QString runIdOfMagnet(const QString& link);
 
 }  // namespace es::app

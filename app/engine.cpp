@@ -1,4 +1,5 @@
 #include "app/engine.h"
+#include "app/engine_parts.h"
 
 #include "app/run_setup.h"
 #include "core/node/node.h"
@@ -63,19 +64,9 @@ bool isLoopback(const QString& endpoint) {
 
 }  // namespace
 
-struct Engine::Parts {
-  PreparedRun prepared;
-  std::unique_ptr<p2p::Identity> identity;
-  std::unique_ptr<p2p::SwarmSession> session;
-  std::unique_ptr<p2p::P2pSwarm> swarm;
-  std::unique_ptr<store::Ledger> ledger;
-  std::unique_ptr<node::Node> node;
-  node::NodeConfig config;
-};
-
 Engine::Engine(CommandLine commandLine, QString shareDir, QObject* parent)
     : QObject(parent), cl_(std::move(commandLine)), shareDir_(std::move(shareDir)), parts_(std::make_unique<Parts>()),
-      viewTimer_(this) {  // a child, so it moves to the engine thread with us
+      viewTimer_(this), manifestDeadline_(this) {  // children, so they move to the engine thread with us
   connect(&viewTimer_, &QTimer::timeout, this, [this] {
     if (parts_->node) Q_EMIT swarmChanged(parts_->node->view());
   });
@@ -100,29 +91,22 @@ int Engine::fail(int code, const std::string& error, bool printed) {
 
 int Engine::start() {
   // What run setup prints reaches the GUI's log too; its last line is the reason of a failure.
-  auto lastLine = std::make_shared<std::string>();
-  setInfoSink([this, lastLine](const std::string& line) {
-    *lastLine = line;
+  setInfoSink([this](const std::string& line) {
+    lastSetupLine_ = line;
     Q_EMIT message(QString::fromStdString(line));
   });
+  // A run named by its magnet link: its manifest comes from its peers first (engine_magnet.cpp).
+  if (!cl_.runMagnetHash.isEmpty() && !parts_->session) return fetchManifest();
+  return startRun();
+}
+
+// Identity and libtorrent session (before the run is known when joining by magnet link).
+int Engine::openSession(const QString& dataDir) {
   auto& p = *parts_;
-  p.prepared = prepareRun(cl_, shareDir_);
-  if (p.prepared.exitCode) return fail(p.prepared.exitCode, lastLine->substr(lastLine->rfind("expertswarm: ", 0) == 0 ? 13 : 0), true);
-  const auto& data = *p.prepared.data;
-  auto identity = p2p::Identity::loadOrCreate((p.prepared.dataDir + QStringLiteral("/identity.key")).toStdString());
+  if (!QDir().mkpath(dataDir)) return fail(1, "cannot create \"" + dataDir.toStdString() + "\"");
+  auto identity = p2p::Identity::loadOrCreate((dataDir + QStringLiteral("/identity.key")).toStdString());
   if (!identity) return fail(1, identity.error());
   p.identity = std::make_unique<p2p::Identity>(std::move(*identity));
-
-  // The run torrent: its manifest, byte-identical everywhere, so the run id is the same on every
-  // machine (the data is prepared locally from the bundled corpus).
-  const QString runTorrent = p.prepared.runDir + QStringLiteral("/run.torrent");
-  auto torrent = p2p::makeTorrent((p.prepared.runDir + QStringLiteral("/run.json")).toStdString());
-  if (!torrent) return fail(1, torrent.error());
-  QSaveFile torrentFile(runTorrent);
-  if (!torrentFile.open(QIODevice::WriteOnly) || torrentFile.write(torrent->bytes.data(), qint64(torrent->bytes.size())) < 0 ||
-      !torrentFile.commit())
-    return fail(1, "cannot write \"" + runTorrent.toStdString() + "\"");
-
   p2p::SwarmSettings settings;
   settings.listen = cl_.listen.toStdString();
   for (const auto& node : cl_.bootstrap) settings.bootstrap.push_back(node.toStdString());
@@ -134,7 +118,32 @@ int Engine::start() {
   if (!session) return fail(2, session.error());
   p.session = std::move(*session);
   if (cl_.uploadLimit || cl_.downloadLimit) info(capsLine(cl_.uploadLimit, cl_.downloadLimit).toStdString());
+  return 0;
+}
+
+int Engine::startRun() {
+  auto& p = *parts_;
+  p.prepared = prepareRun(cl_, shareDir_);
+  if (p.prepared.exitCode)
+    return fail(p.prepared.exitCode, lastSetupLine_.substr(lastSetupLine_.rfind("expertswarm: ", 0) == 0 ? 13 : 0), true);
+  const auto& data = *p.prepared.data;
+
+  // The run torrent: its manifest, byte-identical everywhere, so the run id is the same on every
+  // machine (the data is prepared locally from the bundled corpus).
+  const QString runTorrent = p.prepared.runDir + QStringLiteral("/run.torrent");
+  auto torrent = p2p::makeTorrent((p.prepared.runDir + QStringLiteral("/run.json")).toStdString());
+  if (!torrent) return fail(1, torrent.error());
+  QSaveFile torrentFile(runTorrent);
+  if (!torrentFile.open(QIODevice::WriteOnly) || torrentFile.write(torrent->bytes.data(), qint64(torrent->bytes.size())) < 0 ||
+      !torrentFile.commit())
+    return fail(1, "cannot write \"" + runTorrent.toStdString() + "\"");
+
+  if (!p.session)
+    if (const int code = openSession(p.prepared.dataDir)) return code;
   if (auto s = p.session->joinRun(runTorrent.toStdString(), p.prepared.runDir.toStdString()); !s) return fail(1, s.error());
+  if (!cl_.runMagnetHash.isEmpty() && p.session->runId() != cl_.runMagnetHash.toStdString())
+    return fail(1, "the manifest fetched for run " + cl_.runMagnetHash.toStdString() + " is run " + p.session->runId() +
+                       " here (was it changed, or made from another corpus?)");
   p.swarm = std::make_unique<p2p::P2pSwarm>(*p.session, *p.identity);
 
   train::configureTrainingRuntime(cl_.threads);
@@ -182,6 +191,7 @@ int Engine::start() {
 
   info("Run \"" + data.manifest.name + "\" (id " + p.swarm->runId() + "), listening on " + p.session->listenEndpoint() +
        ", data dir \"" + p.prepared.dataDir.toStdString() + "\"");
+  info("Others join this run with --run magnet:?xt=urn:btmh:1220" + p.swarm->runId());
   const auto dbPath = (p.prepared.dataDir + QStringLiteral("/expertswarm.db")).toStdString();
   // Ledger errors arrive on its writer thread: printed there, relayed to this thread's listeners.
   auto ledger = store::Ledger::open(dbPath, (shareDir_ + QStringLiteral("/sql")).toStdString(), [this](const std::string& error) {

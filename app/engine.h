@@ -30,8 +30,9 @@ class Engine : public QObject {
   Engine(CommandLine commandLine, QString shareDir, QObject* parent = nullptr);
   ~Engine() override;
 
-  // Prepares the run and starts the node. 0 when started (then started() was emitted); otherwise
-  // the exit code (1 runtime, 2 bad input) after failed() with the reason.
+  // Prepares the run and starts the node. 0 when started (then started() was emitted) or, for a
+  // run named by magnet link, when its manifest is being fetched (started() or failed() follow);
+  // otherwise the exit code (1 runtime, 2 bad input) after failed() with the reason.
   int start();
   void stop();  // finish the step, persist, leave the swarm; then finished()
   void setPaused(bool paused);
@@ -53,6 +54,10 @@ class Engine : public QObject {
 
  private:
   int fail(int code, const std::string& error, bool printed = false);
+  int openSession(const QString& dataDir);
+  int startRun();
+  int fetchManifest();                            // engine_magnet.cpp
+  void continueWithManifest(const QString& dir);  // engine_magnet.cpp
   void wireNode();
 
   CommandLine cl_;
@@ -60,6 +65,8 @@ class Engine : public QObject {
   struct Parts;  // prepared run, identity, session, swarm, ledger, node
   std::unique_ptr<Parts> parts_;
   QTimer viewTimer_;
+  QTimer manifestDeadline_;
+  std::string lastSetupLine_;
 };
 
 }  // namespace es::app

@@ -8,7 +8,6 @@
 #include "ui/first_run_dialog.h"
 
 #include <QApplication>
-#include <QMessageBox>
 #include <QSettings>
 
 #include <cstdio>
@@ -27,6 +26,10 @@ namespace {
 // The donor's settings fill in what the command line leaves at its default; the command line wins.
 void applySettings(CommandLine& cl, const settings::ClientSettings& s) {
   if (cl.device == QLatin1String("auto")) cl.device = s.device;
+  if (cl.run == QLatin1String("default") && !runIdOfMagnet(s.runSource).isEmpty()) {  // chosen in the first-run dialog
+    cl.run = s.runSource;
+    cl.runMagnetHash = runIdOfMagnet(s.runSource);
+  }
   if (cl.dataDir.isEmpty()) cl.dataDir = s.dataDir;
   cl.claimSize = s.claimSize;
   cl.memoryCapMiB = s.gpuMemoryCapMiB;
@@ -46,10 +49,6 @@ int runGuiClient(CommandLine cl, const QString& shareDir) {
     settings.firstRunDone = true;
     settings.save(store);
   }
-  if (settings.runSource.startsWith(QLatin1String("magnet:")) && !testing)
-    QMessageBox::information(nullptr, QStringLiteral("ExpertSwarm"),
-                             QStringLiteral("Joining a run from a magnet link is not available in this version yet. "
-                                            "ExpertSwarm joins the default run instead."));
   applySettings(cl, settings);
 
   EngineBridge engine(cl, shareDir);
@@ -67,7 +66,10 @@ int runGuiClient(CommandLine cl, const QString& shareDir) {
     exitCode = code;
     if (testing) QCoreApplication::exit(code);
   });
-  QObject::connect(&engine, &ui::EngineControl::failed, [&exitCode](const QString&) { exitCode = exitCode ? exitCode : 1; });
+  QObject::connect(&engine, &ui::EngineControl::failed, [&exitCode, &setupDone, testing](const QString&) {
+    exitCode = exitCode ? exitCode : 1;
+    if (testing && !setupDone) QCoreApplication::exit(1);  // e.g. a magnet link whose peers never answered
+  });
   StopSignals stop([&engine] { engine.quit(); });
   desktop.show();
   engine.start();

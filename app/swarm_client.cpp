@@ -58,7 +58,11 @@ int runSwarmClient(const CommandLine& cl, const QString& shareDir) {
     printRoundLine(s);
   });
   QObject::connect(&engine, &Engine::failed, [&](const QString& error) {
-    if (!setupDone) return;  // printed by the setup already; start() returns its exit code
+    if (!setupDone) {  // printed by the setup already
+      exitCode = 1;
+      QCoreApplication::exit(1);  // a failure after start() returned (joining by magnet link)
+      return;
+    }
     clearBar();
     info("expertswarm: " + error.toStdString());
     exitCode = 1;

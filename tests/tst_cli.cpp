@@ -32,7 +32,9 @@ class CliTest : public QObject {
     row("rounds zero", "--no-gui --rounds 0", "--rounds");
     row("swarm flag in local mode", base + "--rounds 3", "--rounds");
     row("experts are claimed in a swarm", "--no-gui --experts 1", "--experts");
-    row("magnet not yet", "--no-gui --run magnet:?xt=urn:btih:00", "magnet");
+    row("magnet without a v2 hash", "--no-gui --run magnet:?xt=urn:btih:0123456789abcdef0123456789abcdef01234567", "btmh");
+    row("magnet with a short hash", "--no-gui --run magnet:?xt=urn:btmh:1220abcdef", "btmh");
+    row("magnet in local mode", base + "--run magnet:?xt=urn:btmh:1220" + QString(64, 'a'), "--local-only");
   }
 
   void rejectsBadInputWithExitCodeTwo() {

@@ -31,6 +31,10 @@ namespace {
   return true;
 }();
 
+const QString kHex40 = QStringLiteral("0123456789abcdef0123456789abcdef01234567");
+const QString kHex64 = QStringLiteral("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+const QString kB32 = QStringLiteral("MFRGGZDFMZTWQ2LKNNWG23TPOBYXE43U");
+
 ClientSettings everyFieldChanged() {
   ClientSettings s;
   s.device = QStringLiteral("cuda:1");
@@ -46,7 +50,7 @@ ClientSettings everyFieldChanged() {
   s.scheduleEnd = QTime(18, 45);
   s.startAtLogin = true;
   s.firstRunDone = true;
-  s.runSource = QStringLiteral("magnet:?xt=urn:btih:0123456789abcdef0123456789abcdef01234567&dn=run");
+  s.runSource = QStringLiteral("magnet:?xt=urn:btmh:1220") + kHex64 + QStringLiteral("&dn=run");
   return s;
 }
 
@@ -72,8 +76,6 @@ QStringList differingFields(const ClientSettings& a, const ClientSettings& b) {
   check(a.runSource == b.runSource, "runSource");
   return d;
 }
-
-const QString kHex40 = QStringLiteral("0123456789abcdef0123456789abcdef01234567");
 
 }  // namespace
 
@@ -148,6 +150,9 @@ class TestUiSettings : public QObject {
     QTest::newRow("empty schedule") << "sameTimesOn" << "" << "Schedule" << "09:00";
     QTest::newRow("not a magnet") << "runSource" << "Default" << "Run source" << "\"Default\"";
     QTest::newRow("short infohash") << "runSource" << "magnet:?xt=urn:btih:abc" << "Run source" << "btih:abc";
+    QTest::newRow("v2 link") << "runSource" << "magnet:?xt=urn:btmh:1220" + kHex64 + "&dn=run" << "" << "";
+    QTest::newRow("v1 hex link") << "runSource" << "magnet:?xt=urn:btih:" + kHex40 << "btmh" << "btih:" + kHex40;
+    QTest::newRow("v1 base32 link") << "runSource" << "magnet:?xt=urn:btih:" + kB32 << "btmh" << "btih:" + kB32;
     // clang-format on
   }
   void validateNamesTheBadField() {
@@ -218,41 +223,61 @@ class TestUiSettings : public QObject {
 
   void firstRunDialogValidatesMagnets_data() {
     QTest::addColumn<QString>("text");
-    QTest::addColumn<bool>("valid");
-    const QString b32 = QStringLiteral("MFRGGZDFMZTWQ2LKNNWG23TPOBYXE43U");
+    QTest::addColumn<QString>("error");  // words the error must contain; "" = valid
+    const QString v2 = "xt=urn:btmh:1220" + kHex64;
     // clang-format off
-    QTest::newRow("btih hex") << "magnet:?xt=urn:btih:" + kHex40 << true;
-    QTest::newRow("btih HEX, other params first") << "magnet:?dn=run&tr=udp://t:1&xt=urn:btih:" + kHex40.toUpper()
-                                                  << true;
-    QTest::newRow("btih base32") << "magnet:?xt=urn:btih:" + b32 << true;
-    QTest::newRow("btmh sha2-256") << "magnet:?xt=urn:btmh:1220" + kHex40 + kHex40.left(24) << true;
-    QTest::newRow("surrounding spaces") << "  magnet:?xt=urn:btih:" + kHex40 + "\n" << true;
-    QTest::newRow("empty") << "" << false;
-    QTest::newRow("default") << "default" << false;
-    QTest::newRow("web link") << "https://example.org/run.torrent" << false;
-    QTest::newRow("no ?") << "magnet:xt=urn:btih:" + kHex40 << false;
-    QTest::newRow("no xt") << "magnet:?dn=run" << false;
-    QTest::newRow("39 hex") << "magnet:?xt=urn:btih:" + kHex40.left(39) << false;
-    QTest::newRow("non-hex g") << "magnet:?xt=urn:btih:g" + kHex40.mid(1) << false;
-    QTest::newRow("base32 with 1") << "magnet:?xt=urn:btih:1" + b32.mid(1) << false;
-    QTest::newRow("btmh 63 hex") << "magnet:?xt=urn:btmh:1220" + kHex40 + kHex40.left(23) << false;
-    QTest::newRow("btmh not sha2-256") << "magnet:?xt=urn:btmh:1120" + kHex40 + kHex40.left(24) << false;
+    QTest::newRow("btmh hex") << "magnet:?" + v2 << "";
+    QTest::newRow("btmh HEX") << "magnet:?xt=urn:btmh:1220" + kHex64.toUpper() << "";
+    QTest::newRow("btmh, other params first") << "magnet:?dn=run&tr=udp://t:1&" + v2 << "";
+    QTest::newRow("btmh, other params after") << "magnet:?" + v2 + "&dn=run&tr=udp://t:1" << "";
+    QTest::newRow("btmh HEX, params around") << "magnet:?dn=run&xt=urn:btmh:1220" + kHex64.toUpper() + "&tr=udp://t:1"
+                                             << "";
+    QTest::newRow("hybrid v1 + v2") << "magnet:?xt=urn:btih:" + kHex40 + "&" + v2 << "";
+    QTest::newRow("surrounding spaces") << "  magnet:?" + v2 + "\n" << "";
+    QTest::newRow("empty") << "" << "Paste";
+    QTest::newRow("default") << "default" << "magnet:?";
+    QTest::newRow("web link") << "https://example.org/run.torrent" << "magnet:?";
+    QTest::newRow("no ?") << "magnet:" + v2 << "magnet:?";
+    QTest::newRow("no xt") << "magnet:?dn=run" << "btmh";
+    QTest::newRow("btih hex") << "magnet:?xt=urn:btih:" + kHex40 << "btmh";
+    QTest::newRow("btih HEX, other params around") << "magnet:?dn=run&xt=urn:btih:" + kHex40.toUpper() + "&tr=udp://t:1"
+                                                   << "btmh";
+    QTest::newRow("btih base32") << "magnet:?xt=urn:btih:" + kB32 << "btmh";
+    QTest::newRow("btmh 63 hex") << "magnet:?xt=urn:btmh:1220" + kHex64.left(63) << "btmh";
+    QTest::newRow("btmh 65 hex") << "magnet:?" + v2 + "0" << "btmh";
+    QTest::newRow("btmh non-hex g") << "magnet:?xt=urn:btmh:1220g" + kHex64.mid(1) << "btmh";
+    QTest::newRow("btmh not sha2-256") << "magnet:?xt=urn:btmh:1120" + kHex64 << "btmh";
+    QTest::newRow("btmh inside another param") << "magnet:?dn=" + v2 << "btmh";
     // clang-format on
   }
   void firstRunDialogValidatesMagnets() {
     QFETCH(QString, text);
-    QFETCH(bool, valid);
-    QCOMPARE(es::ui::magnetError(text).isEmpty(), valid);
+    QFETCH(QString, error);
+    const bool valid = error.isEmpty();
+    const QString message = es::ui::magnetError(text);
+    QCOMPARE(message.isEmpty(), valid);
+    QVERIFY2(message.contains(error), qPrintable(message));
     es::ui::FirstRunDialog dialog;
     QPushButton* ok = dialog.findChild<QDialogButtonBox*>("buttons")->button(QDialogButtonBox::Ok);
-    auto* error = dialog.findChild<QLabel*>("magnetError");
+    auto* shown = dialog.findChild<QLabel*>("magnetError");
     dialog.findChild<QLineEdit*>("magnetLink")->setText(text);
     QVERIFY(ok->isEnabled());  // the default run is chosen: the field does not matter
     QCOMPARE(dialog.runSource(), QStringLiteral("default"));
     dialog.findChild<QRadioButton*>("magnetRun")->setChecked(true);
     QCOMPARE(ok->isEnabled(), valid);
-    QCOMPARE(error->isVisibleTo(&dialog), !valid);
+    QCOMPARE(shown->isVisibleTo(&dialog), !valid);
+    QCOMPARE(shown->text(), message);
     if (valid) QCOMPARE(dialog.runSource(), text.trimmed());
+  }
+
+  void v1RunSourceIsNotLoaded() {
+    QTemporaryDir dir;
+    QSettings store(dir.filePath(QStringLiteral("v1.ini")), QSettings::IniFormat);
+    store.setValue("run/source", "magnet:?xt=urn:btih:" + kHex40 + "&dn=run");
+    QCOMPARE(ClientSettings::load(store).runSource, ClientSettings{}.runSource);
+    const QString v2 = "magnet:?xt=urn:btih:" + kHex40 + "&xt=urn:btmh:1220" + kHex64.toUpper() + "&dn=run";
+    store.setValue("run/source", v2);
+    QCOMPARE(ClientSettings::load(store).runSource, v2);
   }
 
   void autostartEntryIsWrittenAndRemoved() {

@@ -14,16 +14,16 @@ namespace es::ui {
 QString magnetError(const QString& text) {
   const QString link = text.trimmed();
   if (link.isEmpty()) return QStringLiteral("Paste the run's magnet link.");
-  if (!link.startsWith(QLatin1String("magnet:?"), Qt::CaseInsensitive))
-    return QStringLiteral("A magnet link starts with \"magnet:?\".");
+  if (!link.startsWith(QLatin1String("magnet:?"))) return QStringLiteral("A magnet link starts with \"magnet:?\".");
   // ClientSettings::validate() is the one definition of a joinable run source; the default
   // settings are valid, so the run source is the only thing it can object to here.
   settings::ClientSettings probe;
   probe.runSource = link;
   if (!probe.validate().isEmpty())
     return QStringLiteral(
-        "This magnet link has no BitTorrent info-hash (xt=urn:btih:\u2026 with 40 hex or 32 base32 characters, "
-        "or xt=urn:btmh:1220\u2026 with 64 hex characters).");
+        "ExpertSwarm runs are named by their v2 info-hash: the link needs xt=urn:btmh:1220 followed by 64 hex "
+        "digits (peers print it when they start: \"Others join this run with --run "
+        "magnet:?xt=urn:btmh:1220\u2026\"); v1 links (btih) cannot name a run.");
   return {};
 }
 
@@ -34,7 +34,8 @@ FirstRunDialog::FirstRunDialog(QWidget* parent) : QDialog(parent) {
   auto* intro = new QLabel(
       QStringLiteral("ExpertSwarm trains a language model together with other volunteers: this computer trains a "
                      "few experts and shares them with its peers.\n\nWhich run do you want to join? Runs are "
-                     "prepared from the corpus bundled with ExpertSwarm."),
+                     "prepared from the corpus bundled with ExpertSwarm. Another run's magnet link comes from one of "
+                     "its peers: a peer prints it when it starts, and its window shows it in the log."),
       this);
   intro->setWordWrap(true);
   layout->addWidget(intro);
@@ -45,7 +46,7 @@ FirstRunDialog::FirstRunDialog(QWidget* parent) : QDialog(parent) {
   magnetRun_->setObjectName(QStringLiteral("magnetRun"));
   magnet_ = new QLineEdit(this);
   magnet_->setObjectName(QStringLiteral("magnetLink"));
-  magnet_->setPlaceholderText(QStringLiteral("magnet:?xt=urn:btih:\u2026"));
+  magnet_->setPlaceholderText(QStringLiteral("magnet:?xt=urn:btmh:1220\u2026"));
   magnet_->setClearButtonEnabled(true);
   error_ = new QLabel(this);
   error_->setObjectName(QStringLiteral("magnetError"));

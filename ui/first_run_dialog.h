@@ -12,8 +12,9 @@ class QRadioButton;
 
 namespace es::ui {
 
-// "" when `text` (trimmed) is a magnet link we can join: "magnet:?" with an xt of urn:btih: + 40 hex
-// or 32 base32 characters, or urn:btmh:1220 + 64 hex; otherwise a short sentence saying what is wrong.
+// "" when `text` (trimmed) is a magnet link that names a run: "magnet:?" with xt=urn:btmh:1220 + 64
+// hex digits (a run's id is the v2 info-hash of its run torrent; v1 btih links cannot name one);
+// otherwise a short sentence saying what is wrong.
 QString magnetError(const QString& text);
 
 class FirstRunDialog : public QDialog {
