@@ -85,7 +85,7 @@ class Package : public QObject {
 
   void lintianFindsNoErrors() {
     QVERIFY(!deb_.isEmpty());
-    const auto lint = run("lintian", {"--tag-display-limit", "0", "--info", deb_});
+    const auto lint = run("lintian", {"--tag-display-limit", "0", "--display-info", "--info", deb_});
     qInfo().noquote() << "lintian:" << (lint.out.isEmpty() ? "(clean)" : lint.out);
     QStringList errors;
     for (const auto& line : lint.out.split('\n'))
