@@ -27,6 +27,11 @@ std::optional<long long> parseInteger(const QString& text, long long lo, long lo
 
 }  // namespace
 
+bool isLoopbackEndpoint(const QString& endpoint) {
+  return endpoint.startsWith(QLatin1String("127.")) || endpoint.startsWith(QLatin1String("[::1]")) ||
+         endpoint.startsWith(QLatin1String("localhost:"));
+}
+
 QString runIdOfMagnet(const QString& link) {
   // A run is named by the v2 info-hash of its run torrent (xt=urn:btmh:1220 + 64 hex digits).
   static const QRegularExpression v2(QStringLiteral("^magnet:\\?(.*&)?xt=urn:btmh:1220([0-9a-fA-F]{64})(&|$)"));
@@ -63,10 +68,20 @@ ParseResult parseCommandLine(const QStringList& arguments) {
                                      QStringLiteral("N"));
   const QCommandLineOption fresh(QStringLiteral("fresh"),
                                  QStringLiteral("Start from step 0 even if a saved training state exists."));
-  const QCommandLineOption listen(QStringLiteral("listen"), QStringLiteral("Swarm: listen on IP:PORT (default 0.0.0.0:6881; use 127.0.0.1:PORT for peers on one machine)."),
-                                  QStringLiteral("IP:PORT"), QStringLiteral("0.0.0.0:6881"));
-  const QCommandLineOption bootstrap(QStringLiteral("bootstrap"), QStringLiteral("Swarm: a DHT node to start from (repeatable)."),
+  const QCommandLineOption listen(QStringLiteral("listen"),
+                                  QStringLiteral("Swarm: listen on IP:PORT (default: every IPv4 and IPv6 interface on a port chosen "
+                                                 "at random on the first start and kept; use 127.0.0.1:PORT for peers on one machine)."),
+                                  QStringLiteral("IP:PORT"));
+  const QCommandLineOption bootstrap(QStringLiteral("bootstrap"),
+                                     QStringLiteral("Swarm: a DHT node to start from (repeatable; replaces the public routers)."),
                                      QStringLiteral("HOST:PORT"));
+  const QCommandLineOption publicNetwork(QStringLiteral("public"),
+                                         QStringLiteral("Swarm: join the public network: bootstrap from the public DHT routers "
+                                                        "(router.bittorrent.com, …), map the port with UPnP and NAT-PMP, keep the "
+                                                        "DHT state for the next start."));
+  const QCommandLineOption portMapping(QStringLiteral("port-mapping"),
+                                       QStringLiteral("Swarm: ask the router to forward the listen port (UPnP and NAT-PMP), "
+                                                      "without the public routers."));
   const QCommandLineOption rounds(QStringLiteral("rounds"), QStringLiteral("Swarm: stop after N rounds."), QStringLiteral("N"));
   const QCommandLineOption syncEvery(QStringLiteral("sync-every"), QStringLiteral("Swarm: steps per round (default: the run's)."),
                                      QStringLiteral("N"));
@@ -77,7 +92,7 @@ ParseResult parseCommandLine(const QStringList& arguments) {
   QCommandLineOption uiSnapshot(QStringLiteral("ui-snapshot"), QStringLiteral("Tests only."), QStringLiteral("DIR"));
   uiSnapshot.setFlags(QCommandLineOption::HiddenFromHelp);
   parser.addOptions({help, version, noGui, localOnly, run, dataDir, steps, experts, device, threads, logEvery, evalEvery, fresh,
-                     listen, bootstrap, rounds, syncEvery, exportModel, testPoison, uiSnapshot});
+                     listen, bootstrap, publicNetwork, portMapping, rounds, syncEvery, exportModel, testPoison, uiSnapshot});
 
   if (!parser.parse(arguments)) return failure(parser.errorText());
   if (!parser.positionalArguments().isEmpty())
@@ -120,8 +135,16 @@ ParseResult parseCommandLine(const QStringList& arguments) {
     return port <= 65535 && (port > 0 || allowZero);
   };
   c.listen = parser.value(listen);
-  if (!validEndpoint(c.listen, true)) return failure(QStringLiteral("--listen must be IP:PORT, not '%1'").arg(c.listen));
+  if (parser.isSet(listen) && !validEndpoint(c.listen, true))
+    return failure(QStringLiteral("--listen must be IP:PORT, not '%1'").arg(c.listen));
   c.bootstrap = parser.values(bootstrap);
+  c.bootstrapGiven = parser.isSet(bootstrap);
+  c.publicNetwork = parser.isSet(publicNetwork);
+  c.portMapping = parser.isSet(portMapping);
+  // Bound to loopback, the session cannot reach the internet or a router: a contradiction, not a wish.
+  if ((c.publicNetwork || c.portMapping) && isLoopbackEndpoint(c.listen))
+    return failure(QStringLiteral("--%1 reaches the internet, but --listen %2 is loopback only")
+                       .arg(c.publicNetwork ? QStringLiteral("public") : QStringLiteral("port-mapping"), c.listen));
   for (const auto& node : c.bootstrap)
     if (!validEndpoint(node, false)) return failure(QStringLiteral("--bootstrap must be HOST:PORT, not '%1'").arg(node));
   c.exportPath = parser.value(exportModel);
@@ -146,8 +169,10 @@ ParseResult parseCommandLine(const QStringList& arguments) {
   c.uiSnapshot = parser.value(uiSnapshot);
   if (c.localOnly && !c.noGui) return failure(QStringLiteral("--local-only trains headless: add --no-gui"));
   if (c.noGui && parser.isSet(uiSnapshot)) return failure(QStringLiteral("--ui-snapshot needs the desktop window (no --no-gui)"));
-  if (c.localOnly && (parser.isSet(listen) || parser.isSet(bootstrap) || parser.isSet(rounds) || parser.isSet(exportModel)))
-    return failure(QStringLiteral("--listen, --bootstrap, --rounds and --export are for swarm training, not --local-only"));
+  if (c.localOnly && (parser.isSet(listen) || parser.isSet(bootstrap) || parser.isSet(rounds) || parser.isSet(exportModel) ||
+                      c.publicNetwork || c.portMapping))
+    return failure(QStringLiteral("--listen, --bootstrap, --public, --port-mapping, --rounds and --export are for swarm "
+                                  "training, not --local-only"));
   if (!c.localOnly && (c.steps || !c.experts.empty()))
     return failure(QStringLiteral("--steps and --experts are for --local-only; in a swarm use --rounds (experts are claimed)"));
   if (c.run.startsWith(QLatin1String("magnet:"))) {

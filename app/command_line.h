@@ -24,8 +24,11 @@ struct CommandLine {
   int evalEvery = 0;                        // 0: the run's eval_interval
   bool fresh = false;                       // ignore (and replace) a saved training state
   // Swarm mode (--no-gui without --local-only).
-  QString listen = QStringLiteral("0.0.0.0:6881");  // IP:PORT; 127.0.0.1:P for peers on one machine
+  QString listen;                           // IP:PORT; empty: every interface on the saved port (app/network_setup.h)
   QStringList bootstrap;                    // DHT nodes, HOST:PORT
+  bool bootstrapGiven = false;              // --bootstrap given: it replaces the public routers
+  bool publicNetwork = false;               // --public: the public routers, UPnP, NAT-PMP, saved DHT state
+  bool portMapping = false;                 // --port-mapping: UPnP + NAT-PMP only
   long long rounds = 0;                     // 0: until stopped
   int syncEvery = 0;                        // 0: the run's sync_every
   QString exportPath;                       // write the merged model here at the end
@@ -46,5 +49,7 @@ struct ParseResult {
 ParseResult parseCommandLine(const QStringList& arguments);
 // The run id (v2 info-hash, lower-case hex) a magnet link names, or empty when it names none.
 QString runIdOfMagnet(const QString& link);
+// 127.x.x.x:P, [::1]:P or localhost:P: peers on one machine (tests, the two-peer demo).
+bool isLoopbackEndpoint(const QString& endpoint);
 
 }  // namespace es::app

@@ -1,6 +1,7 @@
 #include "app/engine.h"
 #include "app/engine_parts.h"
 
+#include "app/network_setup.h"
 #include "app/run_setup.h"
 #include "core/node/node.h"
 #include "core/store/ledger.h"
@@ -57,11 +58,6 @@ QString capsLine(int up, int down) {
   return QStringLiteral("Bandwidth caps: upload %1, download %2").arg(rate(up), rate(down));
 }
 
-bool isLoopback(const QString& endpoint) {
-  return endpoint.startsWith(QLatin1String("127.")) || endpoint.startsWith(QLatin1String("[::1]")) ||
-         endpoint.startsWith(QLatin1String("localhost:"));
-}
-
 }  // namespace
 
 Engine::Engine(CommandLine commandLine, QString shareDir, QObject* parent)
@@ -107,16 +103,21 @@ int Engine::openSession(const QString& dataDir) {
   auto identity = p2p::Identity::loadOrCreate((dataDir + QStringLiteral("/identity.key")).toStdString());
   if (!identity) return fail(1, identity.error());
   p.identity = std::make_unique<p2p::Identity>(std::move(*identity));
-  p2p::SwarmSettings settings;
-  settings.listen = cl_.listen.toStdString();
-  for (const auto& node : cl_.bootstrap) settings.bootstrap.push_back(node.toStdString());
-  settings.sameHostSwarm = isLoopback(cl_.listen);  // peers on one machine (tests, the two-peer demo)
-  settings.enableUtp = !settings.sameHostSwarm;
-  settings.uploadRateLimit = std::max(0, cl_.uploadLimit);
-  settings.downloadRateLimit = std::max(0, cl_.downloadLimit);
-  auto session = p2p::SwarmSession::create(settings, *p.identity);
+  auto settings = swarmSettingsFor(cl_, dataDir);
+  if (!settings) return fail(2, settings.error());
+  // Network lines (listen and external addresses, reachability, DHT state): start lines before
+  // the node runs, log lines after.
+  settings->log = [this](const std::string& line) {
+    if (parts_->node) Q_EMIT message(QString::fromStdString(line));
+    else info(line);
+  };
+  auto session = p2p::SwarmSession::create(*settings, *p.identity);
   if (!session) return fail(2, session.error());
   p.session = std::move(*session);
+  auto* s = p.session.get();
+  connect(s, &p2p::SwarmSession::networkChanged, this,
+          [this, s] { Q_EMIT networkStatus(QString::fromStdString(s->networkSummary())); });
+  Q_EMIT networkStatus(QString::fromStdString(s->networkSummary()));
   if (cl_.uploadLimit || cl_.downloadLimit) info(capsLine(cl_.uploadLimit, cl_.downloadLimit).toStdString());
   return 0;
 }

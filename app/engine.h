@@ -49,6 +49,7 @@ class Engine : public QObject {
   void swarmChanged(const es::node::SwarmView& view);
   void pausedChanged(bool paused);
   void message(const QString& line);
+  void networkStatus(const QString& summary);  // reachability, external and listen address (status bar)
   void failed(const QString& error);
   void finished();
 

@@ -15,6 +15,7 @@ EngineBridge::EngineBridge(CommandLine commandLine, QString shareDir, QObject* p
   connect(engine_, &Engine::swarmChanged, this, &EngineControl::swarmChanged);
   connect(engine_, &Engine::pausedChanged, this, &EngineControl::pausedChanged);
   connect(engine_, &Engine::message, this, &EngineControl::message);
+  connect(engine_, &Engine::networkStatus, this, &EngineControl::networkStatus);
   connect(engine_, &Engine::failed, this, &EngineControl::failed);
   connect(engine_, &Engine::finished, this, &EngineControl::finished);
   thread_.start();

@@ -1,6 +1,7 @@
 #include "app/gui_client.h"
 
 #include "app/engine_bridge.h"
+#include "app/network_setup.h"
 #include "app/swarm_client.h"
 #include "app/stop_signals.h"
 #include "core/settings/client_settings.h"
@@ -43,13 +44,20 @@ int runGuiClient(CommandLine cl, const QString& shareDir) {
   auto settings = settings::ClientSettings::load(store);
   const bool testing = !cl.uiSnapshot.isEmpty();
   if (!settings.firstRunDone && !testing) {
+    if (settings.listenPort == 0) {  // chosen now, so the dialog can name the port peers will connect to
+      settings.listenPort = settings::ClientSettings::randomListenPort();
+      settings::ClientSettings::saveListenPort(store, settings.listenPort);
+    }
     ui::FirstRunDialog dialog;
+    dialog.setNetwork(true, settings.bootstrapNodes, settings.listenPort);
     if (dialog.exec() != QDialog::Accepted) return 0;
     settings.runSource = dialog.runSource();
+    settings.publicNetwork = dialog.joinPublicNetwork();
     settings.firstRunDone = true;
     settings.save(store);
   }
   applySettings(cl, settings);
+  applyNetworkSettings(cl, settings, &store);
 
   EngineBridge engine(cl, shareDir);
   ui::DesktopApp desktop(engine, store, QCoreApplication::applicationFilePath(), cl.uiSnapshot);

@@ -1,10 +1,12 @@
 #include "app/swarm_client.h"
 
 #include "app/engine.h"
+#include "app/network_setup.h"
 #include "app/run_setup.h"
 #include "app/stop_signals.h"
 
 #include <QCoreApplication>
+#include <QSettings>
 #include <QTimer>
 
 #include <cstdio>
@@ -26,7 +28,12 @@ void printSummary(const EngineSummary& s) {
                s.rounds, s.trainerBusyFraction, s.meanRoundSeconds, s.bytesSentPerRound, s.bytesReceivedPerRound);
 }
 
-int runSwarmClient(const CommandLine& cl, const QString& shareDir) {
+int runSwarmClient(const CommandLine& given, const QString& shareDir) {
+  // The donor's saved network settings apply headless too (the systemd unit passes --public).
+  CommandLine cl = given;
+  QSettings store;
+  auto saved = settings::ClientSettings::load(store);
+  applyNetworkSettings(cl, saved, &store);
   Engine engine(cl, shareDir);
   int exitCode = 0;
   // On a terminal, a live bar on stderr (overwritten in place) between the log and progress lines.

@@ -134,7 +134,8 @@ SwarmSettings baseSettings(int uploadRateLimit) {
   s.enableUtp = false;
   s.limitLocalPeers = true;
   s.uploadRateLimit = uploadRateLimit;
-  s.fastAnnounceMs = 500;
+  s.useSameHostTiming();
+  s.firstRetryMs = s.maxRetryMs = 500;
   return s;
 }
 

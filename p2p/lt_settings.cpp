@@ -1,7 +1,10 @@
 #include "p2p/lt_settings.h"
 
+#include "p2p/network_monitor.h"
+
 #include <libtorrent/alert.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace es::p2p {
@@ -20,8 +23,12 @@ bool splitEndpoint(const std::string& text, std::string& host, int& port, bool a
 Expected<lt::settings_pack> toSettingsPack(const SwarmSettings& s) {
   std::string host;
   int port = 0;
-  if (!splitEndpoint(s.listen, host, port, true))
-    return makeError("listen address \"" + s.listen + "\" is not IP:PORT");
+  for (std::size_t start = 0; start <= s.listen.size();) {  // "IP:PORT[,IP:PORT…]"
+    const std::size_t comma = std::min(s.listen.find(',', start), s.listen.size());
+    const std::string one = s.listen.substr(start, comma - start);
+    if (!splitEndpoint(one, host, port, true)) return makeError("listen address \"" + one + "\" is not IP:PORT");
+    start = comma + 1;
+  }
   std::string bootstrap;
   for (const auto& node : s.bootstrap) {
     std::string h;
@@ -46,7 +53,8 @@ Expected<lt::settings_pack> toSettingsPack(const SwarmSettings& s) {
   // dht_operation: without it no dht_get_peers_reply / item alerts arrive.
   const lt::alert_category_t mask = lt::alert_category::error | lt::alert_category::status |
                                     lt::alert_category::storage | lt::alert_category::dht |
-                                    lt::alert_category::dht_operation;
+                                    lt::alert_category::dht_operation |
+                                    NetworkMonitor::alertCategories(!s.sameHostSwarm);
   const bool trace = std::getenv("ES_P2P_TRACE") != nullptr;  // see SwarmSession::Impl::pump
   pack.set_int(sp::alert_mask, static_cast<int>(static_cast<std::uint32_t>(trace ? lt::alert_category::all : mask)));
   pack.set_int(sp::alert_queue_size, 10000);

@@ -1,6 +1,7 @@
 // The session, its alert pump, DHT discovery of the run and the record gossip.
 #include "p2p/swarm_session.h"
 
+#include "p2p/dht_state.h"
 #include "p2p/lt_settings.h"
 #include "p2p/swarm_session_impl.h"
 #include "p2p/torrent_maker.h"
@@ -60,6 +61,8 @@ Expected<std::unique_ptr<SwarmSession>> SwarmSession::create(const SwarmSettings
   try {
     lt::session_params params(std::move(*pack));  // with libtorrent's default plugins (metadata, pex, smart ban)
     params.extensions.push_back(makeGossipPlugin(d.hub));
+    loadDhtState(settings, params);
+    d.network = std::make_unique<NetworkMonitor>(!settings.sameHostSwarm, std::chrono::seconds(settings.reachabilityGraceSeconds));
     d.session = std::make_unique<lt::session>(std::move(params));
   } catch (const std::exception& e) {
     return makeError(std::string("cannot start the BitTorrent session: ") + e.what());
@@ -80,9 +83,14 @@ Expected<std::unique_ptr<SwarmSession>> SwarmSession::create(const SwarmSettings
   QObject::connect(&d.progressTimer, &QTimer::timeout, self.get(), [impl = &d] {
     impl->session->post_torrent_updates();
     impl->session->post_session_stats();
+    impl->refreshRunPeers();
     impl->kickTransfers();
   });
   d.progressTimer.start(500);
+  // listen_port() waits for the network thread, which has opened the sockets by then: this pump
+  // handles their listen alerts, so the start lines can name the addresses actually listened on.
+  d.session->listen_port();
+  d.pump();
   return self;
 }
 
@@ -90,6 +98,10 @@ SwarmSession::~SwarmSession() {
   if (!impl_ || !impl_->session) return;
   // Nothing may call into us once destruction starts: replace the callbacks first.
   impl_->session->set_alert_notify([] {});
+  if (const auto& path = impl_->settings.dhtStatePath; !path.empty())  // before abort(): the DHT is still up
+    if (auto saved = writeDhtState(path, impl_->session->session_state(lt::session::save_dht_state).dht_state);
+        !saved && impl_->settings.log)
+      impl_->settings.log("Cannot save the DHT state: " + saved.error());
   {
     std::lock_guard lock(impl_->hub->mutex);
     impl_->hub->wake = nullptr;
@@ -101,14 +113,6 @@ SwarmSession::~SwarmSession() {
 }
 
 int SwarmSession::listenPort() const { return impl_->session->listen_port(); }
-
-std::string SwarmSession::listenEndpoint() const {
-  std::string host;
-  int port = 0;
-  splitEndpoint(impl_->settings.listen, host, port, true);
-  if (host == "0.0.0.0") host = "127.0.0.1";
-  return host + ":" + std::to_string(listenPort());
-}
 
 void SwarmSession::Impl::queuePump() {
   if (pumpQueued.exchange(true)) return;  // one queued call drains everything
@@ -124,6 +128,7 @@ void SwarmSession::Impl::pump() {
     if (trace) std::fprintf(stderr, "[%s] %s\n", alert->what(), alert->message().c_str());
     dispatch(alert);
   }
+  reportNetwork();
   drainGossip();
 }
 
@@ -145,7 +150,7 @@ void SwarmSession::Impl::dispatch(lt::alert* a) {
       const auto* reply = static_cast<lt::dht_get_peers_reply_alert*>(a);
       if (reply->info_hash != rendezvous || !runHandle.is_valid()) return;
       for (const auto& endpoint : reply->peers())
-        if (endpoint.port() != session->listen_port() || !endpoint.address().is_loopback()) runHandle.connect_peer(endpoint);
+        if (!isSelf(endpoint)) runHandle.connect_peer(endpoint);
       return;
     }
     case lt::hash_failed_alert::alert_type:
@@ -167,15 +172,18 @@ void SwarmSession::Impl::dispatch(lt::alert* a) {
     }
     case lt::session_stats_alert::alert_type: {
       static const int sent = lt::find_metric_idx("net.sent_bytes"), received = lt::find_metric_idx("net.recv_bytes");
+      static const int nodes = lt::find_metric_idx("dht.dht_nodes");
       const auto values = static_cast<lt::session_stats_alert*>(a)->counters();
       if (sent >= 0) counters.bytesSent = values[sent];
       if (received >= 0) counters.bytesReceived = values[received];
+      if (nodes >= 0) network->tick(int(values[nodes]), Clock::now());  // the self-test's grace runs from here
       return;
     }
     case lt::state_update_alert::alert_type:
       onStateUpdate(static_cast<lt::state_update_alert*>(a)->status);
       return;
     default:
+      network->handle(a);  // listen/external addresses, port mappings, the reachability self-test
       return;
   }
 }
@@ -199,7 +207,7 @@ Status SwarmSession::joinRun(const std::string& torrentFile, const std::string& 
   d.salt = d.runId.substr(0, 32);
   d.book.emplace(d.runId);
   d.joinedAt = Clock::now();
-  d.announceTimer.start(d.settings.fastAnnounceMs);
+  d.retryMs = d.settings.firstRetryMs;
   d.pollTimer.start(d.settings.bep44PollMs);
   d.announceRun();
   return {};
@@ -210,23 +218,55 @@ const std::string& SwarmSession::runId() const { return impl_->runId; }
 // Discovery. Every run peer seeds the run torrent, and a seed's own DHT lookups ask for non-seeds
 // only (BEP33 "noseed"), so the torrent's announces never find the other run peers. We announce
 // and look up ourselves, without the seed flag, under the run's rendezvous key (the truncated v2
-// info-hash), and connect whatever the DHT returns to the run torrent. An announce made before the
-// routing table has filled is dropped silently: repeat fast until we are connected to as many
-// peers as we hold records of (and for the first 30 s).
+// info-hash), and connect whatever the DHT returns to the run torrent. Timing: SwarmSettings
+// (fast with back-off while young or short of peers, then libtorrent's own intervals) — DHT nodes
+// ban an IP that queries them more than 5 times a second.
 void SwarmSession::Impl::announceRun() {
   if (!runHandle.is_valid()) return;
-  session->dht_announce(rendezvous, session->listen_port(), {});
-  session->dht_get_peers(rendezvous);
-  const auto status = runHandle.status();
-  if (status.num_peers != runPeers) {
-    runPeers = status.num_peers;
-    counters.runPeers = runPeers;
-    Q_EMIT owner->runPeersChanged(runPeers);
+  refreshRunPeers();
+  using std::chrono::milliseconds;
+  const auto now = Clock::now();
+  const bool young = now - joinedAt < std::chrono::seconds(30);
+  const bool missing = runPeers == 0 || (book && runPeers + 1 < static_cast<int>(book->size()));
+  if (young || missing) {
+    session->dht_announce(rendezvous, session->listen_port(), {});
+    session->dht_get_peers(rendezvous);
+    lastAnnounce = lastLookup = now;
+    announceTimer.start(retryMs);
+    retryMs = std::min(retryMs * 2, settings.maxRetryMs);
+    return;
   }
-  const bool young = Clock::now() - joinedAt < std::chrono::seconds(30);
-  const bool missing = book && runPeers + 1 < static_cast<int>(book->size());
-  const int wanted = young || missing || runPeers == 0 ? settings.fastAnnounceMs : settings.slowAnnounceMs;
-  if (announceTimer.interval() != wanted) announceTimer.setInterval(wanted);
+  retryMs = settings.firstRetryMs;  // a later shortage starts fast again
+  if (now - lastLookup >= milliseconds(settings.steadyLookupMs)) {
+    session->dht_get_peers(rendezvous);
+    lastLookup = now;
+  }
+  if (now - lastAnnounce >= milliseconds(settings.steadyAnnounceMs)) {
+    session->dht_announce(rendezvous, session->listen_port(), {});
+    lastAnnounce = now;
+  }
+  announceTimer.start(settings.firstRetryMs);  // only looks: a shortage is noticed within this
+}
+
+void SwarmSession::Impl::refreshRunPeers() {
+  if (!runHandle.is_valid()) return;
+  const int peers = runHandle.status().num_peers;
+  if (peers == runPeers) return;
+  runPeers = peers;
+  counters.runPeers = runPeers;
+  Q_EMIT owner->runPeersChanged(runPeers);
+}
+
+// The DHT returns our own announcement too: connecting to it only costs a "connected to
+// ourselves" round trip (or a hairpin timeout behind a NAT).
+bool SwarmSession::Impl::isSelf(const lt::tcp::endpoint& endpoint) const {
+  const std::string address = endpoint.address().to_string();
+  const std::string text = (endpoint.address().is_v6() ? "[" + address + "]" : address) + ":" + std::to_string(endpoint.port());
+  if (text == network->external()) return true;
+  if (endpoint.port() != session->listen_port()) return false;
+  if (endpoint.address().is_loopback()) return true;
+  const auto listening = network->listening();
+  return std::find(listening.begin(), listening.end(), text) != listening.end();
 }
 
 Status SwarmSession::publishRecord(const PeerRecord& input) {

@@ -59,7 +59,17 @@ class SwarmSession : public QObject {
   ~SwarmSession() override;  // fast: abort() here, the session is destroyed off this thread
 
   int listenPort() const;  // the real port (when asked for port 0)
-  std::string listenEndpoint() const;  // "IP:PORT", usable as another node's bootstrap entry
+  // "IP:PORT", usable as another node's bootstrap entry: the listen address as given, or for a
+  // wildcard (0.0.0.0, [::]) the most reachable interface address libtorrent listens on.
+  std::string listenEndpoint() const;
+  // Where we can be reached: every address libtorrent listens on (most reachable first), the
+  // external address once learned (DHT nodes, peers or the router's port mapping; "" before),
+  // the reachability self-test's line ("reachability: …", p2p/reachability.h; "" when the test
+  // does not run, i.e. peers on one host), and all of it as one status-bar line.
+  std::vector<std::string> listenAddresses() const;
+  std::string externalAddress() const;
+  std::string reachabilityLine() const;
+  std::string networkSummary() const;
 
   // Joins a run: seeds (or fetches) the run torrent `torrentFile` into `saveDir`, announces it on
   // the DHT and gossips records with its peers. The run id is the torrent's v2 info-hash (hex).
@@ -98,6 +108,7 @@ class SwarmSession : public QObject {
   void transferFailed(const QString& infoHash, const QString& reason);
   void pieceHashFailed(const QString& infoHash);
   void runPeersChanged(int peers);
+  void networkChanged();  // listen/external address or reachability changed (lines go to settings.log)
 
  private:
   SwarmSession();

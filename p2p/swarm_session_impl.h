@@ -3,11 +3,13 @@
 #pragma once
 
 #include "p2p/identity.h"
+#include "p2p/network_monitor.h"
 #include "p2p/record_book.h"
 #include "p2p/record_gossip.h"
 #include "p2p/swarm_session.h"
 
 #include <libtorrent/session.hpp>
+#include <libtorrent/session_params.hpp>
 #include <libtorrent/torrent_handle.hpp>
 
 #include <QTimer>
@@ -27,6 +29,7 @@ struct Transfer {
   bool finished = false;
   std::int64_t lastReportedDone = -1;
   std::chrono::steady_clock::time_point added;
+  std::chrono::steady_clock::time_point lastAnnounce;  // our last forced DHT announce of it
 };
 
 struct SwarmSession::Impl {
@@ -47,9 +50,14 @@ struct SwarmSession::Impl {
   std::chrono::steady_clock::time_point joinedAt;
   QTimer announceTimer, pollTimer, progressTimer;
   int runPeers = 0;
+  int retryMs = 0;  // the next fast rendezvous interval (backs off while peers are missing)
+  std::chrono::steady_clock::time_point lastAnnounce, lastLookup, lastPeerKick;
 
   std::map<std::string, Transfer> transfers;  // v2 info-hash hex → transfer
   SwarmCounters counters;
+  std::unique_ptr<NetworkMonitor> network;  // addresses and the reachability self-test
+
+  void reportNetwork();  // hands the monitor's new lines to settings.log, then networkChanged()
 
   explicit Impl(const Identity& id) : identity(id) {}
   void queuePump();
@@ -58,6 +66,9 @@ struct SwarmSession::Impl {
   void drainGossip();
   void offerRecord(const std::string& bytes, const std::string& sender, const PublicKey* expectedKey);
   void announceRun();
+  void refreshRunPeers();
+  bool isSelf(const lt::tcp::endpoint& endpoint) const;
+  void connectRunPeers(const lt::torrent_handle& handle);
   void pollRecords();
   void kickTransfers();
   // swarm_transfers.cpp
@@ -68,5 +79,7 @@ struct SwarmSession::Impl {
 };
 
 std::string v2Hex(const lt::info_hash_t& hashes);
+// swarm_network.cpp: puts the DHT state saved at settings.dhtStatePath into `params` (logged).
+void loadDhtState(const SwarmSettings& settings, lt::session_params& params);
 
 }  // namespace es::p2p

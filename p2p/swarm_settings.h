@@ -2,14 +2,16 @@
 // in one place (lt_settings.cpp), so nothing above p2p/ sees libtorrent's names.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace es::p2p {
 
 struct SwarmSettings {
-  // "IP:PORT" to listen on (TCP and the DHT's UDP). Port 0 picks a free port (see listenPort()).
-  // A volunteer's default is all interfaces; tests use 127.0.0.1:0.
+  // "IP:PORT" to listen on (TCP and the DHT's UDP), or several separated by commas
+  // ("0.0.0.0:P,[::]:P": every IPv4 and IPv6 interface). Port 0 picks a free port (see
+  // listenPort()). A volunteer's default is all interfaces; tests use 127.0.0.1:0.
   std::string listen = "0.0.0.0:6881";
   // DHT nodes to bootstrap from ("host:port"). Empty = this node is the first (it is a bootstrap
   // node itself for the others). Never a public host in tests.
@@ -23,15 +25,43 @@ struct SwarmSettings {
   // DoS blocker, which otherwise ban 127.0.0.1 and keep one node per routing table
   // (../shared/LIBTORRENT-FACTS.md). Never on for the internet.
   bool sameHostSwarm = false;
+  // Timing for peers on one host: no DHT node there bans anyone (sameHostSwarm), and tests want
+  // discovery within seconds.
+  void useSameHostTiming() {
+    firstRetryMs = maxRetryMs = 1000;
+    steadyLookupMs = steadyAnnounceMs = 15000;
+    bep44PollMs = 10000;
+    peerlessFetchAnnounceMs = 500;
+  }
   // Make rate limits apply to loopback/LAN peers too (libtorrent exempts local peers by default).
   bool limitLocalPeers = false;
   bool enableUtp = true;  // uTP is 2–4× slower on loopback and slows shutdown: tests turn it off
-  // How often the run torrent re-announces on the DHT while it has fewer peers than records
-  // (an announce made before the routing table fills is silently dropped), and afterwards.
-  int fastAnnounceMs = 1000;
-  int slowAnnounceMs = 15000;
+  // Rendezvous timing (docs/DESIGN.md, "Network defaults"). The defaults are for the internet:
+  // every DHT node bans an IP that sends it more than 5 packets/s (libtorrent's DoS blocker,
+  // dht_block_ratelimit, for 5 minutes) — which loopback timing did within 6 s off loopback.
+  //  - While we are young (first 30 s) or connected to fewer run peers than we hold records of,
+  //    we announce + look up the run, first after firstRetryMs, then backing off ×2 up to
+  //    maxRetryMs (an announce made before the routing table fills is silently dropped).
+  //  - Otherwise: a lookup every steadyLookupMs, an announce every steadyAnnounceMs
+  //    (libtorrent's own dht_announce_interval: DHT nodes keep announced peers ~30 minutes).
+  int firstRetryMs = 2000;
+  int maxRetryMs = 60000;
+  int steadyLookupMs = 5 * 60000;
+  int steadyAnnounceMs = 15 * 60000;
   // How often the BEP44 items of known peers are fetched (records missed by gossip).
-  int bep44PollMs = 10000;
+  int bep44PollMs = 60000;
+  // How often a download with no peer re-announces on the DHT (its peers are normally the run's
+  // peers, connected directly: see SwarmSession::fetch).
+  int peerlessFetchAnnounceMs = 30000;
+  // Where the DHT's routing state is saved on exit and loaded from at start (p2p/dht_state.h);
+  // empty: neither. A bad file is ignored with a log line.
+  std::string dhtStatePath;
+  // The reachability self-test (p2p/reachability.h): runs unless sameHostSwarm; `outgoing-only`
+  // after this long with DHT nodes but no unsolicited contact.
+  int reachabilityGraceSeconds = 90;
+  // Network lines for the log ("Listening on …", "External address: …", "reachability: …", DHT
+  // state loaded or ignored), called on the session's thread; may be empty.
+  std::function<void(const std::string&)> log;
 };
 
 }  // namespace es::p2p

@@ -4,6 +4,7 @@
 #include "p2p/torrent_maker.h"
 
 #include <libtorrent/hex.hpp>
+#include <libtorrent/peer_info.hpp>
 #include <libtorrent/torrent_info.hpp>
 #include <libtorrent/torrent_status.hpp>
 
@@ -57,6 +58,7 @@ Expected<std::string> SwarmSession::publishFile(const std::string& path) {
   t.finished = true;
   t.added = Clock::now();
   d.transfers.emplace(torrent->infoHashV2, std::move(t));
+  d.connectRunPeers(handle);
   return torrent->infoHashV2;
 }
 
@@ -81,9 +83,10 @@ Status SwarmSession::fetch(const std::string& infoHash, const std::string& saveD
   Transfer t;
   t.handle = handle;
   t.saveDir = saveDir;
-  t.added = Clock::now();
+  t.added = t.lastAnnounce = Clock::now();
   d.transfers.emplace(hash, std::move(t));
-  handle.force_dht_announce();
+  d.connectRunPeers(handle);
+  handle.force_dht_announce();  // the fallback: the content may also be seeded by others
   return {};
 }
 
@@ -155,14 +158,39 @@ void SwarmSession::Impl::onStateUpdate(const std::vector<lt::torrent_status>& st
   }
 }
 
-// A fresh torrent's first DHT announce can be lost, and libtorrent re-announces only every
-// 15 minutes: re-announce fresh publications and peerless downloads every tick for a while.
+// Contributions travel between run peers, who already hold connections to each other: every
+// transfer (published, fetching or seeding what it fetched) is connected to the run torrent's
+// peers directly, so nothing waits for the DHT. Only endpoints we know accept connections: those
+// we dialed, and uTP ones (a uTP peer sends from its listening port; through a NAT that is the
+// mapping that lets its replies in). A peer that dialed us over TCP dials our transfers itself:
+// that is how content reaches and leaves peers behind a NAT. Connecting an endpoint the torrent
+// is already connected to does nothing.
+void SwarmSession::Impl::connectRunPeers(const lt::torrent_handle& handle) {
+  if (!runHandle.is_valid() || !handle.is_valid()) return;
+  std::vector<lt::peer_info> peers;
+  runHandle.get_peer_info(peers);
+  for (const auto& p : peers)
+    if ((p.flags & lt::peer_info::outgoing_connection) || (p.flags & lt::peer_info::utp_socket)) handle.connect_peer(p.ip);
+}
+
+// Every few seconds, transfers meet run peers that arrived since (or that had not yet added the
+// torrent when we first connected). A download without any peer, and a fresh publication nobody
+// has connected to yet (its first announce may have been dropped before the routing table
+// filled), also re-announce on the DHT — at most every peerlessFetchAnnounceMs: DHT nodes ban an
+// IP that asks too often.
 void SwarmSession::Impl::kickTransfers() {
   const auto now = Clock::now();
+  const bool connectNow = now - lastPeerKick >= std::chrono::seconds(3);
+  if (connectNow) lastPeerKick = now;
   for (auto& [hash, t] : transfers) {
     if (!t.handle.is_valid()) continue;
-    const bool fresh = now - t.added < std::chrono::seconds(20);
-    if ((t.published && fresh) || (!t.finished && t.handle.status().num_peers == 0)) t.handle.force_dht_announce();
+    if (connectNow) connectRunPeers(t.handle);
+    const bool fresh = t.published && now - t.added < std::chrono::seconds(20);
+    if ((t.finished && !fresh) || now - t.lastAnnounce < std::chrono::milliseconds(settings.peerlessFetchAnnounceMs)) continue;
+    if (t.handle.status().num_peers == 0) {
+      t.handle.force_dht_announce();
+      t.lastAnnounce = now;
+    }
   }
 }
 

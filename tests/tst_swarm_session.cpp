@@ -16,6 +16,7 @@ class SwarmSessionTest : public QObject {
     SwarmSettings s;
     s.listen = "127.0.0.1:0";
     s.sameHostSwarm = true;
+    s.useSameHostTiming();
     s.enableUtp = false;
     return s;
   }

@@ -51,6 +51,10 @@ ClientSettings everyFieldChanged() {
   s.startAtLogin = true;
   s.firstRunDone = true;
   s.runSource = QStringLiteral("magnet:?xt=urn:btmh:1220") + kHex64 + QStringLiteral("&dn=run");
+  s.publicNetwork = true;
+  s.portMapping = true;
+  s.bootstrapNodes = {QStringLiteral("192.0.2.10:6881"), QStringLiteral("[2001:db8::1]:25401")};
+  s.listenPort = 23456;
   return s;
 }
 
@@ -74,6 +78,10 @@ QStringList differingFields(const ClientSettings& a, const ClientSettings& b) {
   check(a.startAtLogin == b.startAtLogin, "startAtLogin");
   check(a.firstRunDone == b.firstRunDone, "firstRunDone");
   check(a.runSource == b.runSource, "runSource");
+  check(a.publicNetwork == b.publicNetwork, "publicNetwork");
+  check(a.portMapping == b.portMapping, "portMapping");
+  check(a.bootstrapNodes == b.bootstrapNodes, "bootstrapNodes");
+  check(a.listenPort == b.listenPort, "listenPort");
   return d;
 }
 
@@ -85,7 +93,7 @@ class TestUiSettings : public QObject {
  private Q_SLOTS:
   void settingsRoundTripThroughQSettings() {
     const ClientSettings changed = everyFieldChanged();
-    QCOMPARE(differingFields(changed, ClientSettings{}).size(), 14);
+    QCOMPARE(differingFields(changed, ClientSettings{}).size(), 18);
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
     const QString path = dir.filePath(QStringLiteral("expertswarm.ini"));
@@ -101,7 +109,8 @@ class TestUiSettings : public QObject {
     QCOMPARE(keys, QStringList({"desktop/firstRunDone", "desktop/startAtLogin", "donation/idleMinutes",
                                 "donation/pauseWhenUserActive", "donation/scheduleEnabled", "donation/scheduleEnd",
                                 "donation/scheduleStart", "engine/claimSize", "engine/dataDir", "engine/device",
-                                "engine/gpuMemoryCapMiB", "network/downloadLimitKiB", "network/uploadLimitKiB",
+                                "engine/gpuMemoryCapMiB", "network/bootstrap", "network/downloadLimitKiB",
+                                "network/listenPort", "network/portMapping", "network/public", "network/uploadLimitKiB",
                                 "run/source"}));
     QCOMPARE(store.value("donation/scheduleStart").toString(), QStringLiteral("09:30"));
     const ClientSettings loaded = ClientSettings::load(store);
@@ -118,7 +127,8 @@ class TestUiSettings : public QObject {
     const std::pair<const char*, const char*> bad[] = {
         {"engine/device", "gpu"},           {"engine/gpuMemoryCapMiB", "lots"}, {"engine/claimSize", "99"},
         {"network/uploadLimitKiB", "-4"},   {"donation/idleMinutes", "0"},      {"donation/scheduleStart", "25:99"},
-        {"donation/scheduleEnabled", "yes please"}, {"desktop/firstRunDone", "maybe"}, {"run/source", "http://x"}};
+        {"donation/scheduleEnabled", "yes please"}, {"desktop/firstRunDone", "maybe"}, {"run/source", "http://x"},
+        {"network/public", "sure"},         {"network/listenPort", "70000"},    {"network/bootstrap", "router:0,x"}};
     // clang-format on
     for (const auto& [key, value] : bad) store.setValue(QLatin1String(key), QString::fromLatin1(value));
     store.setValue("network/downloadLimitKiB", "300");  // one good value among them survives
@@ -153,6 +163,10 @@ class TestUiSettings : public QObject {
     QTest::newRow("v2 link") << "runSource" << "magnet:?xt=urn:btmh:1220" + kHex64 + "&dn=run" << "" << "";
     QTest::newRow("v1 hex link") << "runSource" << "magnet:?xt=urn:btih:" + kHex40 << "btmh" << "btih:" + kHex40;
     QTest::newRow("v1 base32 link") << "runSource" << "magnet:?xt=urn:btih:" + kB32 << "btmh" << "btih:" + kB32;
+    QTest::newRow("bootstrap without port") << "bootstrapNodes" << "router.bittorrent.com" << "Bootstrap node" << "\"router.bittorrent.com\"";
+    QTest::newRow("bootstrap port 0") << "bootstrapNodes" << "192.0.2.1:0" << "Bootstrap node" << "192.0.2.1:0";
+    QTest::newRow("bootstrap IPv6") << "bootstrapNodes" << "[2001:db8::1]:6881" << "" << "";
+    QTest::newRow("listen port 65536") << "listenPort" << "65536" << "Listen port" << "65536";
     // clang-format on
   }
   void validateNamesTheBadField() {
@@ -168,6 +182,8 @@ class TestUiSettings : public QObject {
     if (field == "downloadLimitKiB") s.downloadLimitKiB = value.toInt();
     if (field == "idleMinutes") s.idleMinutes = value.toInt();
     if (field == "runSource") s.runSource = value;
+    if (field == "bootstrapNodes") s.bootstrapNodes = QStringList{value};
+    if (field == "listenPort") s.listenPort = value.toInt();
     if (field.startsWith("sameTimes")) {
       s.scheduleEnabled = field == "sameTimesOn";
       s.scheduleStart = s.scheduleEnd = QTime(9, 0);
@@ -219,6 +235,32 @@ class TestUiSettings : public QObject {
     QVERIFY(got.uploadLimitKiB == 640 && got.downloadLimitKiB == 4096 && got.claimSize == 8);
     QVERIFY(got.gpuMemoryCapMiB == 3000 && got.idleMinutes == 12 && got.dataDir == "/data/es");
     QVERIFY(got.scheduleStart == QTime(7, 0) && got.scheduleEnd == QTime(19, 30));
+  }
+
+  // Opt-in, checked: the dialog names what joining contacts and the port peers will connect to.
+  void firstRunDialogOffersThePublicNetwork() {
+    es::ui::FirstRunDialog dialog;
+    auto* join = dialog.findChild<QCheckBox*>("publicNetwork");
+    QVERIFY(join && join->isChecked());
+    QVERIFY(join->text().contains("Join the public ExpertSwarm network"));
+    dialog.setNetwork(true, ClientSettings::publicRouters(), 23456);
+    const QString note = dialog.findChild<QLabel*>("networkNote")->text();
+    for (const QString& router : ClientSettings::publicRouters()) QVERIFY2(note.contains(router), qPrintable(note));
+    QVERIFY2(note.contains("port 23456") && note.contains("TCP and UDP"), qPrintable(note));
+    QVERIFY(dialog.joinPublicNetwork());
+    join->setChecked(false);
+    QVERIFY(!dialog.joinPublicNetwork());
+  }
+
+  void defaultsAreOptInAndNameThePublicRouters() {
+    const ClientSettings d;
+    QVERIFY(!d.publicNetwork && !d.portMapping && d.listenPort == 0);
+    QCOMPARE(d.bootstrapNodes, QStringList({"router.bittorrent.com:6881", "router.utorrent.com:6881",
+                                            "dht.transmissionbt.com:6881", "dht.libtorrent.org:25401"}));
+    for (int i = 0; i < 50; ++i) {
+      const int port = ClientSettings::randomListenPort();
+      QVERIFY(port >= 10000 && port <= 32767);
+    }
   }
 
   void firstRunDialogValidatesMagnets_data() {

@@ -15,6 +15,8 @@
 #include "ui/transfers_view.h"
 
 #include <QAction>
+#include <QLabel>
+#include <QStatusBar>
 #include <QSettings>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -99,6 +101,15 @@ class UiWindow : public QObject {
     QCOMPARE(dash->roundsWithValPoints(), (std::set<std::int64_t>{1, 2}));
     // A missing ledger is said in the log, not fatal.
     QVERIFY(app->window()->log()->text().contains("History not shown"));
+  }
+
+  void statusBarShowsWhereWeStandOnTheNetwork() {
+    test::FakeEngine engine;
+    auto app = makeApp(engine, "network");
+    const QString summary = QStringLiteral("reachable via port mapping · external 198.18.1.2:40001 · listening on 10.0.0.2:40001");
+    Q_EMIT engine.networkStatus(summary);
+    QCOMPARE(app->window()->networkLabel()->text(), summary);
+    QVERIFY(app->window()->statusBar()->isAncestorOf(app->window()->networkLabel()));
   }
 
   void mapsFollowTheSwarm() {

@@ -31,6 +31,9 @@ class EngineControl : public QObject {
   void swarmChanged(const es::node::SwarmView& view);
   void pausedChanged(bool paused);
   void message(const QString& line);
+  // Where this peer stands on the network, one line for the status bar: reachability (when
+  // tested), external address once known, the address it listens on.
+  void networkStatus(const QString& summary);
   void failed(const QString& error);
   void finished();
 };

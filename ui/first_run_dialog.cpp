@@ -2,6 +2,7 @@
 
 #include "core/settings/client_settings.h"
 
+#include <QCheckBox>
 #include <QDialogButtonBox>
 #include <QLabel>
 #include <QLineEdit>
@@ -57,6 +58,16 @@ FirstRunDialog::FirstRunDialog(QWidget* parent) : QDialog(parent) {
   layout->addWidget(magnet_);
   layout->addWidget(error_);
 
+  publicNetwork_ = new QCheckBox(QStringLiteral("Join the public ExpertSwarm network"), this);
+  publicNetwork_->setObjectName(QStringLiteral("publicNetwork"));
+  networkNote_ = new QLabel(this);
+  networkNote_->setObjectName(QStringLiteral("networkNote"));
+  networkNote_->setWordWrap(true);
+  layout->addWidget(publicNetwork_);
+  layout->addWidget(networkNote_);
+  settings::ClientSettings defaults;
+  setNetwork(true, defaults.bootstrapNodes, defaults.listenPort);
+
   buttons_ = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
   buttons_->setObjectName(QStringLiteral("buttons"));
   layout->addWidget(buttons_);
@@ -80,6 +91,19 @@ void FirstRunDialog::setRunSource(const QString& source) {
   magnet_->setText(isDefault ? QString() : source.trimmed());
   (isDefault ? defaultRun_ : magnetRun_)->setChecked(true);
   updateState();
+}
+
+bool FirstRunDialog::joinPublicNetwork() const { return publicNetwork_->isChecked(); }
+
+void FirstRunDialog::setNetwork(bool join, const QStringList& routers, int listenPort) {
+  publicNetwork_->setChecked(join);
+  const QString port = listenPort > 0 ? QStringLiteral("port %1").arg(listenPort) : QStringLiteral("its listen port");
+  networkNote_->setText(
+      QStringLiteral("Joining contacts the public BitTorrent DHT routers (%1) to find other peers, asks your router to "
+                     "forward the port (UPnP and NAT-PMP), and lets peers on the internet connect to this computer on "
+                     "%2 (TCP and UDP). Without it, ExpertSwarm only meets peers you name. Change it later in Settings "
+                     "→ Network.")
+          .arg(routers.isEmpty() ? QStringLiteral("none listed") : routers.join(QStringLiteral(", ")), port));
 }
 
 void FirstRunDialog::updateState() {

@@ -1,10 +1,13 @@
-// The first start's one question: which run to join. Most donors take the default run; anyone can
-// paste a magnet link of another run instead. The answer becomes ClientSettings::runSource.
+// The first start's questions: which run to join, and whether to join the public network. Most
+// donors take the default run; anyone can paste a magnet link of another run instead. The answers
+// become ClientSettings::runSource and ClientSettings::publicNetwork; the dialog says what joining
+// contacts (the DHT routers by name) and that peers will connect to this machine's port.
 #pragma once
 
 #include <QDialog>
 #include <QString>
 
+class QCheckBox;
 class QDialogButtonBox;
 class QLabel;
 class QLineEdit;
@@ -26,6 +29,9 @@ class FirstRunDialog : public QDialog {
   // "default", or the trimmed magnet link.
   QString runSource() const;
   void setRunSource(const QString& source);
+  bool joinPublicNetwork() const;
+  // The checkbox's state and what the note names: the routers contacted, the listen port.
+  void setNetwork(bool join, const QStringList& routers, int listenPort);
 
  private:
   void updateState();
@@ -34,6 +40,8 @@ class FirstRunDialog : public QDialog {
   QRadioButton* magnetRun_;
   QLineEdit* magnet_;
   QLabel* error_;
+  QCheckBox* publicNetwork_;
+  QLabel* networkNote_;
   QDialogButtonBox* buttons_;
 };
 

@@ -57,7 +57,10 @@ MainWindow::MainWindow(EngineControl& engine, DonationController& donation, QWid
 
   runLabel_ = new QLabel(tr("Starting…"));
   stateLabel_ = new QLabel;
+  networkLabel_ = new QLabel;
+  networkLabel_->setObjectName(QStringLiteral("networkStatus"));
   statusBar()->addWidget(runLabel_, 1);
+  statusBar()->addPermanentWidget(networkLabel_);
   statusBar()->addPermanentWidget(stateLabel_);
 
   connect(&engine_, &EngineControl::stepped, dashboard_, &Dashboard::addStep);
@@ -72,6 +75,7 @@ MainWindow::MainWindow(EngineControl& engine, DonationController& donation, QWid
     transfers_->showSwarm(v);
   });
   connect(&engine_, &EngineControl::message, log_, &LogView::append);
+  connect(&engine_, &EngineControl::networkStatus, networkLabel_, &QLabel::setText);
   connect(&engine_, &EngineControl::failed, this, [this](const QString& error) {
     log_->append(tr("Error: %1").arg(error));
     dashboard_->setState(tr("Stopped by an error: %1").arg(error));

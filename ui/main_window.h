@@ -43,6 +43,7 @@ class MainWindow : public QMainWindow {
   QAction* snoozeAction() const { return snoozeAction_; }
   QAction* finishRoundAction() const { return finishRoundAction_; }
   QAction* quitAction() const { return quitAction_; }
+  QLabel* networkLabel() const { return networkLabel_; }  // reachability and addresses
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -60,6 +61,7 @@ class MainWindow : public QMainWindow {
   QTabWidget* tabs_ = nullptr;
   QLabel* runLabel_ = nullptr;
   QLabel* stateLabel_ = nullptr;
+  QLabel* networkLabel_ = nullptr;
   QAction* settingsAction_ = nullptr;
   QAction* pauseAction_ = nullptr;
   QAction* snoozeAction_ = nullptr;

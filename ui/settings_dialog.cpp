@@ -47,7 +47,9 @@ SettingsDialog::SettingsDialog(const settings::ClientSettings& current, QWidget*
   layout->addWidget(tabs);
 
   auto* note =
-      new QLabel(QStringLiteral("Device, memory cap, claim size and data dir take effect at the next start."), this);
+      new QLabel(QStringLiteral("Device, memory cap, claim size, data dir and the network settings other than the "
+                                "limits take effect at the next start."),
+                 this);
   note->setWordWrap(true);
   layout->addWidget(note);
   error_ = named(new QLabel(this), "error");
@@ -93,6 +95,22 @@ QWidget* SettingsDialog::buildNetworkTab() {
   downloadLimit_->setSingleStep(64);
   form->addRow(QStringLiteral("Upload limit:"), uploadLimit_);
   form->addRow(QStringLiteral("Download limit:"), downloadLimit_);
+  publicNetwork_ = named(new QCheckBox(QStringLiteral("Join the public ExpertSwarm network"), page), "publicNetwork");
+  publicNetwork_->setToolTip(QStringLiteral("Find peers through the DHT routers below, map the port on your router "
+                                            "(UPnP, NAT-PMP) and let peers on the internet connect to the listen port"));
+  form->addRow(publicNetwork_);
+  portMapping_ = named(new QCheckBox(QStringLiteral("Map the listen port on my router (UPnP, NAT-PMP)"), page), "portMapping");
+  portMapping_->setToolTip(QStringLiteral("Always on when joining the public network"));
+  form->addRow(portMapping_);
+  bootstrap_ = named(new QLineEdit(page), "bootstrap");
+  bootstrap_->setToolTip(QStringLiteral("DHT nodes to start from (HOST:PORT, comma-separated), contacted only when "
+                                        "joining the public network"));
+  form->addRow(QStringLiteral("DHT bootstrap nodes:"), bootstrap_);
+  listenPort_ = spin(page, "listenPort", 0, 65535, QString(), QStringLiteral("choose at the next start"));
+  listenPort_->setToolTip(QStringLiteral("TCP and UDP, on every interface: forward both on your router if it does "
+                                         "not map ports itself"));
+  form->addRow(QStringLiteral("Listen port:"), listenPort_);
+  connect(publicNetwork_, &QCheckBox::toggled, this, &SettingsDialog::updateEnabled);
   return page;
 }
 
@@ -147,6 +165,12 @@ settings::ClientSettings SettingsDialog::settings() const {
   s.claimSize = claimSize_->value();
   s.uploadLimitKiB = uploadLimit_->value();
   s.downloadLimitKiB = downloadLimit_->value();
+  s.publicNetwork = publicNetwork_->isChecked();
+  s.portMapping = portMapping_->isChecked();
+  s.bootstrapNodes.clear();
+  for (const QString& node : bootstrap_->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
+    if (!node.trimmed().isEmpty()) s.bootstrapNodes << node.trimmed();
+  s.listenPort = listenPort_->value();
   s.pauseWhenUserActive = pauseWhenUserActive_->isChecked();
   s.idleMinutes = idleMinutes_->value();
   s.scheduleEnabled = scheduleEnabled_->isChecked();
@@ -164,6 +188,10 @@ void SettingsDialog::setSettings(const settings::ClientSettings& s) {
   claimSize_->setValue(s.claimSize);
   uploadLimit_->setValue(s.uploadLimitKiB);
   downloadLimit_->setValue(s.downloadLimitKiB);
+  publicNetwork_->setChecked(s.publicNetwork);
+  portMapping_->setChecked(s.portMapping);
+  bootstrap_->setText(s.bootstrapNodes.join(QStringLiteral(", ")));
+  listenPort_->setValue(s.listenPort);
   pauseWhenUserActive_->setChecked(s.pauseWhenUserActive);
   idleMinutes_->setValue(s.idleMinutes);
   scheduleEnabled_->setChecked(s.scheduleEnabled);
@@ -191,6 +219,7 @@ void SettingsDialog::updateEnabled() {
   idleMinutes_->setEnabled(pauseWhenUserActive_->isChecked());
   scheduleStart_->setEnabled(scheduleEnabled_->isChecked());
   scheduleEnd_->setEnabled(scheduleEnabled_->isChecked());
+  bootstrap_->setEnabled(publicNetwork_->isChecked());
 }
 
 void SettingsDialog::browseDataDir() {

@@ -44,6 +44,10 @@ class SettingsDialog : public QDialog {
   QSpinBox* claimSize_ = nullptr;
   QSpinBox* uploadLimit_ = nullptr;
   QSpinBox* downloadLimit_ = nullptr;
+  QCheckBox* publicNetwork_ = nullptr;
+  QCheckBox* portMapping_ = nullptr;
+  QLineEdit* bootstrap_ = nullptr;  // HOST:PORT, comma-separated
+  QSpinBox* listenPort_ = nullptr;
   QCheckBox* pauseWhenUserActive_ = nullptr;
   QSpinBox* idleMinutes_ = nullptr;
   QCheckBox* scheduleEnabled_ = nullptr;

@@ -1,5 +1,6 @@
 #include "core/settings/client_settings.h"
 
+#include <QRandomGenerator>
 #include <QRegularExpression>
 #include <QSettings>
 
@@ -16,6 +17,10 @@ constexpr auto kClaimSize = "engine/claimSize";
 constexpr auto kDataDir = "engine/dataDir";
 constexpr auto kUploadLimitKiB = "network/uploadLimitKiB";
 constexpr auto kDownloadLimitKiB = "network/downloadLimitKiB";
+constexpr auto kPublicNetwork = "network/public";
+constexpr auto kPortMapping = "network/portMapping";
+constexpr auto kBootstrapNodes = "network/bootstrap";
+constexpr auto kListenPort = "network/listenPort";
 constexpr auto kPauseWhenUserActive = "donation/pauseWhenUserActive";
 constexpr auto kIdleMinutes = "donation/idleMinutes";
 constexpr auto kScheduleEnabled = "donation/scheduleEnabled";
@@ -28,6 +33,7 @@ constexpr auto kRunSource = "run/source";
 constexpr auto kTimeFormat = "HH:mm";  // human-editable in the .ini file
 constexpr int kMaxClaimSize = 64;
 constexpr int kMaxIdleMinutes = 24 * 60;
+constexpr int kRandomPortLow = 10000, kRandomPortHigh = 32767;
 
 // The readers fall back to the default per field, so one hand-edited typo in the file costs that
 // one value, never the whole configuration.
@@ -81,6 +87,27 @@ QString magnetProblem(const QString& text) {
       "v1 links (btih) cannot name a run");
 }
 
+// HOST:PORT with a port in 1–65535 (a bracketed IPv6 address counts as a host); the client's
+// --bootstrap accepts the same.
+bool isHostPort(const QString& text) {
+  static const QRegularExpression re(QStringLiteral("^(\\[[0-9a-fA-F:.]+\\]|[^:\\s,]+):([0-9]{1,5})$"));
+  const auto m = re.match(text);
+  return m.hasMatch() && m.captured(2).toInt() >= 1 && m.captured(2).toInt() <= 65535;
+}
+
+// Stored as one comma-separated string so the .ini file stays hand-editable.
+QStringList readNodes(const QSettings& store, const char* key, const QStringList& fallback) {
+  const QVariant v = store.value(QLatin1String(key));
+  if (!v.isValid()) return fallback;
+  QStringList nodes;
+  for (const QString& part : v.toStringList().join(QLatin1Char(',')).split(QLatin1Char(','), Qt::SkipEmptyParts))
+    nodes << part.trimmed();
+  nodes.removeAll(QString());
+  for (const auto& node : nodes)
+    if (!isHostPort(node)) return fallback;
+  return nodes;
+}
+
 // Magnet links run to hundreds of characters; the message only has to let the user recognise it.
 QString elided(const QString& value) {
   constexpr int kMax = 60;
@@ -88,6 +115,15 @@ QString elided(const QString& value) {
 }
 
 }  // namespace
+
+QStringList ClientSettings::publicRouters() {
+  return {QStringLiteral("router.bittorrent.com:6881"), QStringLiteral("router.utorrent.com:6881"),
+          QStringLiteral("dht.transmissionbt.com:6881"), QStringLiteral("dht.libtorrent.org:25401")};
+}
+
+int ClientSettings::randomListenPort() { return QRandomGenerator::system()->bounded(kRandomPortLow, kRandomPortHigh + 1); }
+
+void ClientSettings::saveListenPort(QSettings& store, int port) { store.setValue(QLatin1String(kListenPort), port); }
 
 ClientSettings ClientSettings::load(const QSettings& store) {
   const ClientSettings d;
@@ -99,6 +135,10 @@ ClientSettings ClientSettings::load(const QSettings& store) {
   s.dataDir = readString(store, kDataDir, d.dataDir);
   s.uploadLimitKiB = readInt(store, kUploadLimitKiB, d.uploadLimitKiB, 0, INT_MAX);
   s.downloadLimitKiB = readInt(store, kDownloadLimitKiB, d.downloadLimitKiB, 0, INT_MAX);
+  s.publicNetwork = readBool(store, kPublicNetwork, d.publicNetwork);
+  s.portMapping = readBool(store, kPortMapping, d.portMapping);
+  s.bootstrapNodes = readNodes(store, kBootstrapNodes, d.bootstrapNodes);
+  s.listenPort = readInt(store, kListenPort, d.listenPort, 0, 65535);
   s.pauseWhenUserActive = readBool(store, kPauseWhenUserActive, d.pauseWhenUserActive);
   s.idleMinutes = readInt(store, kIdleMinutes, d.idleMinutes, 1, kMaxIdleMinutes);
   s.scheduleEnabled = readBool(store, kScheduleEnabled, d.scheduleEnabled);
@@ -118,6 +158,10 @@ void ClientSettings::save(QSettings& store) const {
   store.setValue(QLatin1String(kDataDir), dataDir);
   store.setValue(QLatin1String(kUploadLimitKiB), uploadLimitKiB);
   store.setValue(QLatin1String(kDownloadLimitKiB), downloadLimitKiB);
+  store.setValue(QLatin1String(kPublicNetwork), publicNetwork);
+  store.setValue(QLatin1String(kPortMapping), portMapping);
+  store.setValue(QLatin1String(kBootstrapNodes), bootstrapNodes.join(QLatin1Char(',')));
+  store.setValue(QLatin1String(kListenPort), listenPort);
   store.setValue(QLatin1String(kPauseWhenUserActive), pauseWhenUserActive);
   store.setValue(QLatin1String(kIdleMinutes), idleMinutes);
   store.setValue(QLatin1String(kScheduleEnabled), scheduleEnabled);
@@ -143,6 +187,11 @@ QString ClientSettings::validate() const {
     return QStringLiteral("Upload limit must be 0 (unlimited) or more, not %1 KiB/s.").arg(uploadLimitKiB);
   if (downloadLimitKiB < 0)
     return QStringLiteral("Download limit must be 0 (unlimited) or more, not %1 KiB/s.").arg(downloadLimitKiB);
+  for (const auto& node : bootstrapNodes)
+    if (!isHostPort(node))
+      return QStringLiteral("Bootstrap node %1 is not HOST:PORT (e.g. router.bittorrent.com:6881).").arg(quoted(node));
+  if (listenPort < 0 || listenPort > 65535)
+    return QStringLiteral("Listen port must be between 1 and 65535 (0: choose one at the next start), not %1.").arg(listenPort);
   if (idleMinutes < 1 || idleMinutes > kMaxIdleMinutes)
     return QStringLiteral("Idle minutes must be between 1 and %1, not %2.").arg(kMaxIdleMinutes).arg(idleMinutes);
   if (scheduleEnabled) {
@@ -164,6 +213,8 @@ QString ClientSettings::validate() const {
 bool ClientSettings::operator==(const ClientSettings& o) const {
   return device == o.device && gpuMemoryCapMiB == o.gpuMemoryCapMiB && claimSize == o.claimSize &&
          dataDir == o.dataDir && uploadLimitKiB == o.uploadLimitKiB && downloadLimitKiB == o.downloadLimitKiB &&
+         publicNetwork == o.publicNetwork && portMapping == o.portMapping && bootstrapNodes == o.bootstrapNodes &&
+         listenPort == o.listenPort &&
          pauseWhenUserActive == o.pauseWhenUserActive && idleMinutes == o.idleMinutes &&
          scheduleEnabled == o.scheduleEnabled && scheduleStart == o.scheduleStart && scheduleEnd == o.scheduleEnd &&
          startAtLogin == o.startAtLogin && firstRunDone == o.firstRunDone && runSource == o.runSource;

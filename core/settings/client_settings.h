@@ -4,6 +4,7 @@
 #pragma once
 
 #include <QString>
+#include <QStringList>
 #include <QTime>
 
 class QSettings;
@@ -19,6 +20,12 @@ struct ClientSettings {
   // Applied at once (libtorrent rate limits, bytes/s = KiB/s × 1024).
   int uploadLimitKiB = 0;                    // 0 = unlimited
   int downloadLimitKiB = 0;
+  // The network; take effect at the next start. Off by default: the client contacts no host it
+  // was not told about until the donor opts in (the first-run dialog offers it, checked).
+  bool publicNetwork = false;                // join the public network: bootstrapNodes, UPnP, NAT-PMP
+  bool portMapping = false;                  // UPnP + NAT-PMP without the public routers
+  QStringList bootstrapNodes = publicRouters();  // HOST:PORT, used when publicNetwork is on
+  int listenPort = 0;                        // TCP and UDP on every interface; 0 = choose at the next start
   // When to donate.
   bool pauseWhenUserActive = false;
   int idleMinutes = 5;                       // the user counts as away after this long without input
@@ -29,6 +36,15 @@ struct ClientSettings {
   bool startAtLogin = false;
   bool firstRunDone = false;
   QString runSource = QStringLiteral("default");  // "default" or a magnet link
+
+  // The public DHT routers qBittorrent and Transmission bootstrap from (as host names).
+  static QStringList publicRouters();
+  // A random listen port for a first start: above the well-known and common service ports, below
+  // Linux's ephemeral range (32768–60999), so no outgoing connection of this machine holds it.
+  static int randomListenPort();
+  // Saves only network/listenPort (the headless client keeps its first-run port without
+  // rewriting the donor's other settings).
+  static void saveListenPort(QSettings& store, int port);
 
   static ClientSettings load(const QSettings& store);
   void save(QSettings& store) const;

@@ -3,6 +3,7 @@
 // sessions side by side on 127.0.0.1.
 //
 //   swarm_probe --listen 127.0.0.1:0 [--bootstrap IP:PORT]... --key FILE [--run TORRENT --run-dir DIR]
+//               [--internet]   (peers on other hosts: no same-host relaxations; the netlab's DHT node)
 //   swarm_probe --make-torrent PATH --out FILE.torrent   (prints the v2 info-hash)
 //
 // Commands: record SEQ ROUND CLAIMS(1,2|-) LEASE | publish PATH | fetch HASH DIR | inject HEX |
@@ -59,7 +60,8 @@ int main(int argc, char** argv) {
   QCommandLineParser parser;
   parser.addOptions({{"listen", "IP:PORT", "endpoint"}, {"bootstrap", "DHT node", "endpoint"},
                      {"key", "identity file", "file"}, {"run", "run torrent", "file"}, {"run-dir", "run folder", "dir"},
-                     {"make-torrent", "write PATH's torrent to --out and exit", "path"}, {"out", "torrent file", "file"}});
+                     {"make-torrent", "write PATH's torrent to --out and exit", "path"}, {"out", "torrent file", "file"},
+                     {"internet", "a peer among others on other hosts (tests/netlab): libtorrent's internet defaults"}});
   parser.process(app);
   if (parser.isSet("make-torrent")) {
     auto torrent = makeTorrent(parser.value("make-torrent").toStdString());
@@ -74,11 +76,14 @@ int main(int argc, char** argv) {
   SwarmSettings settings;
   settings.listen = parser.value("listen").toStdString();
   for (const auto& node : parser.values("bootstrap")) settings.bootstrap.push_back(node.toStdString());
-  settings.sameHostSwarm = true;
-  settings.limitLocalPeers = true;  // so `limit` applies on loopback
-  settings.enableUtp = false;
-  settings.fastAnnounceMs = 500;
-  settings.bep44PollMs = 2000;
+  if (!parser.isSet("internet")) {
+    settings.sameHostSwarm = true;
+    settings.limitLocalPeers = true;  // so `limit` applies on loopback
+    settings.enableUtp = false;
+    settings.useSameHostTiming();
+    settings.firstRetryMs = settings.maxRetryMs = 500;
+    settings.bep44PollMs = 2000;
+  }
   auto created = SwarmSession::create(settings, *identity);
   if (!created) return std::fprintf(stderr, "%s\n", created.error().c_str()), 1;
   auto& swarm = **created;

@@ -1,0 +1,114 @@
+// Rounds on the emulated internet (issue 12, acceptance 3): N peers of scripts/netlab (a third
+// public, a third behind a port-mapping NAT, a third behind a plain NAT; every peer 20 Mbit/s
+// down, 5 Mbit/s up) train the default run; per round it prints the wall time, what each peer's
+// link sent and received, and how far the round's transfers are from the distribution lower bound.
+//
+//   netlab_rounds [--per-site K (peers = 3K, default 2)] [--rounds R (6)] [--sync-every S (3)]
+//
+// Lower bound of a round's transfers, with S = the round's contribution size (bytes, measured on
+// disk) and n peers, each contribution wanted by the n−1 others:
+//   receive bound   (n−1)·S ÷ downlink        every peer must receive the others' contributions
+//   publish bound   S ÷ uplink                 every contribution must leave its publisher once
+//   aggregate bound n(n−1)·S ÷ (n·uplink)      all received bytes pass through someone's uplink
+// lower_bound = the largest of the three. transfer time = the round's wall time minus its
+// training time (sync_every steps at the tok/s the peers report), so ratio = transfer ÷ bound.
+// Needs root (network namespaces); run it by hand or from scripts/bench, never with --public.
+#include "netlab/netlab.h"
+
+#include <QCommandLineParser>
+#include <QDirIterator>
+#include <QElapsedTimer>
+#include <QTemporaryDir>
+
+#include <cstdio>
+
+using namespace es::test;
+
+namespace {
+
+constexpr double kDownlinkBytesPerS = 20e6 / 8, kUplinkBytesPerS = 5e6 / 8;
+constexpr double kTokensPerStep = 8 * 256;  // the default run: batch 8 × seq_len 256
+
+qint64 contributionBytes(const QString& dataDir, int round) {
+  QDirIterator it(dataDir, {QString("round-%1-*.safetensors").arg(round)}, QDir::Files, QDirIterator::Subdirectories);
+  while (it.hasNext()) {
+    const QString path = it.next();
+    if (path.contains("/contrib/")) return QFileInfo(path).size();
+  }
+  return 0;
+}
+
+double tokensPerSecond(const QString& line) {
+  static const QRegularExpression re(QStringLiteral("tok/s=(\\d+)"));
+  return re.match(line).captured(1).toDouble();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QCoreApplication app(argc, argv);
+  QCommandLineParser parser;
+  parser.addOptions({{"per-site", "peers per site", "K", "2"}, {"rounds", "rounds", "R", "6"},
+                     {"sync-every", "steps per round", "S", "3"}});
+  parser.process(app);
+  const int perSite = parser.value("per-site").toInt(), rounds = parser.value("rounds").toInt();
+  const int syncEvery = parser.value("sync-every").toInt();
+  if (const auto why = NetLab::unavailableReason(); !why.isEmpty())
+    return std::fprintf(stderr, "netlab_rounds: %s\n", qPrintable(why)), 1;
+  QTemporaryDir dir;
+  NetLab lab(perSite);
+  if (!lab.ok()) return std::fprintf(stderr, "netlab_rounds: %s\n", qPrintable(lab.log())), 1;
+  auto boot = lab.start("boot", "boot", ES_SWARM_PROBE, {"--listen", NetLab::kBootstrap, "--key", dir.filePath("boot.key"), "--internet"});
+  std::vector<std::unique_ptr<SwarmClient>> peers;
+  std::vector<LabHost> hosts = lab.peers();
+  for (const auto& h : hosts) {
+    QStringList a{"--no-gui", "--data-dir", dir.filePath(h.name), "--listen", "0.0.0.0:6881", "--bootstrap", NetLab::kBootstrap,
+                  "--sync-every", QString::number(syncEvery), "--eval-every", QString::number(syncEvery),
+                  "--rounds", QString::number(rounds), "--threads", "1"};
+    if (h.site == "mapped-nat") a << "--port-mapping";
+    peers.push_back(lab.start(h.name, h.name, ES_CLIENT_BINARY, a));
+  }
+  const int n = int(peers.size());
+  std::printf("netlab_rounds: %d peers (%d per site), %d rounds of %d steps, %.0f Mbit/s down, %.0f Mbit/s up per peer\n", n,
+              perSite, rounds, syncEvery, kDownlinkBytesPerS * 8 / 1e6, kUplinkBytesPerS * 8 / 1e6);
+  std::vector<std::pair<qint64, qint64>> lastBytes;
+  for (const auto& h : hosts) lastBytes.push_back(lab.linkBytes(h.name));
+  QElapsedTimer clock;
+  clock.start();
+  qint64 lastClose = 0;
+  for (int r = 1; r <= rounds; ++r) {
+    const bool closed = waitUntil([&] {
+      for (auto& p : peers)
+        if (!p->rounds().count(r) && p->running()) return false;
+      return true;
+    }, 1800000);
+    if (!closed) return std::fprintf(stderr, "netlab_rounds: round %d did not close everywhere in 30 minutes\n", r), 1;
+    const qint64 now = clock.elapsed();
+    const double wall = (now - lastClose) / 1000.0;
+    lastClose = now;
+    qint64 sent = 0, received = 0, maxReceived = 0;
+    int merged = 0;
+    double tps = 0;
+    for (int i = 0; i < n; ++i) {
+      const auto bytes = lab.linkBytes(hosts[i].name);
+      sent += bytes.first - lastBytes[i].first;
+      received += bytes.second - lastBytes[i].second;
+      maxReceived = std::max(maxReceived, bytes.second - lastBytes[i].second);
+      lastBytes[i] = bytes;
+      if (auto it = peers[i]->rounds().find(r); it != peers[i]->rounds().end()) merged += it->second.peers == n;
+    }
+    for (const auto& line : peers[0]->log()) tps = std::max(tps, tokensPerSecond(line));
+    const double size = double(contributionBytes(dir.filePath(hosts[0].name), r));
+    const double bound = std::max({(n - 1) * size / kDownlinkBytesPerS, size / kUplinkBytesPerS, (n - 1) * size / kUplinkBytesPerS});
+    const double training = tps > 0 ? syncEvery * kTokensPerStep / tps : 0;
+    const double transfer = std::max(0.0, wall - training);
+    std::printf("round %d: wall %.1f s, training ~%.1f s, transfer ~%.1f s, contribution %.2f MB, per peer sent %.2f MB received %.2f MB "
+                "(max %.2f MB), lower bound %.1f s, ratio %.2f, merged all %d on %d/%d peers\n",
+                r, wall, training, transfer, size / 1e6, sent / 1e6 / n, received / 1e6 / n, maxReceived / 1e6, bound,
+                bound > 0 ? transfer / bound : 0.0, n, merged, n);
+    std::fflush(stdout);
+  }
+  for (auto& p : peers) p->terminate();
+  waitUntil([&] { return std::none_of(peers.begin(), peers.end(), [](auto& p) { return p->running(); }); }, 60000);
+  return 0;
+}

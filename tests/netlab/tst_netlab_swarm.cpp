@@ -1,0 +1,122 @@
+// Issue 12, acceptance 1 and 2: six `expertswarm --no-gui` peers on the emulated internet of
+// scripts/netlab — two public peers on one /24, two behind a NAT router that maps ports
+// (NAT-PMP), two behind a NAT router that maps nothing — every uplink shaped, the project's own
+// DHT node as the only bootstrap, no same-host relaxations (they listen on 0.0.0.0, as a
+// volunteer's client does). They train the default run for 6 rounds: from round 2 on every round
+// merges all 6 contributions on all 6 peers with the same fingerprint. Then the plain NAT
+// router's uplink is cut for 60 s: the others keep closing rounds (at the deadline), and the cut
+// peers merge with everyone again within 2 rounds of the restore.
+#include "netlab/netlab.h"
+
+#include <QTemporaryDir>
+
+#include <algorithm>
+
+using namespace es::test;
+
+class NetlabSwarm : public QObject {
+  Q_OBJECT
+
+  static constexpr int kCleanRounds = 6;
+  static constexpr int kMaxRounds = 14;
+  QTemporaryDir dir_;
+
+  QStringList peerArgs(const LabHost& host) const {
+    QStringList a{"--no-gui", "--data-dir", dir_.filePath(host.name), "--listen", "0.0.0.0:6881",
+                  "--bootstrap", NetLab::kBootstrap, "--sync-every", "3", "--eval-every", "3",
+                  "--rounds", QString::number(kMaxRounds), "--threads", "1"};
+    if (host.site == QLatin1String("mapped-nat")) a << "--port-mapping";
+    return a;
+  }
+
+  static int lastRound(const SwarmClient& c) { return c.rounds().empty() ? 0 : c.rounds().rbegin()->first; }
+
+  // Round r merged all `n` contributions on every client, with one fingerprint.
+  static bool agreedRound(const std::vector<std::unique_ptr<SwarmClient>>& peers, int r, int n) {
+    QString merged;
+    for (const auto& p : peers) {
+      const auto it = p->rounds().find(r);
+      if (it == p->rounds().end() || it->second.peers != n) return false;
+      if (merged.isEmpty()) merged = it->second.merged;
+      if (it->second.merged != merged) return false;
+    }
+    return true;
+  }
+
+  static void dump(const std::vector<std::unique_ptr<SwarmClient>>& peers) {
+    for (const auto& p : peers) {
+      QStringList rounds;
+      for (const auto& [r, line] : p->rounds()) rounds << QString("%1:%2/%3").arg(r).arg(line.peers).arg(line.merged.left(8));
+      qInfo().noquote() << p->name() << "rounds" << rounds.join(' ') << "\n  " << p->log().join("\n  ");
+    }
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    if (const auto why = NetLab::unavailableReason(); !why.isEmpty())
+      QSKIP(qPrintable("the emulated internet cannot be built here: " + why));
+  }
+
+  void sixPeersAcrossNatsThenAPartition() {
+    NetLab lab(2);
+    QVERIFY2(lab.ok(), qPrintable(lab.log()));
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("ES_REACHABILITY_GRACE_S", "45");
+    auto boot = lab.start("boot", "boot", ES_SWARM_PROBE,
+                          {"--listen", NetLab::kBootstrap, "--key", dir_.filePath("boot.key"), "--internet"});
+    std::vector<std::unique_ptr<SwarmClient>> peers;
+    for (const auto& host : lab.peers()) peers.push_back(lab.start(host.name, host.name, ES_CLIENT_BINARY, peerArgs(host), env));
+    QCOMPARE(int(peers.size()), 6);
+    auto lab_site = [&](const SwarmClient& c) {
+      for (const auto& h : lab.peers())
+        if (h.name == c.name()) return h.site;
+      return QString();
+    };
+
+    // 1. Six clean rounds.
+    const bool clean = waitUntil([&] {
+      return std::all_of(peers.begin(), peers.end(), [](auto& p) { return lastRound(*p) >= kCleanRounds || !p->running(); });
+    }, 900000);
+    if (!clean) dump(peers);
+    QVERIFY2(clean, "the six peers did not close 6 rounds in 15 minutes");
+    for (auto& p : peers) QVERIFY2(p->running(), qPrintable(p->name() + " exited"));
+    for (int r = 2; r <= kCleanRounds; ++r) {
+      if (!agreedRound(peers, r, 6)) dump(peers);
+      QVERIFY2(agreedRound(peers, r, 6), qPrintable(QString("round %1 did not merge all 6 contributions everywhere").arg(r)));
+    }
+    for (auto& p : peers) {
+      const QString site = lab_site(*p);
+      if (site == "mapped-nat") QVERIFY2(p->logContains("reachability: reachable via port mapping"), qPrintable(p->name()));
+      if (site == "plain-nat") QVERIFY2(p->logContains("reachability: outgoing-only"), qPrintable(p->name()));
+      if (site == "public") QVERIFY2(p->logContains("reachability: reachable"), qPrintable(p->name()));
+    }
+
+    // 2. Partition: nat2 (the plain NAT, whose peers are outgoing-only) is cut off for 60 s.
+    const int before = lastRound(*peers[0]);
+    QVERIFY(lab.cut("nat2"));
+    waitUntil([] { return false; }, 60000);  // the cut's length is the scenario, not a hope
+    QVERIFY(lab.restore("nat2"));
+    std::vector<SwarmClient*> outside, inside;
+    for (auto& p : peers) (lab_site(*p) == "plain-nat" ? inside : outside).push_back(p.get());
+    const int restoredAt = lastRound(*outside[0]);
+    for (auto* p : outside)
+      QVERIFY2(lastRound(*p) > before, qPrintable(p->name() + " closed no round while nat2 was cut"));
+    qInfo("rounds %d..%d closed during the 60 s cut", before + 1, restoredAt);
+    const bool rejoined = waitUntil([&] {
+      for (int r = restoredAt + 1; r <= restoredAt + 2; ++r)
+        if (agreedRound(peers, r, 6)) return true;
+      return std::any_of(peers.begin(), peers.end(), [&](auto& p) { return lastRound(*p) > restoredAt + 2 || !p->running(); });
+    }, 600000);
+    const bool merged = agreedRound(peers, restoredAt + 1, 6) || agreedRound(peers, restoredAt + 2, 6);
+    if (!merged) dump(peers);
+    QVERIFY(rejoined);
+    QVERIFY2(merged, qPrintable(QString("the cut peers did not merge with everyone within rounds %1..%2")
+                                    .arg(restoredAt + 1).arg(restoredAt + 2)));
+    for (auto& p : peers) p->terminate();
+    QVERIFY(waitUntil([&] { return std::none_of(peers.begin(), peers.end(), [](auto& p) { return p->running(); }); }, 60000));
+    boot->kill();
+  }
+};
+
+QTEST_GUILESS_MAIN(NetlabSwarm)
+#include "tst_netlab_swarm.moc"

@@ -1,0 +1,90 @@
+// The reachability self-test's rules (p2p/reachability.h) on made-up contacts: only a contact
+// from an address we never sent to proves anything; a port mapping decides which "reachable";
+// the grace period starts with the first DHT node; a later proof upgrades "outgoing-only".
+#include "p2p/reachability.h"
+
+#include <QtTest>
+
+using es::p2p::Reachability;
+using State = Reachability::State;
+using namespace std::chrono_literals;
+
+class TestReachability : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void startsCheckingAndSaysSo() {
+    Reachability r;
+    QCOMPARE(r.state(), State::Checking);
+    QCOMPARE(QString::fromStdString(r.line()), QStringLiteral("reachability: checking"));
+  }
+
+  void repliesFromNodesWeContactedProveNothing() {
+    Reachability r(90s);
+    r.noteOutgoing("198.51.100.7");
+    QVERIFY(!r.noteIncoming("198.51.100.7", "DHT query"));
+    QVERIFY(!r.noteIncoming("198.51.100.7", "incoming connection"));  // by IP: any port of a contacted host
+    QCOMPARE(r.state(), State::Checking);
+  }
+
+  void anUnsolicitedContactProvesReachable() {
+    Reachability r(90s);
+    r.setListenPort(6881);
+    r.noteExternalAddress("198.18.1.2");
+    r.noteOutgoing("198.51.100.7");
+    QVERIFY(r.noteIncoming("203.0.113.9", "incoming connection"));
+    QCOMPARE(r.state(), State::Reachable);
+    QCOMPARE(QString::fromStdString(r.line()),
+             QStringLiteral("reachability: reachable (external 198.18.1.2:6881; incoming connection from 203.0.113.9)"));
+    QVERIFY(!r.noteIncoming("203.0.113.10", "DHT query"));  // no change, no second line
+  }
+
+  void aMappingPlusAContactIsReachableViaPortMapping() {
+    Reachability r(90s);
+    r.notePortMapped(40001, "UPnP");
+    QCOMPARE(r.state(), State::Checking);  // the mapping alone proves nothing
+    r.noteExternalAddress("198.18.1.2");
+    QVERIFY(r.noteIncoming("192.0.2.20", "DHT query"));
+    QCOMPARE(r.state(), State::ReachableViaPortMapping);
+    QCOMPARE(QString::fromStdString(r.line()),
+             QStringLiteral("reachability: reachable via port mapping (external 198.18.1.2:40001 via UPnP; DHT query from 192.0.2.20)"));
+  }
+
+  void graceStartsWithTheFirstDhtNode() {
+    Reachability r(90s);
+    const auto t0 = Reachability::Clock::now();
+    QVERIFY(!r.tick(0, t0));
+    QVERIFY(!r.tick(0, t0 + 600s));  // not on the network yet: nobody could have found us
+    QVERIFY(!r.tick(5, t0 + 600s));
+    QVERIFY(!r.tick(5, t0 + 689s));
+    QVERIFY(r.tick(5, t0 + 690s));
+    QCOMPARE(r.state(), State::OutgoingOnly);
+    QVERIFY(QString::fromStdString(r.line()).startsWith(QStringLiteral("reachability: outgoing-only (")));
+    QVERIFY(!r.tick(5, t0 + 900s));
+  }
+
+  void aLaterProofUpgradesOutgoingOnly() {
+    Reachability r(1s);
+    const auto t0 = Reachability::Clock::now();
+    r.tick(1, t0);
+    QVERIFY(r.tick(1, t0 + 2s));
+    QVERIFY(r.noteIncoming("192.0.2.30", "incoming connection"));
+    QCOMPARE(r.state(), State::Reachable);
+    QVERIFY(!r.tick(1, t0 + 10s));  // proven states stay
+    QCOMPARE(r.state(), State::Reachable);
+  }
+
+  void theContactedSetIsBounded() {
+    Reachability r(90s);
+    r.noteOutgoing("192.0.2.1");
+    for (std::size_t i = 0; i < Reachability::kMaxRemembered; ++i) r.noteOutgoing("10.0." + std::to_string(i / 256) + "." + std::to_string(i % 256));
+    QVERIFY(r.noteIncoming("192.0.2.1", "DHT query"));  // the oldest was forgotten
+    Reachability fresh(90s);
+    fresh.noteOutgoing("192.0.2.1");
+    for (int i = 0; i < 100; ++i) fresh.noteOutgoing("192.0.2.1");  // repeats take no room
+    QVERIFY(!fresh.noteIncoming("192.0.2.1", "DHT query"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestReachability)
+#include "tst_reachability.moc"
