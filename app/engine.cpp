@@ -23,6 +23,8 @@
 namespace es::app {
 namespace {
 
+constexpr int kInternetJoinWindowMs = 20000;
+
 // run.json's "swarm" object → the node's policy (absent keys keep their defaults).
 node::RoundPolicy parsePolicy(const std::string& json, QString& codec, node::SpesPeerConfig& peer) {
   const auto swarm = QJsonDocument::fromJson(QByteArray::fromStdString(json)).object();
@@ -153,6 +155,9 @@ int Engine::startRun() {
   config.policy = parsePolicy(data.manifest.swarmJson, codec, config.peer);
   if (cl_.syncEvery) config.policy.syncEvery = cl_.syncEvery;
   if (cl_.claimSize) config.policy.expertsPerPeer = cl_.claimSize;
+  // Off one host, discovery takes the DHT's time (rendezvous retries at 2, 6, 14 s: SwarmSettings):
+  // a fresh swarm whose peers claimed before they saw each other trains alone and diverges.
+  if (!isLoopbackEndpoint(cl_.listen)) config.policy.joinWindowMs = std::max(config.policy.joinWindowMs, kInternetJoinWindowMs);
   config.nExperts = data.manifest.model.nExperts;
   // Pre-flight: how many experts this machine can train (host memory, within the donor's cap; a
   // GPU's own memory is not probed yet).

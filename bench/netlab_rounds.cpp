@@ -4,6 +4,7 @@
 // link sent and received, and how far the round's transfers are from the distribution lower bound.
 //
 //   netlab_rounds [--per-site K (peers = 3K, default 2)] [--rounds R (6)] [--sync-every S (3)]
+//                 [--tiny]   (a 4× narrower model, for many peers on a small machine)
 //
 // Lower bound of a round's transfers, with S = the round's contribution size (bytes, measured on
 // disk) and n peers, each contribution wanted by the n−1 others:
@@ -29,6 +30,26 @@ namespace {
 constexpr double kDownlinkBytesPerS = 20e6 / 8, kUplinkBytesPerS = 5e6 / 8;
 constexpr double kTokensPerStep = 8 * 256;  // the default run: batch 8 × seq_len 256
 
+// The bundled run, or (tiny) the same run with a model a quarter as wide and half as deep.
+QString runFolder(const QString& dir, bool tiny) {
+  if (!tiny) return QStringLiteral("default");
+  QFile source(QStringLiteral(ES_SHARE_DIR "/runs/default/run.json"));
+  if (!source.open(QIODevice::ReadOnly) || !QDir().mkpath(dir)) return {};
+  auto manifest = QJsonDocument::fromJson(source.readAll()).object();
+  auto model = manifest.value("model").toObject();
+  model.insert("d_model", 64);
+  model.insert("n_layers", 2);
+  model.insert("n_heads", 2);
+  model.insert("expert_hidden", 128);
+  manifest.insert("model", model);
+  manifest.insert("name", "sotu-tiny");
+  QFile out(dir + "/run.json");
+  if (!out.open(QIODevice::WriteOnly)) return {};
+  out.write(QJsonDocument(manifest).toJson());
+  QFile::link(QStringLiteral(ES_SHARE_DIR "/runs/default/corpus"), dir + "/corpus");
+  return dir;
+}
+
 qint64 contributionBytes(const QString& dataDir, int round) {
   QDirIterator it(dataDir, {QString("round-%1-*.safetensors").arg(round)}, QDir::Files, QDirIterator::Subdirectories);
   while (it.hasNext()) {
@@ -49,7 +70,7 @@ int main(int argc, char** argv) {
   QCoreApplication app(argc, argv);
   QCommandLineParser parser;
   parser.addOptions({{"per-site", "peers per site", "K", "2"}, {"rounds", "rounds", "R", "6"},
-                     {"sync-every", "steps per round", "S", "3"}});
+                     {"sync-every", "steps per round", "S", "3"}, {"tiny", "a small model"}});
   parser.process(app);
   const int perSite = parser.value("per-site").toInt(), rounds = parser.value("rounds").toInt();
   const int syncEvery = parser.value("sync-every").toInt();
@@ -58,19 +79,22 @@ int main(int argc, char** argv) {
   QTemporaryDir dir;
   NetLab lab(perSite);
   if (!lab.ok()) return std::fprintf(stderr, "netlab_rounds: %s\n", qPrintable(lab.log())), 1;
+  const QString run = runFolder(dir.filePath("run"), parser.isSet("tiny"));
+  if (run.isEmpty()) return std::fprintf(stderr, "netlab_rounds: cannot write the tiny run\n"), 1;
   auto boot = lab.start("boot", "boot", ES_SWARM_PROBE, {"--listen", NetLab::kBootstrap, "--key", dir.filePath("boot.key"), "--internet"});
   std::vector<std::unique_ptr<SwarmClient>> peers;
   std::vector<LabHost> hosts = lab.peers();
   for (const auto& h : hosts) {
-    QStringList a{"--no-gui", "--data-dir", dir.filePath(h.name), "--listen", "0.0.0.0:6881", "--bootstrap", NetLab::kBootstrap,
+    const QString listen = QString("0.0.0.0:%1").arg(20000 + 111 * int(peers.size()));  // a port each, as installed
+    QStringList a{"--no-gui", "--data-dir", dir.filePath(h.name), "--listen", listen, "--bootstrap", NetLab::kBootstrap,
                   "--sync-every", QString::number(syncEvery), "--eval-every", QString::number(syncEvery),
-                  "--rounds", QString::number(rounds), "--threads", "1"};
+                  "--rounds", QString::number(rounds), "--threads", "1", "--run", run};
     if (h.site == "mapped-nat") a << "--port-mapping";
     peers.push_back(lab.start(h.name, h.name, ES_CLIENT_BINARY, a));
   }
   const int n = int(peers.size());
-  std::printf("netlab_rounds: %d peers (%d per site), %d rounds of %d steps, %.0f Mbit/s down, %.0f Mbit/s up per peer\n", n,
-              perSite, rounds, syncEvery, kDownlinkBytesPerS * 8 / 1e6, kUplinkBytesPerS * 8 / 1e6);
+  std::printf("netlab_rounds: %d peers (%d per site), %s model, %d rounds of %d steps, %.0f Mbit/s down, %.0f Mbit/s up per peer\n",
+              n, perSite, parser.isSet("tiny") ? "tiny" : "default", rounds, syncEvery, kDownlinkBytesPerS * 8 / 1e6, kUplinkBytesPerS * 8 / 1e6);
   std::vector<std::pair<qint64, qint64>> lastBytes;
   for (const auto& h : hosts) lastBytes.push_back(lab.linkBytes(h.name));
   QElapsedTimer clock;

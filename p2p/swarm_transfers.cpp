@@ -169,8 +169,11 @@ void SwarmSession::Impl::connectRunPeers(const lt::torrent_handle& handle) {
   if (!runHandle.is_valid() || !handle.is_valid()) return;
   std::vector<lt::peer_info> peers;
   runHandle.get_peer_info(peers);
-  for (const auto& p : peers)
-    if ((p.flags & lt::peer_info::outgoing_connection) || (p.flags & lt::peer_info::utp_socket)) handle.connect_peer(p.ip);
+  for (const auto& p : peers) {
+    if (p.flags & (lt::peer_info::connecting | lt::peer_info::handshake)) continue;  // not a peer yet
+    if (((p.flags & lt::peer_info::outgoing_connection) || (p.flags & lt::peer_info::utp_socket)) && !isSelf(p.ip))
+      handle.connect_peer(p.ip);
+  }
 }
 
 // Every few seconds, transfers meet run peers that arrived since (or that had not yet added the

@@ -108,6 +108,7 @@ class Node : public QObject {
   std::vector<int> plannedClaims(qint64 nextRound) const;
   int capped(int count) const;  // at most config_.maxExperts
   void tryResync();
+  std::optional<std::pair<qint64, std::string>> convergeOnLowestId();
   void onSnapshotAdopted(qint64 round, const QString& error);
   std::vector<SwarmPeer> livePeers(qint64 round) const;
 

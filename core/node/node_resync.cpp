@@ -6,6 +6,7 @@
 #include <QDir>
 
 #include <map>
+#include <optional>
 #include <set>
 
 namespace es::node {
@@ -26,36 +27,38 @@ void Node::tryResync() {
     }
   }
   const int needed = announcers.size() >= 2 ? 2 : 1;
-  auto chosen = votes.rend();
-  for (auto it = votes.rbegin(); it != votes.rend() && chosen == votes.rend(); ++it)
-    if (it->second >= needed && it->first.first > mergedRound_) chosen = it;
-  if (chosen == votes.rend()) {
-    // Nobody agrees (every peer merged alone, e.g. after a stall): converge on the newest
-    // snapshot of the peer with the smallest id; that peer itself keeps its state.
-    std::string lowest;
-    for (const auto& p : swarm_.peers())
-      if (!banned_.count(p.id) && !p.snapshot.empty() && p.snapshot.rbegin()->first > mergedRound_ && (lowest.empty() || p.id < lowest))
-        lowest = p.id;
-    if (!lowest.empty() && lowest < swarm_.selfId())
-      for (const auto& p : swarm_.peers())
-        if (p.id == lowest)
-          for (auto it = votes.rbegin(); it != votes.rend() && chosen == votes.rend(); ++it)
-            if (it->first.first == p.snapshot.rbegin()->first && it->first.second == p.snapshot.rbegin()->second) chosen = it;
-    if (chosen == votes.rend() && !lowest.empty() && lowest > swarm_.selfId()) {
-      resyncWanted_ = false;  // we are the reference the others converge on
-      Q_EMIT message(QStringLiteral("Peers disagree and no snapshot is shared; keeping our state as the reference"));
-      return;
-    }
+  std::optional<std::pair<qint64, std::string>> chosen;
+  for (auto it = votes.rbegin(); it != votes.rend() && !chosen; ++it)
+    if (it->second >= needed && it->first.first > mergedRound_) chosen = it->first;
+  if (!chosen) chosen = convergeOnLowestId();
+  if (!chosen) return;
+  pendingSnapshot_ = chosen->second;
+  Q_EMIT message(QStringLiteral("Fetching the swarm's snapshot of round %1 (%2 peers announce it)").arg(chosen->first).arg(votes[*chosen]));
+  if (auto s = swarm_.fetch(pendingSnapshot_, QDir(config_.fetchDir).filePath("snapshots").toStdString()); !s) {
+    Q_EMIT message(QStringLiteral("Cannot fetch the snapshot: %1").arg(q(s.error())));
+    pendingSnapshot_.clear();
   }
-  for (auto it = chosen; it != votes.rend(); it = votes.rend()) {
-    pendingSnapshot_ = it->first.second;
-    Q_EMIT message(QStringLiteral("Fetching the swarm's snapshot of round %1 (%2 peers announce it)").arg(it->first.first).arg(it->second));
-    if (auto s = swarm_.fetch(pendingSnapshot_, QDir(config_.fetchDir).filePath("snapshots").toStdString()); !s) {
-      Q_EMIT message(QStringLiteral("Cannot fetch the snapshot: %1").arg(q(s.error())));
-      pendingSnapshot_.clear();
-    }
-    return;
+}
+
+// Nobody agrees (every peer merged alone, e.g. after a stall or a fresh start in which nobody saw
+// anybody): converge on the peer with the smallest id among us and those that announce a
+// snapshot of the round we merged or later (theirs is another state of the same round). That
+// peer keeps its state; the others take its newest snapshot, or wait for it. Without the
+// same-round snapshots, peers that all diverged in one round waited for each other forever.
+// Returns the (round, content id) to fetch, or nothing.
+std::optional<std::pair<qint64, std::string>> Node::convergeOnLowestId() {
+  const SwarmPeer* lowest = nullptr;
+  const auto peers = swarm_.peers();
+  for (const auto& p : peers)
+    if (!banned_.count(p.id) && !p.snapshot.empty() && p.snapshot.rbegin()->first >= mergedRound_ &&
+        (!lowest || p.id < lowest->id))
+      lowest = &p;
+  if (!lowest || lowest->id > swarm_.selfId()) {
+    resyncWanted_ = false;  // we are the reference the others converge on
+    Q_EMIT message(QStringLiteral("Peers disagree and no snapshot is shared; keeping our state as the reference"));
+    return std::nullopt;
   }
+  return *lowest->snapshot.rbegin();
 }
 
 void Node::onSnapshotAdopted(qint64 round, const QString& error) {
