@@ -84,7 +84,9 @@ void NetworkMonitor::handle(const lt::alert* a) {
   } else if (const auto* c = lt::alert_cast<lt::peer_connect_alert>(a)) {
     if (c->direction == lt::peer_connect_alert::direction_t::out) reachability_.noteOutgoing(c->endpoint.address().to_string());
   } else if (const auto* in = lt::alert_cast<lt::incoming_connection_alert>(a)) {
-    noteReachabilityChange(reachability_.noteIncoming(in->endpoint.address().to_string(), "incoming connection"));
+    const bool tcp = in->socket_type == lt::socket_type_t::tcp;
+    noteReachabilityChange(reachability_.noteIncoming(in->endpoint.address().to_string(),
+                                                      tcp ? "incoming TCP connection" : "incoming connection", tcp));
   }
 }
 

@@ -8,6 +8,11 @@
 // a reply, or a query from a node we queried first, proves nothing. Addresses we sent to are kept
 // in a bounded set (kMaxRemembered, oldest forgotten first) and compared by IP, not IP:port — a
 // NAT may let a contacted host through on any port, so matching the IP is the conservative choice.
+// One exception: an incoming *TCP* connection proves reachability whoever sends it. Our outgoing
+// TCP connections leave from ephemeral ports, so no NAT state matches a SYN to our listening
+// port: only a mapping or a forward lets it in. (Rendezvous dials are TCP for this reason:
+// SwarmSession's dht_get_peers_reply; in a small swarm every peer has talked to every other
+// before anyone dials, and the IP rule alone never fires.)
 //
 // States: `checking` until proof or until the grace period has passed since the session first
 // had DHT nodes (no nodes: we are not on the network yet, nobody could have found us); then
@@ -35,7 +40,7 @@ class Reachability {
   void noteOutgoing(const std::string& ip);
   // Someone at `ip` contacted us (`what`: "incoming connection", "DHT query"). True when the state
   // changed (the contact was unsolicited and proved something new).
-  bool noteIncoming(const std::string& ip, const std::string& what);
+  bool noteIncoming(const std::string& ip, const std::string& what, bool tcpToListenPort = false);
   // A port mapping succeeded: the router forwards `externalPort` to us; `method` "UPnP" or
   // "NAT-PMP". A mapping alone proves nothing (the router may sit behind another NAT).
   void notePortMapped(int externalPort, const std::string& method);

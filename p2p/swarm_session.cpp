@@ -10,6 +10,8 @@
 #include <libtorrent/bdecode.hpp>
 #include <libtorrent/bencode.hpp>
 #include <libtorrent/hex.hpp>
+#include <libtorrent/peer_info.hpp>
+#include <libtorrent/pex_flags.hpp>
 #include <libtorrent/ip_filter.hpp>
 #include <libtorrent/session_params.hpp>
 #include <libtorrent/session_stats.hpp>
@@ -149,8 +151,10 @@ void SwarmSession::Impl::dispatch(lt::alert* a) {
     case lt::dht_get_peers_reply_alert::alert_type: {
       const auto* reply = static_cast<lt::dht_get_peers_reply_alert*>(a);
       if (reply->info_hash != rendezvous || !runHandle.is_valid()) return;
+      // TCP (no pex_utp): a stranger's dial to the announced port is what the reachability
+      // self-test needs to see (p2p/reachability.h); transfers still use uTP where it works.
       for (const auto& endpoint : reply->peers())
-        if (!isSelf(endpoint)) runHandle.connect_peer(endpoint);
+        if (!isSelf(endpoint)) runHandle.connect_peer(endpoint, lt::peer_info::dht, lt::pex_encryption);
       return;
     }
     case lt::hash_failed_alert::alert_type:

@@ -50,6 +50,18 @@ class TestReachability : public QObject {
              QStringLiteral("reachability: reachable via port mapping (external 198.18.1.2:40001 via UPnP; DHT query from 192.0.2.20)"));
   }
 
+  // No NAT state matches a SYN to the listening port (our own TCP dials leave from other ports):
+  // a TCP connection proves reachability even from a host we talked to; uTP and DHT do not.
+  void aTcpConnectionToTheListenPortProvesItFromAnyone() {
+    Reachability r(90s);
+    r.notePortMapped(20111, "NAT-PMP");
+    r.noteOutgoing("192.0.2.11");
+    QVERIFY(!r.noteIncoming("192.0.2.11", "incoming connection"));  // uTP: may be a NAT's reply path
+    QCOMPARE(r.state(), State::Checking);
+    QVERIFY(r.noteIncoming("192.0.2.11", "incoming TCP connection", true));
+    QCOMPARE(r.state(), State::ReachableViaPortMapping);
+  }
+
   void graceStartsWithTheFirstDhtNode() {
     Reachability r(90s);
     const auto t0 = Reachability::Clock::now();

@@ -19,14 +19,13 @@ Node::Node(Swarm& swarm, NodeConfig config, std::shared_ptr<const std::vector<st
   deadline_.setSingleShot(true);
   joinWindow_.setSingleShot(true);
   connect(&deadline_, &QTimer::timeout, this, [this] {
-    // A contribution that is announced and on its way is waited for (up to the maximum): closing
-    // without it would make us merge a different set than the peers that received it.
-    if (gather_ && gather_->clock.elapsed() < config_.policy.deadlineMaxSeconds * 1000) {
-      for (const auto& [id, from] : gather_->fetching)
-        if (!gather_->arrived.count(from.first)) {
-          deadline_.start(static_cast<int>(config_.policy.deadlineMinSeconds * 1000 / 2));
-          return;
-        }
+    // A contribution that is on its way is waited for (up to the maximum): closing without it
+    // would make us merge a different set than the peers that received it. On its way = bytes
+    // arrived since the last look; a stalled transfer (its peer cut off) must not hold the round
+    // for the maximum (seen on the netlab: 10 minutes after a 60 s partition).
+    if (gather_ && gather_->clock.elapsed() < config_.policy.deadlineMaxSeconds * 1000 && fetchesProgressing()) {
+      deadline_.start(static_cast<int>(config_.policy.deadlineMinSeconds * 1000 / 2));
+      return;
     }
     closeRound(true);
   });
@@ -177,6 +176,20 @@ void Node::onRoundTrained(const RoundTrained& trained) {
                                     config_.policy.deadlineMaxSeconds);
   deadline_.start(static_cast<int>(seconds * 1000));
   gather();
+}
+
+bool Node::fetchesProgressing() {
+  std::map<std::string, std::int64_t> done;
+  for (const auto& t : swarm_.traffic().transfers) done[t.contentId] = t.doneBytes;
+  bool progressing = false;
+  for (const auto& [id, from] : gather_->fetching) {
+    if (gather_->arrived.count(from.first)) continue;
+    const auto now = done.count(id) ? done[id] : 0;
+    const auto before = gather_->doneAtLastCheck.count(id) ? gather_->doneAtLastCheck[id] : -1;
+    progressing = progressing || now > before;
+    gather_->doneAtLastCheck[id] = now;
+  }
+  return progressing;
 }
 
 void Node::gather() {

@@ -108,6 +108,7 @@ class Node : public QObject {
   std::vector<int> plannedClaims(qint64 nextRound) const;
   int capped(int count) const;  // at most config_.maxExperts
   void tryResync();
+  bool fetchesProgressing();  // for the deadline: some awaited contribution got bytes since the last look
   std::optional<std::pair<qint64, std::string>> convergeOnLowestId();
   void onSnapshotAdopted(qint64 round, const QString& error);
   std::vector<SwarmPeer> livePeers(qint64 round) const;
@@ -152,6 +153,7 @@ class Node : public QObject {
     std::map<std::string, std::pair<std::string, std::set<int>>> fetching;
     std::map<std::string, IncomingContribution> arrived;         // sender → contribution
     std::set<std::string> expected;                              // peer ids
+    std::map<std::string, std::int64_t> doneAtLastCheck;         // content id → bytes, at the deadline's last look
     QElapsedTimer clock;
     bool closing = false;
     bool deadlineHit = false;

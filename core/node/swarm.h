@@ -47,7 +47,7 @@ struct SwarmTransfer {
   bool finished = false;
 };
 
-// What moves over the network, for views (not needed by the round logic).
+// What moves over the network, for views (and for the deadline: is an awaited transfer moving?).
 struct SwarmTraffic {
   std::vector<SwarmTransfer> transfers;
   std::int64_t bytesSent = 0, bytesReceived = 0;  // everything the session sent/received
