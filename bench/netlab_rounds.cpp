@@ -59,11 +59,6 @@ qint64 contributionBytes(const QString& dataDir, int round) {
   return 0;
 }
 
-double tokensPerSecond(const QString& line) {
-  static const QRegularExpression re(QStringLiteral("tok/s=(\\d+)"));
-  return re.match(line).captured(1).toDouble();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -121,7 +116,7 @@ int main(int argc, char** argv) {
       lastBytes[i] = bytes;
       if (auto it = peers[i]->rounds().find(r); it != peers[i]->rounds().end()) merged += it->second.peers == n;
     }
-    for (const auto& line : peers[0]->log()) tps = std::max(tps, tokensPerSecond(line));
+    if (auto it = peers[0]->rounds().find(r); it != peers[0]->rounds().end()) tps = it->second.tokensPerSecond;
     const double size = double(contributionBytes(dir.filePath(hosts[0].name), r));
     const double bound = std::max({(n - 1) * size / kDownlinkBytesPerS, size / kUplinkBytesPerS, (n - 1) * size / kUplinkBytesPerS});
     const double training = tps > 0 ? syncEvery * kTokensPerStep / tps : 0;

@@ -59,7 +59,7 @@ inline QString customRun(const QString& dir, const QJsonObject& swarmChanges) {
 
 struct RoundLine {
   int peers = 0;
-  double loss = 0, valLoss = 0;
+  double loss = 0, valLoss = 0, tokensPerSecond = 0;
   QString merged;
 };
 
@@ -123,9 +123,10 @@ class SwarmClient {
         continue;
       }
       static const QRegularExpression re(QStringLiteral(
-          "^round=(\\d+) peers=(\\d+) loss=([0-9.]+) val_loss=([0-9.]+) tok/s=\\d+ merged=([0-9a-f]+)$"));
+          "^round=(\\d+) peers=(\\d+) loss=([0-9.]+) val_loss=([0-9.]+) tok/s=(\\d+) merged=([0-9a-f]+)$"));
       if (auto m = re.match(line); m.hasMatch())
-        rounds_[m.captured(1).toInt()] = {m.captured(2).toInt(), m.captured(3).toDouble(), m.captured(4).toDouble(), m.captured(5)};
+        rounds_[m.captured(1).toInt()] = {m.captured(2).toInt(), m.captured(3).toDouble(), m.captured(4).toDouble(),
+                                          m.captured(5).toDouble(), m.captured(6)};
       else
         qWarning().noquote() << name_ << "unexpected output:" << line;
     }
