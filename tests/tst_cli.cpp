@@ -29,9 +29,7 @@ class CliTest : public QObject {
     row("local-only is headless", "--local-only", "--no-gui");
     row("bad listen", "--no-gui --listen 127.0.0.1", "--listen");
     row("bad bootstrap port", "--no-gui --bootstrap 127.0.0.1:0", "--bootstrap");
-    row("public on loopback", "--no-gui --public --listen 127.0.0.1:6881", "loopback");
     row("port mapping on loopback", "--no-gui --port-mapping --listen 127.0.0.1:6881", "--port-mapping");
-    row("public in local mode", base + "--public", "--public");
     row("rounds zero", "--no-gui --rounds 0", "--rounds");
     row("swarm flag in local mode", base + "--rounds 3", "--rounds");
     row("experts are claimed in a swarm", "--no-gui --experts 1", "--experts");

@@ -163,7 +163,7 @@ class TestUiSettings : public QObject {
     QTest::newRow("v2 link") << "runSource" << "magnet:?xt=urn:btmh:1220" + kHex64 + "&dn=run" << "" << "";
     QTest::newRow("v1 hex link") << "runSource" << "magnet:?xt=urn:btih:" + kHex40 << "btmh" << "btih:" + kHex40;
     QTest::newRow("v1 base32 link") << "runSource" << "magnet:?xt=urn:btih:" + kB32 << "btmh" << "btih:" + kB32;
-    QTest::newRow("bootstrap without port") << "bootstrapNodes" << "router.bittorrent.com" << "Bootstrap node" << "\"router.bittorrent.com\"";
+    QTest::newRow("bootstrap without port") << "bootstrapNodes" << "203.0.113.5" << "Bootstrap node" << "\"203.0.113.5\"";
     QTest::newRow("bootstrap port 0") << "bootstrapNodes" << "192.0.2.1:0" << "Bootstrap node" << "192.0.2.1:0";
     QTest::newRow("bootstrap IPv6") << "bootstrapNodes" << "[2001:db8::1]:6881" << "" << "";
     QTest::newRow("listen port 65536") << "listenPort" << "65536" << "Listen port" << "65536";
