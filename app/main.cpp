@@ -5,12 +5,27 @@
 #include "app/local_training.h"
 #include "app/swarm_client.h"
 #include "core/common/openmp_policy.h"
+#include "p2p/swarm_session.h"
 
 #include <QApplication>
 #include <QCoreApplication>
 #include <QTextStream>
 
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
+
+namespace {
+
+// Everything of ours is saved and closed by now; a libtorrent network thread that would not close
+// (p2p::SwarmSession::abandonedNetworkThread) must not see static destruction.
+int leave(int code) {
+  if (!es::p2p::SwarmSession::abandonedNetworkThread()) return code;
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   es::ensurePassiveOpenMpWaits(argv);
@@ -44,7 +59,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     QApplication::setQuitOnLastWindowClosed(false);  // the engine decides when to quit
-    return es::app::runGuiClient(cl, shareDir);
+    return leave(es::app::runGuiClient(cl, shareDir));
   }
-  return cl.localOnly ? es::app::runLocalTraining(cl, shareDir) : es::app::runSwarmClient(cl, shareDir);
+  return leave(cl.localOnly ? es::app::runLocalTraining(cl, shareDir) : es::app::runSwarmClient(cl, shareDir));
 }

@@ -67,6 +67,12 @@ Expected<lt::settings_pack> toSettingsPack(const SwarmSettings& s) {
   // The gossip plugin sends queued records from the session's tick: 100 ms bounds the delay.
   pack.set_int(sp::tick_interval, 100);
   pack.set_int(sp::min_reconnect_time, 1);
+  // libtorrent stops dialling an endpoint after 3 failed attempts (made for public swarms, where
+  // most listed peers are long gone). Ours are the run's peers: during a 60 s cut of a NAT
+  // router's uplink a dialled endpoint fails about 4 times (15 s connect timeout each), and the
+  // cut peers' transfers would never dial the others again. 30 (the 5-bit maximum is 31) with the linear back-off
+  // (failcount + 1) × min_reconnect_time gives up on a dead endpoint after ~15 minutes.
+  pack.set_int(sp::max_failcount, 30);
   pack.set_int(sp::stop_tracker_timeout, 1);
   // Small files (contributions) should never wait for a slot.
   pack.set_int(sp::active_downloads, -1);

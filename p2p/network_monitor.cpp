@@ -46,6 +46,7 @@ void NetworkMonitor::handle(const lt::alert* a) {
       const auto* l = static_cast<const lt::listen_succeeded_alert*>(a);
       if (l->socket_type != lt::socket_type_t::tcp && l->socket_type != lt::socket_type_t::utp) return;
       if (!listenPort_ && l->socket_type == lt::socket_type_t::tcp) reachability_.setListenPort(listenPort_ = l->port);
+      reachability_.noteOwnAddress(l->address.to_string());
       listening_[{reachRank(l->address), endpointText(l->address, l->port)}].insert(
           l->socket_type == lt::socket_type_t::tcp ? "TCP" : "uTP");
       listeningChanged_ = true;

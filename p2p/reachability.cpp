@@ -15,7 +15,8 @@ void Reachability::noteOutgoing(const std::string& ip) {
 }
 
 bool Reachability::noteIncoming(const std::string& ip, const std::string& what, bool tcpToListenPort) {
-  if (ip.empty() || (contacted_.count(ip) && !tcpToListenPort)) return false;  // a reply (or a node we queried first)
+  if (ip.empty() || own_.count(ip)) return false;                   // nobody, or ourselves
+  if (contacted_.count(ip) && !tcpToListenPort) return false;       // a reply (or a node we queried first)
   if (!setState(mappingMethod_.empty() ? State::Reachable : State::ReachableViaPortMapping)) return false;
   proof_ = what + " from " + ip;
   return true;

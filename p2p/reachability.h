@@ -12,7 +12,10 @@
 // TCP connections leave from ephemeral ports, so no NAT state matches a SYN to our listening
 // port: only a mapping or a forward lets it in. (Rendezvous dials are TCP for this reason:
 // SwarmSession's dht_get_peers_reply; in a small swarm every peer has talked to every other
-// before anyone dials, and the IP rule alone never fires.)
+// before anyone dials, and the IP rule alone never fires. For the same reason a run peer we
+// connected to dials us back once: p2p/record_gossip.h.)
+// A contact from one of our own addresses is ourselves (a self-dial through the DHT's copy of
+// our announcement), never a proof.
 //
 // States: `checking` until proof or until the grace period has passed since the session first
 // had DHT nodes (no nodes: we are not on the network yet, nobody could have found us); then
@@ -47,6 +50,8 @@ class Reachability {
   // Our IP as others see it (DHT nodes, peers, the router) and our listen port: for the detail.
   void noteExternalAddress(const std::string& ip) { externalIp_ = ip; }
   void setListenPort(int port) { listenPort_ = port; }
+  // An address of this machine (what libtorrent listens on): contacts from it are ourselves.
+  void noteOwnAddress(const std::string& ip) { own_.insert(ip); }
   // Call regularly (e.g. with each stats update): starts the grace period once nodes > 0 and
   // declares `outgoing-only` when it has passed. True when the state changed.
   bool tick(int dhtNodes, Clock::time_point now);
@@ -65,6 +70,7 @@ class Reachability {
   State state_ = State::Checking;
   std::unordered_set<std::string> contacted_;
   std::deque<std::string> contactedOrder_;  // eviction order of contacted_
+  std::unordered_set<std::string> own_;      // this machine's addresses (a handful)
   std::optional<Clock::time_point> onlineSince_;
   std::string proof_;        // "DHT query from 198.51.100.7"
   int mappedPort_ = 0, listenPort_ = 0;

@@ -31,10 +31,15 @@ class GossipPeer final : public lt::peer_plugin {
       return true;  // an ordinary BitTorrent peer: keep the connection, no gossip
     }
     std::vector<std::string> all;
+    const auto port = handshake.dict_find_int_value("p", 0);
+    const bool dialBack = !pc_.is_outgoing() && port > 0 && port < 65536;
     {
       std::lock_guard lock(hub_->mutex);
       for (const auto& [key, bytes] : hub_->current) all.push_back(bytes);
+      if (dialBack && hub_->dialBack.size() < kMaxDialBacks)
+        hub_->dialBack.emplace_back(pc_.remote().address(), static_cast<std::uint16_t>(port));
     }
+    if (dialBack && hub_->wake) hub_->wake();
     for (const auto& bytes : all) send(bytes);
     return true;
   }

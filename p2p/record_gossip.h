@@ -10,6 +10,7 @@
 #pragma once
 
 #include <libtorrent/extensions.hpp>
+#include <libtorrent/socket.hpp>
 
 #include <deque>
 #include <functional>
@@ -22,6 +23,7 @@ namespace es::p2p {
 
 constexpr const char* kGossipExtensionName = "es_record";
 constexpr std::size_t kMaxGossipMessage = 2048;  // a record is ≤ 1000 bytes; larger is abuse
+constexpr std::size_t kMaxDialBacks = 64;        // queued dial-back requests; more are dropped
 
 struct GossipInbound {
   std::string bytes;
@@ -36,6 +38,12 @@ struct GossipHub {
   std::map<std::string, std::string> current;
   std::function<void()> wake;  // set before the plugin is added; called with the mutex released
   int oversizeMessages = 0;
+  // Run peers that connected to us, at the IP of that connection and the listen port of their
+  // BEP10 handshake ("p"), to be dialled back once over TCP (SwarmSession::Impl::dialBack). Why:
+  // in a small swarm a peer that dials everyone first is never dialled by anyone, so its
+  // reachability self-test would see no stranger's SYN even with a working port mapping. Only
+  // the connection's own IP is ever dialled: a request cannot aim us at a third party.
+  std::deque<lt::tcp::endpoint> dialBack;
 };
 
 // The session plugin; attach with session.add_extension(). Only the torrent added with

@@ -17,8 +17,11 @@
 #include <libtorrent/session_stats.hpp>
 #include <libtorrent/torrent_info.hpp>
 
+#include "core/common/bounded_wait.h"
+
 #include <QMetaObject>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
@@ -26,6 +29,7 @@
 namespace es::p2p {
 namespace {
 
+std::atomic<bool> g_abandonedNetworkThread{false};  // see ~SwarmSession
 using Clock = std::chrono::steady_clock;
 
 // BEP44: the bytes a mutable item's signature covers (salt omitted when empty).
@@ -109,10 +113,21 @@ SwarmSession::~SwarmSession() {
     impl_->hub->wake = nullptr;
   }
   // abort() returns at once; the proxy's destructor waits for the network thread (2–40 ms over
-  // TCP). This object lives on the engine thread, never the GUI thread, so the wait freezes nothing.
-  lt::session_proxy proxy = impl_->session->abort();
+  // TCP). This object lives on the engine thread, never the GUI thread, so the wait freezes
+  // nothing. The wait is bounded: libtorrent 2.0's teardown can block for good (uTP sockets left
+  // behind by a stalled interface: arvidn/libtorrent#8552; blocking UDP sends in UPnP/NAT-PMP,
+  // fixed upstream but not in Debian 12's 2.0.8), and a client must stop when asked.
+  auto proxy = std::make_shared<lt::session_proxy>(impl_->session->abort());
   impl_->session.reset();
+  if (!finishWithin([proxy = std::move(proxy)]() mutable { proxy.reset(); }, std::chrono::milliseconds(impl_->settings.shutdownTimeoutMs))) {
+    g_abandonedNetworkThread = true;
+    if (impl_->settings.log)
+      impl_->settings.log("libtorrent's network thread did not close within " +
+                          std::to_string(impl_->settings.shutdownTimeoutMs / 1000) + " s; leaving without it");
+  }
 }
+
+bool SwarmSession::abandonedNetworkThread() { return g_abandonedNetworkThread; }
 
 int SwarmSession::listenPort() const { return impl_->session->listen_port(); }
 
@@ -268,11 +283,14 @@ void SwarmSession::injectRawGossip(const std::string& bytes) {
 
 void SwarmSession::Impl::drainGossip() {
   std::deque<GossipInbound> inbound;
+  std::deque<lt::tcp::endpoint> dialBacks;
   {
     std::lock_guard lock(hub->mutex);
     inbound.swap(hub->inbox);
+    dialBacks.swap(hub->dialBack);
   }
   for (const auto& message : inbound) offerRecord(message.bytes, message.sender, nullptr);
+  for (const auto& endpoint : dialBacks) dialBack(endpoint);
 }
 
 void SwarmSession::Impl::offerRecord(const std::string& bytes, const std::string& sender, const PublicKey* expectedKey) {

@@ -56,7 +56,12 @@ class SwarmSession : public QObject {
   // Starts the session (listening, DHT). Fails with a clear message for a bad listen address or
   // bootstrap entry.
   static Expected<std::unique_ptr<SwarmSession>> create(const SwarmSettings& settings, const Identity& identity);
-  ~SwarmSession() override;  // fast: abort() here, the session is destroyed off this thread
+  // Waits for libtorrent's network thread to close, at most settings.shutdownTimeoutMs.
+  ~SwarmSession() override;
+  // A session's network thread did not close in time and still runs: end the process with
+  // std::_Exit once everything else is done (static destruction would pull libtorrent's state
+  // from under that thread).
+  static bool abandonedNetworkThread();
 
   int listenPort() const;  // the real port (when asked for port 0)
   // "IP:PORT", usable as another node's bootstrap entry: the listen address as given, or for a

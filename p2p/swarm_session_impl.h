@@ -68,7 +68,11 @@ struct SwarmSession::Impl {
   void announceRun();
   void refreshRunPeers();
   bool isSelf(const lt::tcp::endpoint& endpoint) const;
-  void connectRunPeers(const lt::torrent_handle& handle);
+  std::vector<lt::tcp::endpoint> dialableRunPeers() const;  // swarm_transfers.cpp
+  void connectRunPeers(const lt::torrent_handle& handle, const std::vector<lt::tcp::endpoint>& runPeers);
+  void dialBack(const lt::tcp::endpoint& endpoint);  // swarm_rendezvous.cpp
+  std::map<lt::tcp::endpoint, std::chrono::steady_clock::time_point> dialedBack;  // when, bounded
+  std::shared_ptr<int> probesInFlight = std::make_shared<int>(0);
   void pollRecords();
   void kickTransfers();
   // swarm_transfers.cpp

@@ -59,6 +59,10 @@ struct SwarmSettings {
   // The reachability self-test (p2p/reachability.h): runs unless sameHostSwarm; `outgoing-only`
   // after this long with DHT nodes but no unsolicited contact.
   int reachabilityGraceSeconds = 90;
+  // How long leaving waits for libtorrent's network thread to close (tracker and DHT goodbyes,
+  // sockets). Past it we leave without it (SwarmSession::abandonedNetworkThread): everything of
+  // ours is saved before the session goes, and a client that does not stop is worse.
+  int shutdownTimeoutMs = 20000;
   // Network lines for the log ("Listening on …", "External address: …", "reachability: …", DHT
   // state loaded or ignored), called on the session's thread; may be empty.
   std::function<void(const std::string&)> log;

@@ -58,7 +58,7 @@ Expected<std::string> SwarmSession::publishFile(const std::string& path) {
   t.finished = true;
   t.added = Clock::now();
   d.transfers.emplace(torrent->infoHashV2, std::move(t));
-  d.connectRunPeers(handle);
+  d.connectRunPeers(handle, d.dialableRunPeers());
   return torrent->infoHashV2;
 }
 
@@ -85,7 +85,7 @@ Status SwarmSession::fetch(const std::string& infoHash, const std::string& saveD
   t.saveDir = saveDir;
   t.added = t.lastAnnounce = Clock::now();
   d.transfers.emplace(hash, std::move(t));
-  d.connectRunPeers(handle);
+  d.connectRunPeers(handle, d.dialableRunPeers());
   handle.force_dht_announce();  // the fallback: the content may also be seeded by others
   return {};
 }
@@ -165,15 +165,25 @@ void SwarmSession::Impl::onStateUpdate(const std::vector<lt::torrent_status>& st
 // mapping that lets its replies in). A peer that dialed us over TCP dials our transfers itself:
 // that is how content reaches and leaves peers behind a NAT. Connecting an endpoint the torrent
 // is already connected to does nothing.
-void SwarmSession::Impl::connectRunPeers(const lt::torrent_handle& handle) {
-  if (!runHandle.is_valid() || !handle.is_valid()) return;
+std::vector<lt::tcp::endpoint> SwarmSession::Impl::dialableRunPeers() const {
+  std::vector<lt::tcp::endpoint> out;
+  if (!runHandle.is_valid()) return out;
   std::vector<lt::peer_info> peers;
   runHandle.get_peer_info(peers);
   for (const auto& p : peers) {
     if (p.flags & (lt::peer_info::connecting | lt::peer_info::handshake)) continue;  // not a peer yet
     if (((p.flags & lt::peer_info::outgoing_connection) || (p.flags & lt::peer_info::utp_socket)) && !isSelf(p.ip))
-      handle.connect_peer(p.ip);
+      out.push_back(p.ip);
   }
+  return out;
+}
+
+// Source resume_data: libtorrent's torrent::add_peer sends a DHT ping to the endpoint of every
+// other source, and this runs every 3 s for every transfer — dozens of pings a second to the
+// same few IPs, over the 5 a second at which their DHT nodes ban us.
+void SwarmSession::Impl::connectRunPeers(const lt::torrent_handle& handle, const std::vector<lt::tcp::endpoint>& runPeers) {
+  if (!handle.is_valid()) return;
+  for (const auto& endpoint : runPeers) handle.connect_peer(endpoint, lt::peer_info::resume_data);
 }
 
 // Every few seconds, transfers meet run peers that arrived since (or that had not yet added the
@@ -185,9 +195,10 @@ void SwarmSession::Impl::kickTransfers() {
   const auto now = Clock::now();
   const bool connectNow = now - lastPeerKick >= std::chrono::seconds(3);
   if (connectNow) lastPeerKick = now;
+  const auto runPeers = connectNow ? dialableRunPeers() : std::vector<lt::tcp::endpoint>{};
   for (auto& [hash, t] : transfers) {
     if (!t.handle.is_valid()) continue;
-    if (connectNow) connectRunPeers(t.handle);
+    if (connectNow) connectRunPeers(t.handle, runPeers);
     const bool fresh = t.published && now - t.added < std::chrono::seconds(20);
     if ((t.finished && !fresh) || now - t.lastAnnounce < std::chrono::milliseconds(settings.peerlessFetchAnnounceMs)) continue;
     if (t.handle.status().num_peers == 0) {

@@ -104,6 +104,66 @@ class NodeRounds : public QObject {
     QVERIFY(a.trainerBusyFraction() > 0);
   }
 
+  // After a partition one peer closes round 1 without a contribution the two others got (here
+  // withheld from it): the odd one out, with the lowest id, must take the others' snapshot — not
+  // declare itself the reference (it did, and the swarm stayed split for good) — and from then
+  // on every round merges all three contributions into one state everywhere.
+  void theOddPeerOutTakesTheMajoritysSnapshot() {
+    MemorySwarmHub hub("tiny-run");
+    MemorySwarm swarmA(hub, "peer-a"), swarmB(hub, "peer-b"), swarmC(hub, "peer-c");
+    swarmA.withhold([&swarmA](const std::string& id) {
+      for (const auto& p : swarmA.peers())
+        if (p.id == "peer-b" && p.contrib.count(1) && p.contrib.at(1) == id) return true;
+      return false;
+    });
+    std::map<std::string, std::map<qint64, RoundSummary>> rounds;
+    std::map<std::string, std::unique_ptr<Node>> nodes;
+    int finished = 0;
+    QString failure;
+    bool waited = false, adopted = false;
+    for (auto [name, swarm] : {std::pair{"peer-a", &swarmA}, {"peer-b", &swarmB}, {"peer-c", &swarmC}}) {
+      auto config = configFor(name);
+      const QString own = dir_.filePath(QStringLiteral("odd-one-out/") + name);  // not the first test's state
+      config.peer.stateDir = (own + "/state").toStdString();
+      config.contribDir = own + "/contrib";
+      config.fetchDir = own + "/incoming";
+      config.snapshotDir = own + "/snapshots";
+      config.maxRounds = 5;
+      config.policy.deadlineMinSeconds = 8;
+      config.policy.deadlineMaxSeconds = 20;
+      auto& n = nodes[name] = std::make_unique<Node>(*swarm, config, data_->train, data_->val);
+      const std::string who = name;
+      connect(n.get(), &Node::roundClosed, this, [&rounds, who](const RoundSummary& s) { rounds[who][s.round] = s; });
+      connect(n.get(), &Node::finished, this, [&finished] { ++finished; });
+      connect(n.get(), &Node::failed, this, [&failure](const QString& e) { failure = e; });
+      connect(n.get(), &Node::message, this, [&, who](const QString& m) {
+        qInfo("%s: %s", who.c_str(), qPrintable(m));
+        if (who != "peer-a") return;
+        waited = waited || m.startsWith("Out of step with the majority: waiting");
+        adopted = adopted || m.startsWith("Took the swarm's snapshot of round");
+        QVERIFY2(!m.contains("keeping our state as the reference"), "the odd one out kept its state");
+      });
+    }
+    for (auto& [name, n] : nodes) n->start();
+    QVERIFY2(es::test::waitUntil([&] { return finished == 3 || !failure.isEmpty(); }, 280000), "the nodes did not finish");
+    QVERIFY2(failure.isEmpty(), qPrintable(failure));
+    for (const auto* name : {"peer-a", "peer-b", "peer-c"}) QVERIFY2(rounds[name].count(1), name);
+    QCOMPARE(rounds["peer-a"].at(1).peers, 2);  // round 1 without peer-b's contribution
+    QCOMPARE(rounds["peer-b"].at(1).peers, 3);
+    QCOMPARE(rounds["peer-c"].at(1).merge.fingerprint, rounds["peer-b"].at(1).merge.fingerprint);
+    QVERIFY(adopted);
+    // Back in step: the last two rounds merged all three, bit for bit the same state.
+    for (qint64 r = 4; r <= 5; ++r) {
+      for (const auto* name : {"peer-a", "peer-b", "peer-c"}) {
+        QVERIFY2(rounds[name].count(r), qPrintable(QString("%1 has no round %2").arg(name).arg(r)));
+        QCOMPARE(rounds[name].at(r).peers, 3);
+      }
+      QCOMPARE(rounds["peer-a"].at(r).merge.fingerprint, rounds["peer-b"].at(r).merge.fingerprint);
+      QCOMPARE(rounds["peer-c"].at(r).merge.fingerprint, rounds["peer-b"].at(r).merge.fingerprint);
+    }
+    qInfo("peer-a waited for the majority's snapshot: %s", waited ? "yes" : "no (it was there already)");
+  }
+
   // The donor's "finish this round, then pause": the trainer stops exactly at the round's end,
   // the round is still merged (the swarm is not kept waiting), nothing trains while paused, and
   // resuming carries on to the end. The view shows the pause and this peer's claims.

@@ -62,6 +62,19 @@ class TestReachability : public QObject {
     QCOMPARE(r.state(), State::ReachableViaPortMapping);
   }
 
+  // A client listening on 0.0.0.0 finds its own announcement in the DHT; dialling it is a TCP
+  // connection from our own address to our listen port (the netlab's pub1 said "reachable" on
+  // its own "incoming TCP connection from 192.0.2.11"). Ourselves prove nothing.
+  void aContactFromOurOwnAddressProvesNothing() {
+    Reachability r(90s);
+    r.noteOwnAddress("192.0.2.11");
+    QVERIFY(!r.noteIncoming("192.0.2.11", "incoming TCP connection", true));
+    QVERIFY(!r.noteIncoming("192.0.2.11", "DHT query"));
+    QCOMPARE(r.state(), State::Checking);
+    QVERIFY(r.noteIncoming("192.0.2.12", "incoming TCP connection", true));
+    QCOMPARE(r.state(), State::Reachable);
+  }
+
   void graceStartsWithTheFirstDhtNode() {
     Reachability r(90s);
     const auto t0 = Reachability::Clock::now();

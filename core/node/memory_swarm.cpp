@@ -1,5 +1,7 @@
 #include "core/node/memory_swarm.h"
 
+#include <QCryptographicHash>
+#include <QFile>
 #include <QTimer>
 
 #include <algorithm>
@@ -42,15 +44,22 @@ std::vector<SwarmPeer> MemorySwarm::peers() const {
   return out;
 }
 
+// Content ids name the bytes, as info-hashes do: two peers publishing identical snapshots get one
+// id (resync votes count peers per id).
 Expected<std::string> MemorySwarm::publish(const std::string& path) {
-  const std::string id = "content-" + std::to_string(hub_.nextContent_++);
-  hub_.files_[id] = path;
+  QFile file(QString::fromStdString(path));
+  if (!file.open(QIODevice::ReadOnly)) return makeError("cannot read \"" + path + "\"");
+  QCryptographicHash hash(QCryptographicHash::Sha256);
+  if (!hash.addData(&file)) return makeError("cannot read \"" + path + "\"");
+  const std::string id = hash.result().toHex().toStdString();
+  hub_.files_.emplace(id, path);  // the first publisher's copy serves everyone
   return id;
 }
 
 Status MemorySwarm::fetch(const std::string& contentId, const std::string&) {
   auto it = hub_.files_.find(contentId);
   if (it == hub_.files_.end()) return makeError("unknown content " + contentId);
+  if (withheld_ && withheld_(contentId)) return {};
   QTimer::singleShot(0, &context_, [this, contentId, path = it->second] {
     if (events_.fetched) events_.fetched(contentId, path);
   });

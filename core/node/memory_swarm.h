@@ -7,6 +7,7 @@
 
 #include <QObject>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,7 +28,6 @@ class MemorySwarmHub {
   std::map<std::string, SwarmPeer> records_;      // peer id → what it announced
   std::map<std::string, std::string> files_;      // content id → path
   std::vector<MemorySwarm*> members_;
-  int nextContent_ = 0;
 };
 
 class MemorySwarm : public Swarm {
@@ -45,11 +45,15 @@ class MemorySwarm : public Swarm {
   void retire(const std::string& contentId, bool deleteFile) override;
   std::vector<int> chooseClaims(std::int64_t round, int nExperts, int count) const override;
   int connections() const override { return static_cast<int>(hub_.members_.size()) - 1; }
+  // Tests: fetches of content for which `never` says true never complete (a contribution that
+  // cannot reach this peer in time, as after a partition).
+  void withhold(std::function<bool(const std::string& contentId)> never) { withheld_ = std::move(never); }
 
  private:
   MemorySwarmHub& hub_;
   std::string selfId_;
   SwarmEvents events_;
+  std::function<bool(const std::string&)> withheld_;
   QObject context_;  // queued callbacks die with this swarm
 };
 

@@ -274,13 +274,17 @@ void Node::onMerged(const RoundMerged& merged) {
   }
   // Most others built on a base we do not hold: we merged a different set of contributions
   // (a deadline hit us but not them). Take the majority's snapshot instead of drifting apart.
-  int othersAccepted = 0, othersStale = 0;
+  int othersAccepted = 0, othersStale = 0, largestStaleGroup = 0;
   std::string staleSender;
+  std::map<std::string, int> staleBases;  // base hash → others that built on it
   for (const auto& v : merged.result.verdicts) {
     if (v.sender == swarm_.selfId()) continue;
     othersAccepted += v.accepted ? 1 : 0;
     othersStale += v.stale ? 1 : 0;
-    if (v.stale) staleSender = v.sender;
+    if (v.stale) {
+      staleSender = v.sender;
+      largestStaleGroup = std::max(largestStaleGroup, ++staleBases[v.staleBase]);
+    }
   }
   // Two peers that disagree see the same picture: only the larger id gives in.
   const bool tie = othersAccepted == 0 && othersStale == 1 && swarm_.selfId() < staleSender;
@@ -288,6 +292,9 @@ void Node::onMerged(const RoundMerged& merged) {
     Q_EMIT message(QStringLiteral("Out of step: %1 of %2 contributions of round %3 were built on another base; resyncing")
                        .arg(othersStale).arg(othersStale + othersAccepted).arg(s.round));
     resyncWanted_ = true;
+    // Two or more others agree on a state we do not hold: they are the swarm, we are the odd one
+    // out, and their snapshot is what we wait for (never "keep ours as the reference").
+    majorityElsewhere_ = largestStaleGroup >= 2;
     tryResync();
   }
   gather_.reset();

@@ -136,6 +136,8 @@ class Node : public QObject {
   std::map<qint64, std::string> snapshots_;  // our published snapshots (round → id)
   qint64 mergedRound_ = 0;
   bool resyncWanted_ = false;                // newcomer, or out of step with the majority
+  bool majorityElsewhere_ = false;           // out of step, and ≥ 2 others share one base: wait for their snapshot
+  bool waitingForMajority_ = false;          // said so once
   std::string pendingSnapshot_;              // content id being fetched for a resync
   QElapsedTimer sinceRoundClosed_;
   std::vector<double> roundSeconds_;

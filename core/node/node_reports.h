@@ -22,6 +22,7 @@ struct ContributionVerdict {
   std::string sender;
   bool accepted = false;
   bool stale = false;     // built on another base: skipped, not the sender's fault
+  std::string staleBase;  // that base's hash, when stale
   std::string reason;
   std::int64_t bytes = 0;
 };

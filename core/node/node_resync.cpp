@@ -28,10 +28,20 @@ void Node::tryResync() {
   }
   const int needed = announcers.size() >= 2 ? 2 : 1;
   std::optional<std::pair<qint64, std::string>> chosen;
+  // A snapshot of the round we merged counts: being out of step means our state of that round is
+  // not the swarm's (the netlab's partition: the odd peer out merged round 4 with 5 of 6, the
+  // others' round-4 snapshot was there, and `>` ignored it).
   for (auto it = votes.rbegin(); it != votes.rend() && !chosen; ++it)
-    if (it->second >= needed && it->first.first > mergedRound_) chosen = it->first;
+    if (it->second >= needed && it->first.first >= mergedRound_) chosen = it->first;
+  if (!chosen && majorityElsewhere_ && !announcers.empty()) {
+    if (!waitingForMajority_)
+      Q_EMIT message(QStringLiteral("Out of step with the majority: waiting for its next snapshot"));
+    waitingForMajority_ = true;
+    return;  // peersChanged calls us again when their records announce it
+  }
   if (!chosen) chosen = convergeOnLowestId();
   if (!chosen) return;
+  waitingForMajority_ = false;
   pendingSnapshot_ = chosen->second;
   Q_EMIT message(QStringLiteral("Fetching the swarm's snapshot of round %1 (%2 peers announce it)").arg(chosen->first).arg(votes[*chosen]));
   if (auto s = swarm_.fetch(pendingSnapshot_, QDir(config_.fetchDir).filePath("snapshots").toStdString()); !s) {
@@ -67,7 +77,7 @@ void Node::onSnapshotAdopted(qint64 round, const QString& error) {
     Q_EMIT message(QStringLiteral("Snapshot refused: %1").arg(error));
     return;
   }
-  resyncWanted_ = false;
+  resyncWanted_ = majorityElsewhere_ = waitingForMajority_ = false;
   mergedRound_ = round;
   round_ = round + 1;
   gather_.reset();

@@ -232,6 +232,7 @@ Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<Inco
     }
     if (file->header.run == context.run && file->header.round == round && file->header.baseHash != context.baseHash) {
       v.stale = true;  // built on another base (the sender missed a contribution): skip, no ban
+      v.staleBase = file->header.baseHash;
       v.reason = "stale base " + file->header.baseHash;
       continue;
     }

@@ -89,6 +89,30 @@ class SwarmClient {
     }
   }
   void terminate() { if (process_) process_->terminate(); }
+  qint64 pid() const { return process_ ? process_->processId() : 0; }
+  // What a client that does not stop is doing: every thread's stack (gdb, where installed) or
+  // else each thread's state and kernel wait channel from /proc.
+  QString threads() const {
+    const qint64 id = pid();
+    if (!id || !running()) return QStringLiteral("(not running)");
+    QProcess gdb;
+    gdb.start(QStringLiteral("gdb"), {"-p", QString::number(id), "-batch", "-ex", "thread apply all bt 25"});
+    if (gdb.waitForFinished(60000) && gdb.exitCode() == 0) {
+      QStringList frames;
+      for (const auto& line : QString::fromUtf8(gdb.readAllStandardOutput()).split('\n'))
+        if (line.startsWith("Thread ") || line.startsWith('#')) frames << line;
+      if (!frames.isEmpty()) return frames.join('\n');
+    }
+    QStringList states;
+    for (const auto& task : QDir(QString("/proc/%1/task").arg(id)).entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+      auto read = [&](const QString& f) {
+        QFile file(QString("/proc/%1/task/%2/%3").arg(id).arg(task, f));
+        return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readAll()).trimmed() : QString();
+      };
+      states << QString("%1 %2 wchan=%3 stat=%4").arg(task, read("comm"), read("wchan"), read("stat").section(' ', 2, 2));
+    }
+    return states.join('\n');
+  }
   bool finishedWith(int code) const {
     return process_ && process_->state() == QProcess::NotRunning && process_->exitStatus() == QProcess::NormalExit &&
            process_->exitCode() == code;
