@@ -32,7 +32,7 @@ class GossipPeer final : public lt::peer_plugin {
     }
     std::vector<std::string> all;
     const auto port = handshake.dict_find_int_value("p", 0);
-    const bool dialBack = !pc_.is_outgoing() && port > 0 && port < 65536;
+    const bool dialBack = port > 0 && port < 65536;  // either direction: see GossipHub::dialBack
     {
       std::lock_guard lock(hub_->mutex);
       for (const auto& [key, bytes] : hub_->current) all.push_back(bytes);

@@ -38,11 +38,12 @@ struct GossipHub {
   std::map<std::string, std::string> current;
   std::function<void()> wake;  // set before the plugin is added; called with the mutex released
   int oversizeMessages = 0;
-  // Run peers that connected to us, at the IP of that connection and the listen port of their
-  // BEP10 handshake ("p"), to be dialled back once over TCP (SwarmSession::Impl::dialBack). Why:
-  // in a small swarm a peer that dials everyone first is never dialled by anyone, so its
-  // reachability self-test would see no stranger's SYN even with a working port mapping. Only
-  // the connection's own IP is ever dialled: a request cannot aim us at a third party.
+  // Every run peer we get a connection with (either direction), at the IP of that connection and
+  // the listen port of its BEP10 handshake ("p"), to be dialled once over TCP
+  // (SwarmSession::Impl::dialBack). Why: in a small swarm everyone is connected to everyone after
+  // a minute, mostly over uTP, so a peer's reachability self-test may never see a stranger's SYN
+  // even with a working port mapping (the netlab: a NAT-PMP peer dialled only over uTP said
+  // outgoing-only). Only the connection's own IP is ever dialled: nobody can aim us at a third party.
   std::deque<lt::tcp::endpoint> dialBack;
 };
 

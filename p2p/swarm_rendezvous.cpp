@@ -2,8 +2,6 @@
 #include "p2p/swarm_session_impl.h"
 
 #include <QHostAddress>
-#include <QTcpSocket>
-#include <QTimer>
 
 #include <algorithm>
 
@@ -65,38 +63,11 @@ bool SwarmSession::Impl::isSelf(const lt::tcp::endpoint& endpoint) const {
   return std::find(listening.begin(), listening.end(), text) != listening.end();
 }
 
-// A run peer that connected to us is dialled back once at its handshake's listen port (p2p/
-// record_gossip.h says why): a plain TCP connect, closed as soon as it is established — the SYN
-// reaching the peer's listening socket is the whole message, its reachability self-test sees it.
-// Not through libtorrent: it never opens a second connection to a peer it is connected to. Once
-// per endpoint per 10 minutes, at most kMaxDialedBack remembered and kMaxProbes in flight, and
+// Each run peer we are connected to is probed at its handshake's listen port (p2p/dial_back.h),
 // only where the self-test runs (same-host swarms have none).
 void SwarmSession::Impl::dialBack(const lt::tcp::endpoint& endpoint) {
-  constexpr std::size_t kMaxDialedBack = 1024;
-  constexpr int kMaxProbes = 16, kProbeTimeoutMs = 10000;
-  constexpr auto kAgain = std::chrono::minutes(10);
-  if (!network->selfTest() || isSelf(endpoint) || *probesInFlight >= kMaxProbes) return;
-  const auto now = std::chrono::steady_clock::now();
-  if (const auto it = dialedBack.find(endpoint); it != dialedBack.end() && now - it->second < kAgain) return;
-  if (dialedBack.size() >= kMaxDialedBack)
-    for (auto it = dialedBack.begin(); it != dialedBack.end();)
-      it = now - it->second >= kAgain ? dialedBack.erase(it) : std::next(it);
-  if (dialedBack.size() >= kMaxDialedBack) return;  // a thousand peers in 10 minutes: enough proof
-  dialedBack[endpoint] = now;
-  auto* probe = new QTcpSocket(owner);
-  ++*probesInFlight;
-  // Captures the counter, not `this`: a probe still open when the session goes is deleted with it.
-  auto finish = [probe, inFlight = probesInFlight] {
-    if (probe->property("esDone").toBool()) return;
-    probe->setProperty("esDone", true);
-    --*inFlight;
-    probe->abort();
-    probe->deleteLater();
-  };
-  QObject::connect(probe, &QTcpSocket::connected, probe, finish);
-  QObject::connect(probe, &QAbstractSocket::errorOccurred, probe, finish);  // refused, unreachable: theirs to learn
-  QTimer::singleShot(kProbeTimeoutMs, probe, finish);
-  probe->connectToHost(QHostAddress(QString::fromStdString(endpoint.address().to_string())), endpoint.port());
+  if (!network->selfTest() || isSelf(endpoint)) return;
+  dialBacks->request(QHostAddress(QString::fromStdString(endpoint.address().to_string())), endpoint.port());
 }
 
 }  // namespace es::p2p

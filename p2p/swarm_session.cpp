@@ -60,6 +60,7 @@ Expected<std::unique_ptr<SwarmSession>> SwarmSession::create(const SwarmSettings
   auto& d = *self->impl_;
   d.owner = self.get();
   d.settings = settings;
+  d.dialBacks = std::make_unique<DialBackProber>(d.owner);
   {
     std::lock_guard lock(d.hub->mutex);
     d.hub->wake = [impl = &d] { impl->queuePump(); };

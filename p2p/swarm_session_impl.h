@@ -2,6 +2,7 @@
 // swarm_transfers.cpp (checkpoint swarms). Private to p2p/.
 #pragma once
 
+#include "p2p/dial_back.h"
 #include "p2p/identity.h"
 #include "p2p/network_monitor.h"
 #include "p2p/record_book.h"
@@ -71,8 +72,7 @@ struct SwarmSession::Impl {
   std::vector<lt::tcp::endpoint> dialableRunPeers() const;  // swarm_transfers.cpp
   void connectRunPeers(const lt::torrent_handle& handle, const std::vector<lt::tcp::endpoint>& runPeers);
   void dialBack(const lt::tcp::endpoint& endpoint);  // swarm_rendezvous.cpp
-  std::map<lt::tcp::endpoint, std::chrono::steady_clock::time_point> dialedBack;  // when, bounded
-  std::shared_ptr<int> probesInFlight = std::make_shared<int>(0);
+  std::unique_ptr<DialBackProber> dialBacks;  // made with the session (its probes are owner's children)
   void pollRecords();
   void kickTransfers();
   // swarm_transfers.cpp

@@ -195,6 +195,7 @@ void SwarmSession::Impl::kickTransfers() {
   const auto now = Clock::now();
   const bool connectNow = now - lastPeerKick >= std::chrono::seconds(3);
   if (connectNow) lastPeerKick = now;
+  if (connectNow && dialBacks) dialBacks->retryDue();  // the reachability probes' retries (dial_back.h)
   const auto runPeers = connectNow ? dialableRunPeers() : std::vector<lt::tcp::endpoint>{};
   for (auto& [hash, t] : transfers) {
     if (!t.handle.is_valid()) continue;
