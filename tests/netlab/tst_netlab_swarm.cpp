@@ -66,7 +66,7 @@ class NetlabSwarm : public QObject {
     for (const auto& p : peers) {
       QStringList rounds;
       for (const auto& [r, line] : p->rounds()) rounds << QString("%1:%2/%3").arg(r).arg(line.peers).arg(line.merged.left(8));
-      qInfo().noquote() << p->name() << "rounds" << rounds.join(' ') << "\n  " << p->log().join("\n  ");
+      qInfo().noquote() << p->name() << p->exitState() << "rounds" << rounds.join(' ') << "\n  " << p->log().join("\n  ");
     }
   }
 
@@ -97,9 +97,11 @@ class NetlabSwarm : public QObject {
     const bool clean = waitUntil([&] {
       return std::all_of(peers.begin(), peers.end(), [](auto& p) { return lastRound(*p) >= kCleanRounds || !p->running(); });
     }, 900000);
-    if (!clean) dump(peers);
+    // A client that left early shows why (its log ends with the reason; CI at 2ba6da5: "pub1
+    // exited" with nothing else to go on).
+    if (!clean || std::any_of(peers.begin(), peers.end(), [](auto& p) { return !p->running(); })) dump(peers);
     QVERIFY2(clean, "the six peers did not close 6 rounds in 15 minutes");
-    for (auto& p : peers) QVERIFY2(p->running(), qPrintable(p->name() + " exited"));
+    for (auto& p : peers) QVERIFY2(p->running(), qPrintable(p->name() + " left: " + p->exitState()));
     for (int r = 2; r <= kCleanRounds; ++r) {
       if (!agreedRound(peers, r, 6)) dump(peers);
       QVERIFY2(agreedRound(peers, r, 6), qPrintable(QString("round %1 did not merge all 6 contributions everywhere").arg(r)));

@@ -118,6 +118,12 @@ class SwarmClient {
            process_->exitCode() == code;
   }
   bool running() const { return process_ && process_->state() != QProcess::NotRunning; }
+  // "running", "exit code N" or "crashed" (a signal): for failure messages.
+  QString exitState() const {
+    if (!process_ || running()) return QStringLiteral("running");
+    return process_->exitStatus() == QProcess::CrashExit ? QStringLiteral("crashed")
+                                                         : QStringLiteral("exit code %1").arg(process_->exitCode());
+  }
 
   const std::map<int, RoundLine>& rounds() const { return rounds_; }
   const QStringList& log() const { return log_; }
