@@ -13,7 +13,7 @@
 //   aggregate bound n(n−1)·S ÷ (n·uplink)      all received bytes pass through someone's uplink
 // lower_bound = the largest of the three. transfer time = the round's wall time minus its
 // training time (sync_every steps at the tok/s the peers report), so ratio = transfer ÷ bound.
-// Needs root (network namespaces); run it by hand or from scripts/bench, never with --public.
+// Needs root (network namespaces); run it by hand or from scripts/bench, never on the public network.
 #include "netlab/netlab.h"
 
 #include <QCommandLineParser>

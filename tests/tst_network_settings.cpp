@@ -1,8 +1,8 @@
 // What the command line and the saved network settings make of the session's settings
 // (app/network_setup.h, then p2p's settings pack): the public network — its routers, UPnP and
-// NAT-PMP, the saved DHT state — only when the donor opted in (network/public, as --public does);
+// NAT-PMP, the saved DHT state — only when the donor opted in (the saved opt-in setting or flag);
 // --bootstrap replaces the routers; --port-mapping maps without them; and no test configuration
-// ever names a public host. No test passes --public or builds a pack with the public routers:
+// ever names a public host. No test passes the opt-in flag or builds a pack with real routers:
 // opted-in cases here use documentation-range routers in the saved setting.
 #include "app/command_line.h"
 #include "app/network_setup.h"
