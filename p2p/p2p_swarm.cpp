@@ -37,6 +37,7 @@ Status P2pSwarm::announce(const node::Announcement& a) {
   r.leaseUntil = a.leaseUntil;
   r.contrib = a.contrib;
   r.snapshot = a.snapshot;
+  r.merged = a.merged;
   r.stats.steps = a.steps;
   r.stats.lossE4 = std::llround(a.loss * 1e4);
   r.stats.tokensPerSecond = std::llround(a.tokensPerSecond);
@@ -57,6 +58,7 @@ std::vector<node::SwarmPeer> P2pSwarm::peers() const {
     p.leaseUntil = r.leaseUntil;
     p.contrib = r.contrib;
     p.snapshot = r.snapshot;
+    p.merged = r.merged;
     p.steps = r.stats.steps;
     p.loss = double(r.stats.lossE4) / 1e4;
     p.tokensPerSecond = double(r.stats.tokensPerSecond);

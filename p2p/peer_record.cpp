@@ -46,6 +46,7 @@ lt::entry recordEntry(const PeerRecord& r, Int version) {
   e["lease"] = Int(r.leaseUntil);
   e["contrib"] = roundMap(r.contrib);
   e["snapshot"] = roundMap(r.snapshot);
+  e["merged"] = roundMap(r.merged);
   lt::entry stats(lt::entry::dictionary_t);
   stats["steps"] = Int(r.stats.steps);
   stats["tokens"] = Int(r.stats.tokens);
@@ -68,10 +69,16 @@ std::string signedBytes(const PeerRecord& r, Int version, const Signature& sig) 
   return encode(e);
 }
 
-bool isInfoHashHex(const std::string& s) {
-  if (s.size() != 40 && s.size() != 64) return false;  // v1 (SHA-1) or v2 (SHA-256) info-hash
+bool isLowerHex(const std::string& s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
+
+bool isInfoHashHex(const std::string& s) {
+  return (s.size() == 40 || s.size() == 64) && isLowerHex(s);  // v1 (SHA-1) or v2 (SHA-256) info-hash
+}
+
+// sync::stateFingerprint is 16 hex digits today; up to 64 leaves room for a longer hash.
+bool isFingerprintHex(const std::string& s) { return s.size() >= 16 && s.size() <= 64 && isLowerHex(s); }
 
 // Value rules shared by signRecord and parseRecord, so we never sign what others would refuse.
 // Returns the offending field's description, or "".
@@ -91,6 +98,10 @@ std::string invalidValue(const PeerRecord& r) {
       if (round < 0) return std::string(name) + " has a negative round";
       if (!isInfoHashHex(infoHash)) return std::string(name) + " value is not a lower-case info-hash hex";
     }
+  }
+  for (const auto& [round, fingerprint] : r.merged) {
+    if (round < 0) return "\"merged\" has a negative round";
+    if (!isFingerprintHex(fingerprint)) return "\"merged\" value is not a lower-case fingerprint hex";
   }
   return {};
 }
@@ -202,7 +213,7 @@ ParsedRecord reject(RecordError error, std::string detail) {
 
 bool PeerRecord::operator==(const PeerRecord& o) const {
   return run == o.run && pk == o.pk && seq == o.seq && round == o.round && claims == o.claims &&
-         leaseUntil == o.leaseUntil && contrib == o.contrib && snapshot == o.snapshot && stats.steps == o.stats.steps &&
+         leaseUntil == o.leaseUntil && contrib == o.contrib && snapshot == o.snapshot && merged == o.merged && stats.steps == o.stats.steps &&
          stats.tokens == o.stats.tokens && stats.lossE4 == o.stats.lossE4 &&
          stats.tokensPerSecond == o.stats.tokensPerSecond && freeMemory == o.freeMemory;
 }
@@ -258,7 +269,8 @@ ParsedRecord parseRecord(std::string_view bytes, std::string_view expectedRun, c
     return reject(RecordError::Garbage, "trailing bytes after the dictionary");
 
   Reader in;
-  in.onlyKeys(root, {"v", "run", "pk", "seq", "round", "claims", "lease", "contrib", "snapshot", "stats", "mem", "sig"},
+  in.onlyKeys(root, {"v", "run", "pk", "seq", "round", "claims", "lease", "contrib", "snapshot", "merged", "stats", "mem",
+                     "sig"},
               "");
   PeerRecord r;
   const std::int64_t version = in.integer(root, "v");
@@ -270,6 +282,7 @@ ParsedRecord parseRecord(std::string_view bytes, std::string_view expectedRun, c
   r.leaseUntil = in.integer(root, "lease");
   r.contrib = in.roundMap(root, "contrib");
   r.snapshot = in.roundMap(root, "snapshot");
+  r.merged = in.roundMap(root, "merged");
   const auto stats = in.field(root, "stats", lt::bdecode_node::dict_t, "a dictionary");
   if (stats) {
     in.onlyKeys(stats, {"steps", "tokens", "loss_e4", "tps"}, " in \"stats\"");

@@ -2,8 +2,9 @@
 // says about itself — its claims, lease, published contributions and snapshots, and stats.
 //
 // Wire form: a bencoded dictionary (canonical: keys sorted, integers only) with keys
-//   v (1), run (run id, bytes), pk (32 bytes), seq, round, claims (list of ints, sorted, unique),
+//   v (2), run (run id, bytes), pk (32 bytes), seq, round, claims (list of ints, sorted, unique),
 //   lease (last round the claims hold), contrib / snapshot (dict: decimal round → info-hash hex),
+//   merged (dict: decimal round → fingerprint hex of the state the peer merged for that round),
 //   stats (dict: steps, tokens, loss_e4 = loss·10⁴ rounded, tps = tokens/s rounded),
 //   mem (free accelerator memory, bytes), sig (64 bytes).
 // sig is ed25519 over the canonical bencoding of the same dictionary without `sig`. The whole
@@ -24,7 +25,7 @@ namespace es::p2p {
 class Identity;
 
 constexpr std::size_t kMaxRecordBytes = 1000;
-constexpr std::int64_t kRecordVersion = 1;
+constexpr std::int64_t kRecordVersion = 2;  // 2: `merged` (a split is seen in the round it happens)
 
 struct RecordStats {
   std::int64_t steps = 0;
@@ -42,6 +43,7 @@ struct PeerRecord {
   std::int64_t leaseUntil = 0;       // claims hold through this round
   std::map<std::int64_t, std::string> contrib;   // round → info-hash (hex)
   std::map<std::int64_t, std::string> snapshot;  // round → info-hash (hex)
+  std::map<std::int64_t, std::string> merged;    // round → state fingerprint (16–64 hex digits)
   RecordStats stats;
   std::int64_t freeMemory = 0;       // bytes
 

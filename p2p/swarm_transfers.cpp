@@ -67,7 +67,17 @@ Status SwarmSession::fetch(const std::string& infoHash, const std::string& saveD
   if (!isInfoHashV2(infoHash)) return makeError("\"" + infoHash + "\" is not a v2 info-hash (64 hex digits)");
   std::string hash = infoHash;
   for (auto& c : hash) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (d.transfers.count(hash)) return {};
+  if (auto known = d.transfers.find(hash); known != d.transfers.end()) {
+    // Asked again for content we hold already (a round gathered again after a resync): say so
+    // again, or the asker waits for an event that came before it asked (the netlab: the round
+    // trained again after a snapshot closed at its deadline with only our own contribution).
+    if (known->second.finished && !known->second.published) {
+      const auto path = QString::fromStdString((std::filesystem::path(known->second.saveDir) / known->second.name).string());
+      QMetaObject::invokeMethod(this, [this, hash, path] { Q_EMIT transferFinished(QString::fromStdString(hash), path); },
+                                Qt::QueuedConnection);
+    }
+    return {};
+  }
   std::error_code fsError;
   std::filesystem::create_directories(saveDir, fsError);
   if (fsError) return makeError("cannot create \"" + saveDir + "\": " + fsError.message());

@@ -107,7 +107,9 @@ class NodeRounds : public QObject {
   // After a partition one peer closes round 1 without a contribution the two others got (here
   // withheld from it): the odd one out, with the lowest id, must take the others' snapshot — not
   // declare itself the reference (it did, and the swarm stayed split for good) — and from then
-  // on every round merges all three contributions into one state everywhere.
+  // on every round merges all three contributions into one state everywhere. It must see the
+  // split from the others' records (their merged-state fingerprints) as soon as it merges, not
+  // one round later from their contributions.
   void theOddPeerOutTakesTheMajoritysSnapshot() {
     MemorySwarmHub hub("tiny-run");
     MemorySwarm swarmA(hub, "peer-a"), swarmB(hub, "peer-b"), swarmC(hub, "peer-c");
@@ -120,7 +122,7 @@ class NodeRounds : public QObject {
     std::map<std::string, std::unique_ptr<Node>> nodes;
     int finished = 0;
     QString failure;
-    bool waited = false, adopted = false;
+    bool waited = false, adopted = false, sawSplit = false;
     for (auto [name, swarm] : {std::pair{"peer-a", &swarmA}, {"peer-b", &swarmB}, {"peer-c", &swarmC}}) {
       auto config = configFor(name);
       const QString own = dir_.filePath(QStringLiteral("odd-one-out/") + name);  // not the first test's state
@@ -140,6 +142,7 @@ class NodeRounds : public QObject {
         qInfo("%s: %s", who.c_str(), qPrintable(m));
         if (who != "peer-a") return;
         waited = waited || m.startsWith("Out of step with the majority: waiting");
+        sawSplit = sawSplit || m.startsWith("Out of step: 2 peers merged round 1 into state");
         adopted = adopted || m.startsWith("Took the swarm's snapshot of round");
         QVERIFY2(!m.contains("keeping our state as the reference"), "the odd one out kept its state");
       });
@@ -152,6 +155,13 @@ class NodeRounds : public QObject {
     QCOMPARE(rounds["peer-b"].at(1).peers, 3);
     QCOMPARE(rounds["peer-c"].at(1).merge.fingerprint, rounds["peer-b"].at(1).merge.fingerprint);
     QVERIFY(adopted);
+    // The split is seen from the records in the round it happened: peer-a never trained a round on
+    // the state only it held, so nobody ever got a stale contribution from it.
+    QVERIFY2(sawSplit, "peer-a did not see from the others' records that it merged round 1 alone");
+    for (const auto* name : {"peer-b", "peer-c"})
+      for (const auto& [r, summary] : rounds[name])
+        for (const auto& v : summary.merge.verdicts)
+          QVERIFY2(!v.stale, qPrintable(QString("%1 got a stale contribution from %2 in round %3").arg(name, QString::fromStdString(v.sender)).arg(r)));
     // Back in step: the last two rounds merged all three, bit for bit the same state.
     for (qint64 r = 4; r <= 5; ++r) {
       for (const auto* name : {"peer-a", "peer-b", "peer-c"}) {

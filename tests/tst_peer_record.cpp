@@ -39,6 +39,7 @@ PeerRecord sampleRecord(const Identity& identity, std::int64_t seq = 7) {
   r.leaseUntil = 14;
   r.contrib = {{9, kHashA}, {10, kHashB}};  // "10" sorts before "9" on the wire
   r.snapshot = {{8, kHashB}};
+  r.merged = {{11, "0123456789abcdef"}, {10, "fedcba9876543210"}};
   r.stats = {1200, 4915200, 31415, 2048};
   r.freeMemory = 7LL << 30;
   return r;
@@ -68,7 +69,7 @@ std::string roundDict(const std::map<std::int64_t, std::string>& byRound) {
   return bdict(sorted(fields));
 }
 
-Fields payloadFields(const PeerRecord& r, long long version = 1) {
+Fields payloadFields(const PeerRecord& r, long long version = es::p2p::kRecordVersion) {
   std::string claims = "l";
   for (const int c : r.claims) claims += bint(c);
   claims += "e";
@@ -80,6 +81,7 @@ Fields payloadFields(const PeerRecord& r, long long version = 1) {
           {"contrib", roundDict(r.contrib)},
           {"lease", bint(r.leaseUntil)},
           {"mem", bint(r.freeMemory)},
+          {"merged", roundDict(r.merged)},
           {"pk", bstr(raw(r.pk))},
           {"round", bint(r.round)},
           {"run", bstr(r.run)},
@@ -170,6 +172,15 @@ class PeerRecordTest : public QObject {
     PeerRecord negative = sampleRecord(alice_);
     negative.seq = -1;
     QVERIFY(!es::p2p::signRecord(negative, alice_).ok());
+    // A merged-state fingerprint is 16–64 lower-case hex digits, nothing else.
+    for (const std::string& fingerprint : std::vector<std::string>{"0123456789ABCDEF", "0123456789abcde", std::string(65, 'a'), "0123456789abcdeg"}) {
+      PeerRecord badFingerprint = sampleRecord(alice_);
+      badFingerprint.merged[12] = fingerprint;
+      QVERIFY2(!es::p2p::signRecord(badFingerprint, alice_).ok(), fingerprint.c_str());
+    }
+    PeerRecord negativeMerged = sampleRecord(alice_);
+    negativeMerged.merged[-1] = "0123456789abcdef";
+    QVERIFY(!es::p2p::signRecord(negativeMerged, alice_).ok());
   }
 
   void recordsAreAtMostAThousandBytes() {
@@ -230,7 +241,7 @@ class PeerRecordTest : public QObject {
   }
 
   void rejectsAnotherVersionEvenWhenSigned() {
-    const Fields payload = payloadFields(sampleRecord(alice_), 2);
+    const Fields payload = payloadFields(sampleRecord(alice_), es::p2p::kRecordVersion + 1);
     expectRejected(bdict(signedFields(payload, alice_)), RecordError::BadVersion);
   }
 
@@ -278,6 +289,8 @@ class PeerRecordTest : public QObject {
     QTest::newRow("contrib round not a number") << bdict(withField(good, "contrib", bdict({{"x", bstr(kHashA)}})));
     QTest::newRow("contrib value not hex") << bdict(withField(good, "contrib", bdict({{"3", bstr("zz")}})));
     QTest::newRow("contrib value an int") << bdict(withField(good, "contrib", bdict({{"3", bint(3)}})));
+    QTest::newRow("merged value not a fingerprint") << bdict(withField(good, "merged", bdict({{"3", bstr("0123")}})));
+    QTest::newRow("merged missing") << bdict(withField(good, "merged", ""));
     QTest::newRow("deeply nested") << std::string(400, 'l') + std::string(400, 'e');
   }
   void rejectsGarbage() {

@@ -25,6 +25,7 @@ Status MemorySwarm::announce(const Announcement& a) {
   p.leaseUntil = a.leaseUntil;
   p.contrib = a.contrib;
   p.snapshot = a.snapshot;
+  p.merged = a.merged;
   p.steps = a.steps;
   p.loss = a.loss;
   p.tokensPerSecond = a.tokensPerSecond;

@@ -49,6 +49,7 @@ void Node::start() {
       const auto now = QDateTime::currentMSecsSinceEpoch();
       for (const auto& p : swarm_.peers()) ledger_->seePeer(swarm_.runId(), p.id, p.publicKey, now);
     }
+    checkAgreement();
     if (resyncWanted_ && pendingSnapshot_.empty()) tryResync();
     gather();
   };
@@ -104,6 +105,7 @@ void Node::startTrainer() {
   connect(worker_, &TrainerWorker::roundTrained, this, &Node::onRoundTrained);
   connect(worker_, &TrainerWorker::merged, this, &Node::onMerged);
   connect(worker_, &TrainerWorker::snapshotAdopted, this, &Node::onSnapshotAdopted);
+  connect(worker_, &TrainerWorker::snapshotWritten, this, &Node::publishSnapshot);
   connect(worker_, &TrainerWorker::persisted, this, &Node::onPersisted);
   connect(worker_, &TrainerWorker::pausedChanged, this, [this](bool paused) {
     paused_ = paused;
@@ -135,6 +137,7 @@ void Node::announce() {
   a.leaseUntil = stopping_ || claims_.empty() ? 0 : round_ + config_.policy.leaseRounds;
   for (auto it = contrib_.rbegin(); it != contrib_.rend() && a.contrib.size() < 3; ++it) a.contrib.insert(*it);
   for (auto it = snapshots_.rbegin(); it != snapshots_.rend() && a.snapshot.size() < 2; ++it) a.snapshot.insert(*it);
+  a.merged.insert(fingerprints_.begin(), fingerprints_.end());
   a.steps = steps_;
   a.loss = lastLoss_;
   a.tokensPerSecond = lastTokensPerSecond_;
@@ -159,6 +162,8 @@ void Node::onRoundTrained(const RoundTrained& trained) {
   lastTokensPerSecond_ = trained.tokensPerSecond;
   auto id = swarm_.publish(trained.contribution.path);
   if (!id) return Q_EMIT failed(QStringLiteral("publishing round %1: %2").arg(trained.round).arg(q(id.error())));
+  // A round trained again after a resync replaces the contribution built on the old base.
+  if (auto old = contrib_.find(trained.round); old != contrib_.end() && old->second != *id) swarm_.retire(old->second, true);
   contrib_[trained.round] = *id;
   round_ = trained.round;
   announce();
@@ -200,7 +205,9 @@ void Node::gather() {
   for (const auto& p : livePeers(r)) {
     gather_->expected.insert(p.id);
     auto c = p.contrib.find(r);
-    if (c == p.contrib.end() || gather_->arrived.count(p.id) || gather_->fetching.count(c->second)) continue;
+    if (c == p.contrib.end()) continue;
+    dropSuperseded(p.id, c->second);
+    if (gather_->arrived.count(p.id) || gather_->fetching.count(c->second)) continue;
     gather_->fetching[c->second] = {p.id, std::set<int>(p.claims.begin(), p.claims.end())};
     if (auto s = swarm_.fetch(c->second, dir.toStdString()); !s)
       Q_EMIT message(QStringLiteral("Cannot fetch from %1: %2").arg(q(p.id).left(16), q(s.error())));
@@ -210,6 +217,20 @@ void Node::gather() {
   closeRound(false);
 }
 
+// A peer that resynced mid-round trains the round again on the swarm's base and announces a new
+// contribution for it: the one it announced last is the one to merge (the first is stale).
+void Node::dropSuperseded(const std::string& sender, const std::string& current) {
+  for (auto it = gather_->fetching.begin(); it != gather_->fetching.end();) {
+    if (it->second.first != sender || it->first == current) {
+      ++it;
+      continue;
+    }
+    gather_->arrived.erase(sender);
+    swarm_.retire(it->first, true);
+    it = gather_->fetching.erase(it);
+  }
+}
+
 void Node::closeRound(bool deadline) {
   if (!gather_ || gather_->closing) return;
   gather_->closing = true;
@@ -217,6 +238,10 @@ void Node::closeRound(bool deadline) {
   const double seconds = gather_->clock.elapsed() / 1000.0;
   if (sinceRoundClosed_.isValid()) allRoundSeconds_.push_back(sinceRoundClosed_.elapsed() / 1000.0);
   if (sinceRoundClosed_.isValid() && !deadline) roundSeconds_.push_back(sinceRoundClosed_.elapsed() / 1000.0);
+  // The first round has no round time before it: its training plus gathering stands in. Without
+  // it the next deadline was 1.5 × our training time (the minimum, 30 s, on the netlab), and a
+  // peer that merged round 1 early closed round 2 alone before the others had even published.
+  if (!sinceRoundClosed_.isValid() && !deadline) roundSeconds_.push_back(gather_->own.seconds + seconds);
   if (roundSeconds_.size() > 8) roundSeconds_.erase(roundSeconds_.begin());
   sinceRoundClosed_.start();
   if (deadline)
@@ -263,15 +288,8 @@ void Node::onMerged(const RoundMerged& merged) {
   }
   unrecorded_[s.round] = {s, merged.step};  // committed to the ledger once its state is durable
   mergedRound_ = s.round;
-  if (!merged.snapshotPath.isEmpty()) {
-    if (auto id = swarm_.publish(merged.snapshotPath.toStdString())) {
-      snapshots_[s.round] = *id;
-      while (snapshots_.size() > 2) {
-        swarm_.retire(snapshots_.begin()->second, true);
-        snapshots_.erase(snapshots_.begin());
-      }
-    }
-  }
+  noteFingerprint(s.round, s.merge.fingerprint);
+  if (!merged.snapshotPath.isEmpty()) publishSnapshot(s.round, merged.snapshotPath);
   // Most others built on a base we do not hold: we merged a different set of contributions
   // (a deadline hit us but not them). Take the majority's snapshot instead of drifting apart.
   int othersAccepted = 0, othersStale = 0, largestStaleGroup = 0;
@@ -309,6 +327,7 @@ void Node::onMerged(const RoundMerged& merged) {
     claims_ = nextClaims_;
   }
   announce();
+  checkAgreement();  // the others may have merged this round already
   ++roundsClosed_;
   Q_EMIT roundClosed(s);
   if (config_.maxRounds > 0 && s.round >= config_.maxRounds) stop();

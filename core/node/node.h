@@ -103,6 +103,7 @@ class Node : public QObject {
   void onRoundTrained(const RoundTrained& trained);
   void onMerged(const RoundMerged& merged);
   void gather();
+  void dropSuperseded(const std::string& sender, const std::string& currentContentId);
   void closeRound(bool deadline);
   void announce();
   std::vector<int> plannedClaims(qint64 nextRound) const;
@@ -110,7 +111,16 @@ class Node : public QObject {
   void tryResync();
   bool fetchesProgressing();  // for the deadline: some awaited contribution got bytes since the last look
   std::optional<std::pair<qint64, std::string>> convergeOnLowestId();
-  void onSnapshotAdopted(qint64 round, const QString& error);
+  void onSnapshotAdopted(qint64 round, const QString& fingerprint, const QString& error);
+  void checkAgreement();    // node_resync.cpp: is the state we merged the swarm's?
+  struct StateGroup {
+    std::string fingerprint;
+    std::set<std::string> members;
+    std::size_t ours = 0;  // peers in our own group, us included
+  };
+  std::optional<StateGroup> swarmStateOf(qint64 round, const std::string& ownFingerprint) const;
+  void publishSnapshot(qint64 round, const QString& path);
+  void noteFingerprint(qint64 round, const std::string& fingerprint);
   std::vector<SwarmPeer> livePeers(qint64 round) const;
 
   void recordRound(const RoundSummary& summary, qint64 step);
@@ -134,6 +144,11 @@ class Node : public QObject {
   qint64 round_ = 0;  // the round being trained
   std::map<qint64, std::string> contrib_;    // our published contributions (round → id)
   std::map<qint64, std::string> snapshots_;  // our published snapshots (round → id)
+  std::map<qint64, std::string> fingerprints_;  // the states we merged (round → fingerprint), last two
+  std::set<std::string> majority_;           // out of step: the peers whose state we take (empty: any two)
+  std::string majorityState_;                // and the fingerprint of that state
+  qint64 majoritySince_ = 0;                 // of that round (their snapshots of it or later will do)
+  qint64 snapshotOffered_ = -1;              // the round we wrote an extra snapshot for (others disagree)
   qint64 mergedRound_ = 0;
   bool resyncWanted_ = false;                // newcomer, or out of step with the majority
   bool majorityElsewhere_ = false;           // out of step, and ≥ 2 others share one base: wait for their snapshot

@@ -15,12 +15,14 @@ using detail::q;
 
 // The newest snapshot that at least two peers announce with the same content id (one, if only
 // one peer announces snapshots at all): a single peer cannot feed us a state of its own making.
+// Out of step with a known majority (checkAgreement), only that majority's snapshots count: the
+// other odd peers out announce the state we are leaving.
 void Node::tryResync() {
   if (!pendingSnapshot_.empty()) return;
   std::map<std::pair<qint64, std::string>, int> votes;
   std::set<std::string> announcers;
   for (const auto& p : swarm_.peers()) {
-    if (banned_.count(p.id)) continue;
+    if (banned_.count(p.id) || (!majority_.empty() && !majority_.count(p.id))) continue;
     for (const auto& [round, id] : p.snapshot) {
       ++votes[{round, id}];
       announcers.insert(p.id);
@@ -31,8 +33,10 @@ void Node::tryResync() {
   // A snapshot of the round we merged counts: being out of step means our state of that round is
   // not the swarm's (the netlab's partition: the odd peer out merged round 4 with 5 of 6, the
   // others' round-4 snapshot was there, and `>` ignored it).
+  // From a known majority: any of its snapshots since the round we split from it.
+  const qint64 oldest = majority_.empty() ? mergedRound_ : majoritySince_;
   for (auto it = votes.rbegin(); it != votes.rend() && !chosen; ++it)
-    if (it->second >= needed && it->first.first >= mergedRound_) chosen = it->first;
+    if (it->second >= needed && it->first.first >= oldest) chosen = it->first;
   if (!chosen && majorityElsewhere_ && !announcers.empty()) {
     if (!waitingForMajority_)
       Q_EMIT message(QStringLiteral("Out of step with the majority: waiting for its next snapshot"));
@@ -71,14 +75,18 @@ std::optional<std::pair<qint64, std::string>> Node::convergeOnLowestId() {
   return *lowest->snapshot.rbegin();
 }
 
-void Node::onSnapshotAdopted(qint64 round, const QString& error) {
+void Node::onSnapshotAdopted(qint64 round, const QString& fingerprint, const QString& error) {
   pendingSnapshot_.clear();
   if (!error.isEmpty()) {
     Q_EMIT message(QStringLiteral("Snapshot refused: %1").arg(error));
     return;
   }
   resyncWanted_ = majorityElsewhere_ = waitingForMajority_ = false;
+  majority_.clear();
+  majorityState_.clear();
   mergedRound_ = round;
+  fingerprints_.clear();  // what we merged before was not the swarm's state
+  noteFingerprint(round, fingerprint.toStdString());
   round_ = round + 1;
   gather_.reset();
   deadline_.stop();
@@ -86,5 +94,89 @@ void Node::onSnapshotAdopted(qint64 round, const QString& error) {
   announce();
 }
 
+void Node::noteFingerprint(qint64 round, const std::string& fingerprint) {
+  fingerprints_[round] = fingerprint;
+  while (fingerprints_.size() > 2) fingerprints_.erase(fingerprints_.begin());
+}
+
+void Node::publishSnapshot(qint64 round, const QString& path) {
+  auto id = swarm_.publish(path.toStdString());
+  if (!id) return Q_EMIT message(QStringLiteral("Cannot publish the snapshot of round %1: %2").arg(round).arg(q(id.error())));
+  snapshots_[round] = *id;
+  while (snapshots_.size() > 2) {
+    swarm_.retire(snapshots_.begin()->second, true);
+    snapshots_.erase(snapshots_.begin());
+  }
+  announce();
+}
+
+// Agreement (docs/DESIGN.md, "Agreement"): every record carries the fingerprint of the state its
+// peer merged for its last two rounds. For each of our last two rounds, the live peers that
+// merged it group by fingerprint. A group holds the swarm's state once it has more than half of
+// those peers plus those still gathering that round (us included), or, when none is still
+// gathering it, if it is the largest (a tie goes to the smaller fingerprint, so every peer picks
+// the same group). Deciding on fewer was wrong in the netlab: a cut peer saw only the other cut
+// peer's record, took the tie and adopted that peer's odd state. Both rounds, because a peer
+// whose deadline hit early has merged the next round before the others report the one it merged
+// alone. A peer that skipped the round (it took a later snapshot) or is behind it has no say.
+std::optional<Node::StateGroup> Node::swarmStateOf(qint64 round, const std::string& own) const {
+  std::map<std::string, std::set<std::string>> groups;  // fingerprint → peer ids (ordered: ties → smaller)
+  groups[own].insert(swarm_.selfId());
+  std::size_t reported = 1, gathering = 0;
+  for (const auto& p : swarm_.peers()) {
+    if (banned_.count(p.id) || p.claims.empty()) continue;
+    if (auto m = p.merged.find(round); m != p.merged.end()) {
+      groups[m->second].insert(p.id);
+      ++reported;
+    } else if (p.round == round) {
+      ++gathering;
+    }
+  }
+  const std::size_t reached = reported + gathering;
+  if (groups.size() < 2) return std::nullopt;  // nobody disagrees (yet)
+  auto largest = groups.begin();
+  for (auto it = groups.begin(); it != groups.end(); ++it)
+    if (it->second.size() > largest->second.size()) largest = it;
+  if (2 * largest->second.size() <= reached && gathering > 0) return std::nullopt;  // not decided yet
+  return StateGroup{largest->first, largest->second, groups[own].size()};
+}
+
+// A peer outside the swarm's group is out of step in the round the split happened — before it
+// trains a round on a base nobody else holds — and takes the group's snapshot. A peer inside it
+// that sees dissent writes a snapshot of its state if it has none (snapshots are written every
+// `snapshot_every` rounds otherwise), so the others can take it.
+void Node::checkAgreement() {
+  for (const auto& [round, own] : fingerprints_) {
+    const auto group = swarmStateOf(round, own);
+    if (!group) continue;
+    if (group->fingerprint == own) {
+      if (worker_ && !snapshots_.count(mergedRound_) && snapshotOffered_ < mergedRound_) {
+        snapshotOffered_ = mergedRound_;
+        QMetaObject::invokeMethod(worker_, [w = worker_] { w->writeSnapshotNow(); }, Qt::QueuedConnection);
+      }
+      continue;
+    }
+    majority_ = group->members;  // grows as their records arrive
+    if (resyncWanted_ && majorityState_ == group->fingerprint) return;  // on it already
+    if (!pendingSnapshot_.empty()) {  // a resync chosen on other grounds: this one is better informed
+      swarm_.retire(pendingSnapshot_, true);
+      pendingSnapshot_.clear();
+    }
+    Q_EMIT message(QStringLiteral("Out of step: %1 peers merged round %2 into state %3, %4 (with us) into our %5; taking their snapshot")
+                       .arg(group->members.size()).arg(round).arg(q(group->fingerprint), QString::number(group->ours), q(own)));
+    majorityState_ = group->fingerprint;
+    majoritySince_ = round;
+    resyncWanted_ = majorityElsewhere_ = true;
+    // The round we are gathering is built on the state we give up: merging it only makes another
+    // odd state (the netlab: a cut peer merged its next round alone while the snapshot came). The
+    // trainer waits at the boundary until the snapshot is adopted.
+    if (gather_ && !gather_->closing) {
+      gather_.reset();
+      deadline_.stop();
+    }
+    tryResync();
+    return;
+  }
+}
 
 }  // namespace es::node

@@ -175,6 +175,7 @@ std::int64_t SpesPeer::stepCount() const { return impl_->trainer->step(); }
 std::int64_t SpesPeer::mergedRound() const { return impl_->baseRound; }
 bool SpesPeer::resumed() const { return impl_->resumed; }
 std::string SpesPeer::baseSharedFingerprint() const { return sync::stateFingerprint(sharedOnly(impl_->base)); }
+std::string SpesPeer::baseFingerprint() const { return sync::stateFingerprint(impl_->base); }
 
 Expected<ContributionWritten> SpesPeer::writeContribution(std::int64_t round, const std::string& path) {
   auto& d = *impl_;

@@ -62,6 +62,7 @@ class SpesPeer {
   std::int64_t mergedRound() const;  // the round the base comes from (0 = initial weights)
   bool resumed() const;
   std::string baseSharedFingerprint() const;  // of the base's shared tensors
+  std::string baseFingerprint() const;        // of the whole base (what the swarm compares)
 
   // The deltas of the trainable tensors against the base, encoded with the run's codec, written
   // atomically to `path`; remembers the local weights as the snapshot of this round.

@@ -22,6 +22,7 @@ struct SwarmPeer {
   std::int64_t leaseUntil = 0;                      // claims hold through this round
   std::map<std::int64_t, std::string> contrib;      // round → content id of its contribution
   std::map<std::int64_t, std::string> snapshot;     // round → content id of a merged-state snapshot
+  std::map<std::int64_t, std::string> merged;       // round → fingerprint of the state it merged
   std::int64_t steps = 0;
   double loss = 0;
   double tokensPerSecond = 0;
@@ -34,6 +35,7 @@ struct Announcement {
   std::int64_t leaseUntil = 0;
   std::map<std::int64_t, std::string> contrib;      // keep only recent rounds (record ≤ 1000 bytes)
   std::map<std::int64_t, std::string> snapshot;
+  std::map<std::int64_t, std::string> merged;       // round → fingerprint (the last two rounds)
   std::int64_t steps = 0;
   double loss = 0;
   double tokensPerSecond = 0;

@@ -119,16 +119,22 @@ void TrainerWorker::merge(qint64 round, const std::vector<IncomingContribution>&
 void TrainerWorker::adoptSnapshot(const QString& path) {
   if (!peer_) return;
   auto round = peer_->adoptSnapshot(path.toStdString());
-  if (!round) return Q_EMIT snapshotAdopted(0, QString::fromStdString(round.error()));
+  if (!round) return Q_EMIT snapshotAdopted(0, {}, QString::fromStdString(round.error()));
   awaitingMerge_ = 0;
   contributionDue_ = false;
   roundLoss_ = roundSeconds_ = 0;
   roundTokens_ = roundSteps_ = 0;
-  Q_EMIT snapshotAdopted(*round, {});
+  Q_EMIT snapshotAdopted(*round, QString::fromStdString(peer_->baseFingerprint()), {});
   if (!ticking_ && !stopping_) {
     ticking_ = true;
     QTimer::singleShot(0, this, &TrainerWorker::tick);
   }
+}
+
+void TrainerWorker::writeSnapshotNow() {
+  if (!peer_ || peer_->mergedRound() <= 0) return;
+  auto path = peer_->writeSnapshot(snapshotDir_.toStdString());
+  if (path) Q_EMIT snapshotWritten(peer_->mergedRound(), QString::fromStdString(*path));
 }
 
 void TrainerWorker::setPaused(bool paused) {

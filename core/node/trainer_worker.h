@@ -49,6 +49,8 @@ class TrainerWorker : public QObject {
   void pauseAfterRound();
   // Drops the round in progress and continues from a snapshot (newcomer, or out of step).
   void adoptSnapshot(const QString& path);
+  // A snapshot of the newest merged state, now (peers that merged another state need it).
+  void writeSnapshotNow();
   Status exportTo(const QString& path);  // the merged model (safetensors) + <path>.config.json
 
  Q_SIGNALS:
@@ -58,7 +60,8 @@ class TrainerWorker : public QObject {
   void roundTrained(const es::node::RoundTrained& round);
   void merged(const es::node::RoundMerged& merged);
   void stopped();
-  void snapshotAdopted(qint64 round, const QString& error);
+  void snapshotAdopted(qint64 round, const QString& fingerprint, const QString& error);
+  void snapshotWritten(qint64 round, const QString& path);
   void persisted(qint64 round, const QString& error);
   void pausedChanged(bool paused);  // the state after `round` is durable
 
