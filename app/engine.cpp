@@ -12,8 +12,6 @@
 
 #include <QDir>
 #include <QFile>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QSaveFile>
 
 #include <algorithm>
@@ -25,25 +23,25 @@ namespace {
 
 constexpr int kInternetJoinWindowMs = 20000;
 
-// run.json's "swarm" object → the node's policy (absent keys keep their defaults).
-node::RoundPolicy parsePolicy(const std::string& json, QString& codec, node::SpesPeerConfig& peer) {
-  const auto swarm = QJsonDocument::fromJson(QByteArray::fromStdString(json)).object();
+// The manifest's swarm policy (parsed and bounded by train::parseRunManifest) → the node's.
+node::RoundPolicy roundPolicy(const train::SwarmPolicy& s) {
   node::RoundPolicy p;
-  p.syncEvery = swarm.value("sync_every").toInt(p.syncEvery);
-  p.expertsPerPeer = swarm.value("experts_per_peer").toInt(p.expertsPerPeer);
-  p.leaseRounds = swarm.value("lease_rounds").toInt(p.leaseRounds);
-  p.snapshotEvery = swarm.value("snapshot_every").toInt(p.snapshotEvery);
-  const auto deadline = swarm.value("deadline").toObject();
-  p.deadlineFactor = deadline.value("factor").toDouble(p.deadlineFactor);
-  p.deadlineMinSeconds = deadline.value("min_seconds").toDouble(p.deadlineMinSeconds);
-  p.deadlineMaxSeconds = deadline.value("max_seconds").toDouble(p.deadlineMaxSeconds);
-  codec = swarm.value("compression").toString(QStringLiteral("int8"));
-  const auto warmup = swarm.value("merge_warmup").toObject();
-  peer.warmupInterval = warmup.value("interval").toInt(50);
-  peer.warmupAlpha0 = warmup.value("alpha0").toDouble(0.0);
-  peer.warmupDecaySteps = warmup.value("decay_steps").toInt(1000);
-  peer.warmupTopk = warmup.value("topk").toInt(4);
+  p.syncEvery = s.syncEvery;
+  p.expertsPerPeer = s.expertsPerPeer;
+  p.leaseRounds = s.leaseRounds;
+  p.snapshotEvery = s.snapshotEvery;
+  p.deadlineFactor = s.deadlineFactor;
+  p.deadlineMinSeconds = s.deadlineMinSeconds;
+  p.deadlineMaxSeconds = s.deadlineMaxSeconds;
   return p;
+}
+
+void applyMergePolicy(const train::SwarmPolicy& s, node::SpesPeerConfig& peer) {
+  peer.codec = s.compression;
+  peer.warmupInterval = s.warmupInterval;
+  peer.warmupAlpha0 = s.warmupAlpha0;
+  peer.warmupDecaySteps = s.warmupDecaySteps;
+  peer.warmupTopk = s.warmupTopk;
 }
 
 // MemAvailable from /proc/meminfo (bytes), or -1 when unknown.
@@ -151,8 +149,8 @@ int Engine::startRun() {
 
   train::configureTrainingRuntime(cl_.threads);
   auto& config = p.config;
-  QString codec;
-  config.policy = parsePolicy(data.manifest.swarmJson, codec, config.peer);
+  config.policy = roundPolicy(data.manifest.swarm);
+  applyMergePolicy(data.manifest.swarm, config.peer);
   if (cl_.syncEvery) config.policy.syncEvery = cl_.syncEvery;
   if (cl_.claimSize) config.policy.expertsPerPeer = cl_.claimSize;
   // Off one host, discovery takes the DHT's time (rendezvous retries at 2, 6, 14 s: SwarmSettings):
@@ -185,7 +183,6 @@ int Engine::startRun() {
   if (cl_.evalEvery) peer.trainer.train.evalInterval = cl_.evalEvery;
   peer.runId = p.swarm->runId();
   peer.selfId = p.swarm->selfId();
-  peer.codec = codec.toStdString();
   peer.syncEvery = config.policy.syncEvery;
   peer.stateDir = (p.prepared.runDir + QStringLiteral("/swarm-state")).toStdString();
   peer.testPoison = cl_.testPoison.toStdString();

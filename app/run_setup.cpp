@@ -1,8 +1,10 @@
 #include "app/run_setup.h"
 
 #include "core/train/trainer.h"
+#include "p2p/torrent_maker.h"
 
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <QStandardPaths>
 
@@ -12,8 +14,27 @@
 namespace es::app {
 
 namespace {
+
 std::function<void(const std::string&)> g_infoSink;
+
+QByteArray fileBytes(const QString& path) {
+  QFile file(path);
+  return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
 }
+
+// Runs prepared before the folder was keyed by run id live in runs/<name>. One whose copy of
+// run.json is this manifest byte for byte is this very run: it is moved, so its progress is kept.
+// (The name passed isValidRunName, so runs/<name> is one folder inside runs/.)
+void adoptNamedRunFolder(const QString& sourceDir, const QString& runsDir, const std::string& name, const QString& runDir) {
+  const QString old = runsDir + QLatin1Char('/') + QString::fromStdString(name);
+  if (old == runDir || QFileInfo::exists(runDir) || !QFileInfo::exists(old + QStringLiteral("/run.json"))) return;
+  const QByteArray manifest = fileBytes(sourceDir + QStringLiteral("/run.json"));
+  if (manifest.isEmpty() || fileBytes(old + QStringLiteral("/run.json")) != manifest) return;
+  if (QDir().rename(old, runDir))
+    info("Moved the run folder \"" + old.toStdString() + "\" to \"" + runDir.toStdString() + "\" (run folders are keyed by run id)");
+}
+
+}  // namespace
 
 void info(const std::string& line) {
   std::fprintf(stderr, "%s\n", line.c_str());
@@ -41,10 +62,23 @@ PreparedRun prepareRun(const CommandLine& cl, const QString& shareDir) {
       return fail(2, "--experts: expert " + std::to_string(e) + " does not exist; run \"" + manifest->name +
                          "\" has experts 0.." + std::to_string(manifest->model.nExperts - 1));
   if (auto usable = train::checkDevice(cl.device.toStdString()); !usable) return fail(2, "--device: " + usable.error());
-  out.runDir = out.dataDir + QStringLiteral("/runs/") + QString::fromStdString(manifest->name);
+  // The corpus before anything is created: a stranger's manifest may name files outside its folder.
+  const QString bundledCorpus = shareDir + QStringLiteral("/runs/default/corpus");
+  if (auto corpus = train::checkCorpusFiles(*manifest, out.sourceDir.toStdString(), bundledCorpus.toStdString()); !corpus)
+    return fail(2, corpus.error());
+  // Keyed by the run id (the v2 info-hash of run.json, as the swarm computes it), never by the
+  // manifest's name: two runs with one name cannot share a folder, and the path is 64 hex digits
+  // inside runs/ whatever the manifest says.
+  auto torrent = p2p::makeTorrent((out.sourceDir + QStringLiteral("/run.json")).toStdString());
+  if (!torrent) return fail(1, torrent.error());
+  const QString runsDir = out.dataDir + QStringLiteral("/runs");
+  out.runDir = runsDir + QLatin1Char('/') + QString::fromStdString(torrent->infoHashV2);
+  adoptNamedRunFolder(out.sourceDir, runsDir, manifest->name, out.runDir);
   if (!QDir().mkpath(out.runDir + QStringLiteral("/state")))
     return fail(1, "cannot create \"" + out.runDir.toStdString() + "/state\"");
-  if (auto prepared = train::prepareRunData(out.sourceDir.toStdString(), out.runDir.toStdString(), info); !prepared)
+  if (auto prepared = train::prepareRunData(out.sourceDir.toStdString(), out.runDir.toStdString(), info,
+                                                bundledCorpus.toStdString());
+      !prepared)
     return fail(1, "preparing the run failed: " + prepared.error());
   auto data = train::loadRunData(out.runDir.toStdString());
   if (!data) return fail(1, data.error());

@@ -15,7 +15,7 @@ namespace es::app {
 struct PreparedRun {
   QString dataDir;
   QString sourceDir;  // the run folder it came from (bundled or --run)
-  QString runDir;     // <data dir>/runs/<name>
+  QString runDir;     // <data dir>/runs/<run id> (the v2 info-hash of run.json)
   std::unique_ptr<train::RunData> data;
   int exitCode = 0;   // non-zero: setup failed and the message was printed
 };

@@ -1,6 +1,9 @@
 // The command line: bad input is a clear message and exit code 2, nothing starts.
 #include "support/client_process.h"
 
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -64,6 +67,44 @@ class CliTest : public QObject {
     QCOMPARE(run.exitCode, 2);  // no CUDA here, or fewer than 8 GPUs
     QVERIFY2(run.err.contains(QStringLiteral("--device")), qPrintable(run.err));
     QVERIFY(QDir(dataDir.path()).isEmpty());
+  }
+
+  // A stranger's manifest (--run <folder>, as a joined run is started) that names a path for its
+  // run or a corpus file outside its folder: exit 2 naming the field, nothing in the data dir.
+  void rejectsAManifestThatReachesOutsideItsRun_data() {
+    QTest::addColumn<QString>("key");
+    QTest::addColumn<QJsonValue>("value");
+    QTest::addColumn<QString>("mentions");
+    QTest::newRow("name climbs out") << "name" << QJsonValue("../../escape") << "name";
+    QTest::newRow("absolute corpus") << "train_corpus" << QJsonValue(QJsonArray{"/etc/passwd"}) << "data.train_corpus";
+    QTest::newRow("corpus via a link") << "train_corpus" << QJsonValue(QJsonArray{"out/passwd"}) << "data.train_corpus[0]";
+  }
+  void rejectsAManifestThatReachesOutsideItsRun() {
+    QFETCH(QString, key);
+    QFETCH(QJsonValue, value);
+    QFETCH(QString, mentions);
+    QTemporaryDir dataDir, runDir;
+    QFile source(QStringLiteral(ES_SHARE_DIR "/runs/default/run.json"));
+    QVERIFY(source.open(QIODevice::ReadOnly));
+    auto manifest = QJsonDocument::fromJson(source.readAll()).object();
+    if (key == "name") {
+      manifest.insert(key, value);
+    } else {
+      auto data = manifest.value("data").toObject();
+      data.insert(key, value);
+      manifest.insert("data", data);
+    }
+    QFile out(runDir.filePath("run.json"));
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write(QJsonDocument(manifest).toJson());
+    out.close();
+    QVERIFY(QFile::link(QStringLiteral("/etc"), runDir.filePath("out")));
+    QVERIFY(QFile::link(QStringLiteral(ES_SHARE_DIR "/runs/default/corpus"), runDir.filePath("corpus")));
+    const auto run = runClient({QStringLiteral("--no-gui"), QStringLiteral("--local-only"), QStringLiteral("--run"),
+                                runDir.path(), QStringLiteral("--data-dir"), dataDir.path()});
+    QCOMPARE(run.exitCode, 2);
+    QVERIFY2(run.err.contains(mentions), qPrintable(run.err));
+    QVERIFY2(QDir(dataDir.path()).isEmpty(), "a refused manifest must not create anything");
   }
 
   // Without --no-gui the window needs a display; without one the client says what to do.

@@ -26,7 +26,7 @@ QStringList trainArgs(const QString& dataDir, int steps) {
 }
 
 std::string statePath(const QString& dataDir) {
-  return (dataDir + QStringLiteral("/runs/sotu-default/state/training-state.safetensors")).toStdString();
+  return (es::test::runFolder(dataDir) + QStringLiteral("/state/training-state.safetensors")).toStdString();
 }
 
 void expectSameTensors(const es::ckpt::NamedTensors& a, const es::ckpt::NamedTensors& b) {
@@ -48,8 +48,15 @@ class ResumeTest : public QObject {
     QVERIFY2(straight.exitCode == 0, qPrintable(straight.err));
     const auto first = runClient(trainArgs(resumedDir.path(), kSteps));
     QVERIFY2(first.exitCode == 0, qPrintable(first.err));
+    // The run folder is keyed by the run id (64 hex digits), not by the manifest's name. Made to
+    // look like an older version's runs/<name>/, it is moved back and resumed from.
+    const QString keyed = es::test::runFolder(resumedDir.path());
+    QVERIFY2(QRegularExpression(QStringLiteral("/runs/[0-9a-f]{64}$")).match(keyed).hasMatch(), qPrintable(keyed));
+    QVERIFY(QDir().rename(keyed, resumedDir.filePath(QStringLiteral("runs/sotu-default"))));
     const auto second = runClient(trainArgs(resumedDir.path(), kSteps));
     QVERIFY2(second.exitCode == 0, qPrintable(second.err));
+    QVERIFY2(second.err.contains(QStringLiteral("Moved the run folder")), qPrintable(second.err));
+    QCOMPARE(es::test::runFolder(resumedDir.path()), keyed);
     QVERIFY2(second.err.contains(QStringLiteral("Resumed. Step: %1").arg(kSteps)), qPrintable(second.err));
 
     // Progress lines: one per log interval, val_loss at eval points.

@@ -4,6 +4,7 @@
 // progress, keep an intact ledger whose committed rounds are contiguous, and never load a partial
 // state folder.
 #include "core/store/ledger.h"
+#include "support/client_process.h"
 #include "support/swarm_clients.h"
 
 #include <QDirIterator>
@@ -21,7 +22,7 @@ class SwarmCrash : public QObject {
     return {"--no-gui", "--data-dir", dir_.filePath("peer"), "--listen", "127.0.0.1:0", "--sync-every", "3",
             "--rounds", QString::number(rounds), "--threads", "1"};
   }
-  QString stateDir() const { return dir_.filePath("peer/runs/sotu-default/swarm-state"); }
+  QString stateDir() const { return es::test::runFolder(dir_.filePath("peer")) + "/swarm-state"; }
 
   // The round of the newest complete state folder (round-NNNNNNNN), or 0 (none yet).
   int stateRound() const {

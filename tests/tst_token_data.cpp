@@ -60,7 +60,8 @@ class TokenDataTest : public QObject {
     QCOMPARE(m->train.batchSize, 2);
     QCOMPARE(m->train.lr, 2e-3);  // default kept
     QCOMPARE(m->seed, std::uint64_t(7));
-    QVERIFY(m->swarmJson.find("sync_every") != std::string::npos);
+    QCOMPARE(m->swarm.syncEvery, 5);
+    QCOMPARE(m->swarm.leaseRounds, SwarmPolicy{}.leaseRounds);  // absent: the default
 
     const std::string base = kManifest;
     auto replaced = [&](const std::string& from, const std::string& to) {

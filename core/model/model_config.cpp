@@ -9,17 +9,26 @@ using nlohmann::json;
 
 }  // namespace
 
+// Upper bounds too: the shape comes from a run manifest, possibly a stranger's, and each of these
+// multiplies into the memory every peer allocates (see the parameter cap below).
 std::string ModelConfig::validate() const {
-  auto positive = [](int v) { return v > 0; };
-  if (!positive(vocabSize) || vocabSize > 65536) return "vocab_size must be in [1, 65536]";
-  if (!positive(dModel) || !positive(nLayers) || !positive(nHeads) || !positive(expertHidden) ||
-      !positive(seqLen))
-    return "d_model, n_layers, n_heads, expert_hidden and seq_len must be positive";
+  auto within = [](const char* field, int v, int hi) -> std::string {
+    if (v >= 1 && v <= hi) return {};
+    return std::string(field) + " must be in [1, " + std::to_string(hi) + "], got " + std::to_string(v);
+  };
+  for (const auto& problem : {within("vocab_size", vocabSize, 65536), within("d_model", dModel, 8192),
+                              within("n_layers", nLayers, 256), within("n_heads", nHeads, 128),
+                              within("n_experts", nExperts, 1024), within("expert_hidden", expertHidden, 65536),
+                              within("seq_len", seqLen, 8192)})
+    if (!problem.empty()) return problem;
   if (dModel % nHeads != 0) return "d_model must be divisible by n_heads";
   if (headDim() % 2 != 0) return "d_model / n_heads must be even (RoPE rotates pairs)";
-  if (nExperts < 1) return "n_experts must be at least 1";
   if (topK < 1 || topK > nExperts) return "top_k must be in [1, n_experts]";
-  if (!(ropeTheta > 0) || !(normEps > 0)) return "rope_theta and norm_eps must be positive";
+  if (!(ropeTheta > 0 && ropeTheta <= 1e9)) return "rope_theta must be in (0, 1e9]";
+  if (!(normEps > 0 && normEps <= 0.1)) return "norm_eps must be in (0, 0.1]";
+  // 2^33 parameters = 32 GiB of float32 weights, held four times by a swarm peer.
+  if (totalParameters() > (std::int64_t(1) << 33))
+    return "the model has " + std::to_string(totalParameters()) + " parameters, more than 2^33";
   return {};
 }
 

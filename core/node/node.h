@@ -9,6 +9,7 @@
 #include "core/node/swarm.h"
 #include "core/node/trainer_worker.h"
 #include "core/store/ledger.h"
+#include "core/train/run_manifest.h"
 
 #include <QElapsedTimer>
 #include <QObject>
@@ -24,15 +25,17 @@
 
 namespace es::node {
 
+// The run's swarm policy as the node uses it. Its defaults are train::SwarmPolicy's (the run
+// manifest's, the one place they are stated); the engine fills it from the parsed manifest.
 struct RoundPolicy {
-  int syncEvery = 50;
-  int expertsPerPeer = 2;
-  int leaseRounds = 3;
-  double deadlineFactor = 1.5;   // × the median of recent gather times
-  double deadlineMinSeconds = 30;
-  double deadlineMaxSeconds = 600;
-  int joinWindowMs = 3000;       // listen for peers before claiming
-  int snapshotEvery = 2;         // rounds between merged-state snapshots (newcomers, resync)
+  int syncEvery = train::SwarmPolicy{}.syncEvery;
+  int expertsPerPeer = train::SwarmPolicy{}.expertsPerPeer;
+  int leaseRounds = train::SwarmPolicy{}.leaseRounds;
+  double deadlineFactor = train::SwarmPolicy{}.deadlineFactor;  // × the median of recent gather times
+  double deadlineMinSeconds = train::SwarmPolicy{}.deadlineMinSeconds;
+  double deadlineMaxSeconds = train::SwarmPolicy{}.deadlineMaxSeconds;
+  int joinWindowMs = 3000;       // listen for peers before claiming (not in the manifest)
+  int snapshotEvery = train::SwarmPolicy{}.snapshotEvery;  // rounds between merged-state snapshots
 };
 
 struct NodeConfig {

@@ -7,6 +7,7 @@
 
 #include "core/common/expected.h"
 #include "core/node/node_reports.h"
+#include "core/train/run_manifest.h"
 #include "core/train/trainer.h"
 
 #include <cstdint>
@@ -36,13 +37,14 @@ struct SpesPeerConfig {
   train::TrainerOptions trainer;
   std::string runId;
   std::string selfId;
-  std::string codec = "int8";
-  int syncEvery = 50;
+  // Defaults: the run manifest's (train::SwarmPolicy); the engine sets them from the manifest.
+  std::string codec = train::SwarmPolicy{}.compression;
+  int syncEvery = train::SwarmPolicy{}.syncEvery;
   // Merging warm-up (run.json swarm.merge_warmup); alpha0 0 = off.
-  std::int64_t warmupInterval = 50;
-  double warmupAlpha0 = 0.0;
-  std::int64_t warmupDecaySteps = 1000;
-  int warmupTopk = 4;
+  std::int64_t warmupInterval = train::SwarmPolicy{}.warmupInterval;
+  double warmupAlpha0 = train::SwarmPolicy{}.warmupAlpha0;
+  std::int64_t warmupDecaySteps = train::SwarmPolicy{}.warmupDecaySteps;
+  int warmupTopk = train::SwarmPolicy{}.warmupTopk;
   std::string stateDir;  // training state + base, written after every merge
   // Test only: "nan", "norm" (×10⁶) or "foreign" (an unclaimed expert) poisons every contribution.
   std::string testPoison;

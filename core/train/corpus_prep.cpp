@@ -36,12 +36,15 @@ bool alreadyPrepared(const std::string& manifestText, const fs::path& runDir) {
 
 }  // namespace
 
-Status prepareRunData(const std::string& sourceDir, const std::string& runDirText, const LogFn& log) {
+Status prepareRunData(const std::string& sourceDir, const std::string& runDirText, const LogFn& log,
+                      const std::string& alsoAllowedDir) {
   const fs::path source(sourceDir), runDir(runDirText);
   auto manifestText = readWholeFile((source / "run.json").string());
   if (!manifestText) return makeError(manifestText.error());
   auto manifest = parseRunManifest(*manifestText);
   if (!manifest) return makeError((source / "run.json").string() + ": " + manifest.error());
+  if (auto corpus = checkCorpusFiles(*manifest, sourceDir, alsoAllowedDir); !corpus)
+    return makeError((source / "run.json").string() + ": " + corpus.error());
   if (alreadyPrepared(*manifestText, runDir)) return {};
 
   std::error_code ec;

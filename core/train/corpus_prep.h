@@ -16,8 +16,11 @@ namespace es::train {
 
 using LogFn = std::function<void(const std::string&)>;
 
-// sourceDir holds run.json and the corpus files it names; runDir is created if needed.
-Status prepareRunData(const std::string& sourceDir, const std::string& runDir, const LogFn& log);
+// sourceDir holds run.json and the corpus files it names; runDir is created if needed. The corpus
+// is checked first (checkCorpusFiles: inside sourceDir or alsoAllowedDir, regular files, capped):
+// a manifest that fails leaves no runDir and has had no corpus file opened.
+Status prepareRunData(const std::string& sourceDir, const std::string& runDir, const LogFn& log,
+                      const std::string& alsoAllowedDir = {});
 
 struct RunData {
   RunManifest manifest;

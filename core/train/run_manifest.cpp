@@ -1,125 +1,111 @@
 #include "core/train/run_manifest.h"
 
 #include "core/common/atomic_file.h"
-
-#include <nlohmann/json.hpp>
+#include "core/train/manifest_json.h"
 
 #include <cmath>
-#include <functional>
-#include <map>
 
 namespace es::train {
 namespace {
 
-using nlohmann::json;
+using namespace manifest;
 
-// Reads the keys of `object` through `readers`; anything else is an error.
-std::string readObject(const json& object, const std::string& where,
-                       const std::map<std::string, std::function<bool(const json&)>>& readers) {
-  if (!object.is_object()) return where + ": not an object";
-  for (const auto& [key, value] : object.items()) {
-    auto it = readers.find(key);
-    if (it == readers.end()) return where + ": unknown key \"" + key + "\"";
-    if (!it->second(value)) return where + ": bad value for \"" + key + "\": " + value.dump();
-  }
-  return {};
+constexpr std::int64_t kBig = std::int64_t(1) << 40;
+
+Readers trainReaders(TrainConfig& t) {
+  return {{"batch_size", integer(t.batchSize, 1, 4096)},
+          {"lr", real(t.lr, 0, 10)},
+          {"min_lr_ratio", real(t.minLrRatio, 0, 1)},
+          {"warmup_steps", integer(t.warmupSteps, 0, kBig)},
+          {"total_steps", integer(t.totalSteps, 1, kBig)},
+          {"weight_decay", real(t.weightDecay, 0, 10)},
+          {"beta1", real(t.beta1, 0, 0.999999)},
+          {"beta2", real(t.beta2, 0, 0.999999)},
+          {"eps", real(t.eps, 1e-30, 1)},
+          {"grad_clip", real(t.gradClip, 0, 1e9)},
+          {"load_balance_coef", real(t.loadBalanceCoef, 0, 100)},
+          {"z_loss_coef", real(t.zLossCoef, 0, 100)},
+          {"log_interval", integer(t.logInterval, 1, 1 << 30)},
+          {"eval_interval", integer(t.evalInterval, 1, 1 << 30)},
+          // Each evaluation runs eval_batches forward passes: more would stall training.
+          {"eval_batches", integer(t.evalBatches, 1, 1024)},
+          {"checkpoint_interval", integer(t.checkpointInterval, 1, 1 << 30)}};
 }
 
-template <typename T>
-std::function<bool(const json&)> integer(T& out, std::int64_t lo, std::int64_t hi) {
-  return [&out, lo, hi](const json& v) {
-    if (!v.is_number_integer()) return false;
-    const auto x = v.get<std::int64_t>();
-    if (x < lo || x > hi) return false;
-    out = static_cast<T>(x);
-    return true;
+Reader corpusList(std::vector<std::string>& out) {
+  return [&out](const json& list) -> std::string {
+    if (!list.is_array() || list.empty() || list.size() > 64) return "must be a list of 1 to 64 file names";
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      std::string file;
+      const std::string field = "data.train_corpus[" + std::to_string(i) + "]";
+      if (auto problem = text(file, 4096)(list[i]); !problem.empty()) return field + ": " + problem;
+      if (auto problem = checkCorpusPathSyntax(file, field); !problem.empty()) return problem;
+      out.push_back(file);
+    }
+    return {};
   };
 }
 
-std::function<bool(const json&)> real(double& out, double lo, double hi) {
-  return [&out, lo, hi](const json& v) {
-    if (!v.is_number()) return false;
-    const double x = v.get<double>();
-    if (!std::isfinite(x) || x < lo || x > hi) return false;
-    out = x;
-    return true;
-  };
+Readers dataReaders(DataConfig& d) {
+  return {{"train_corpus", corpusList(d.trainCorpus)},
+          {"val_corpus", [&d](const json& v) -> std::string {
+             if (auto problem = text(d.valCorpus, 4096)(v); !problem.empty()) return problem;
+             return checkCorpusPathSyntax(d.valCorpus, "data.val_corpus");
+           }},
+          {"shard_tokens", integer(d.shardTokens, 1024, std::int64_t(1) << 30)}};
 }
 
-std::function<bool(const json&)> text(std::string& out) {
-  return [&out](const json& v) {
-    if (!v.is_string() || v.get<std::string>().empty()) return false;
-    out = v.get<std::string>();
-    return true;
-  };
+Reader nested(const std::string& where, std::function<Readers()> readers) {
+  return [where, readers](const json& v) { return readObject(v, where, readers()); };
+}
+
+// Rules between fields, after every field was read on its own.
+std::string crossChecks(const RunManifest& m, std::int64_t format) {
+  if (format != 1) return "format: missing (must be 1)";
+  if (m.name.empty()) return "name: missing";
+  if (!isValidRunName(m.name)) return "name: must match [A-Za-z0-9._-]{1,64} and not be \".\" or \"..\", got \"" + m.name + "\"";
+  if (m.data.trainCorpus.empty()) return "data.train_corpus: missing";
+  if (m.data.valCorpus.empty()) return "data.val_corpus: missing";
+  if (m.train.warmupSteps > m.train.totalSteps) return "train.warmup_steps: exceeds train.total_steps";
+  if (std::int64_t(m.train.batchSize) * m.model.seqLen > kMaxTokensPerStep)
+    return "train.batch_size: batch_size × model.seq_len must be at most " + std::to_string(kMaxTokensPerStep) + " tokens";
+  return checkSwarmPolicy(m.swarm, m.model);
 }
 
 }  // namespace
+
+bool isValidRunName(std::string_view name) {
+  if (name.empty() || name.size() > 64 || name == "." || name == "..") return false;
+  for (const char c : name) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
 
 Expected<RunManifest> parseRunManifest(std::string_view input) {
   const json j = json::parse(input.begin(), input.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return makeError("run manifest: not valid JSON");
   RunManifest m;
-  TrainConfig& t = m.train;
-  DataConfig& d = m.data;
-  std::string error;
   std::int64_t format = 0;
-  const std::int64_t big = 1LL << 40;
-  error = readObject(j, "run manifest", {
+  std::string error = readObject(j, "", {
       {"format", integer(format, 1, 1)},
-      {"name", text(m.name)},
-      {"seed", integer(m.seed, 0, big)},
-      {"model", [&](const json& v) {
+      {"name", text(m.name, 64)},
+      {"seed", integer(m.seed, 0, kBig)},
+      {"model", [&m](const json& v) -> std::string {
          auto parsed = model::ModelConfig::fromJson(v.dump());
-         if (!parsed) { error = parsed.error(); return false; }
+         if (!parsed) {
+           const std::string& e = parsed.error();  // "model config: …"
+           return "model: " + (e.rfind("model config: ", 0) == 0 ? e.substr(14) : e);
+         }
          m.model = *parsed;
-         return true;
+         return {};
        }},
-      {"train", [&](const json& v) {
-         error = readObject(v, "train", {
-             {"batch_size", integer(t.batchSize, 1, 1 << 16)},
-             {"lr", real(t.lr, 0, 10)},
-             {"min_lr_ratio", real(t.minLrRatio, 0, 1)},
-             {"warmup_steps", integer(t.warmupSteps, 0, big)},
-             {"total_steps", integer(t.totalSteps, 1, big)},
-             {"weight_decay", real(t.weightDecay, 0, 10)},
-             {"beta1", real(t.beta1, 0, 0.999999)},
-             {"beta2", real(t.beta2, 0, 0.999999)},
-             {"eps", real(t.eps, 1e-30, 1)},
-             {"grad_clip", real(t.gradClip, 0, 1e9)},
-             {"load_balance_coef", real(t.loadBalanceCoef, 0, 100)},
-             {"z_loss_coef", real(t.zLossCoef, 0, 100)},
-             {"log_interval", integer(t.logInterval, 1, 1 << 30)},
-             {"eval_interval", integer(t.evalInterval, 1, 1 << 30)},
-             {"eval_batches", integer(t.evalBatches, 1, 1 << 20)},
-             {"checkpoint_interval", integer(t.checkpointInterval, 1, 1 << 30)}});
-         return error.empty();
-       }},
-      {"data", [&](const json& v) {
-         error = readObject(v, "data", {
-             {"train_corpus", [&](const json& list) {
-                if (!list.is_array() || list.empty()) return false;
-                for (const auto& f : list) {
-                  if (!f.is_string() || f.get<std::string>().empty()) return false;
-                  d.trainCorpus.push_back(f.get<std::string>());
-                }
-                return true;
-              }},
-             {"val_corpus", text(d.valCorpus)},
-             {"shard_tokens", integer(d.shardTokens, 1024, big)}});
-         return error.empty();
-       }},
-      {"swarm", [&](const json& v) {
-         if (!v.is_object()) return false;
-         m.swarmJson = v.dump();
-         return true;
-       }}});
-  if (!error.empty()) return makeError(error.rfind("run manifest", 0) == 0 ? error : "run manifest: " + error);
-  if (format != 1) return makeError("run manifest: missing \"format\": 1");
-  if (m.name.empty()) return makeError("run manifest: missing \"name\"");
-  if (d.trainCorpus.empty() || d.valCorpus.empty())
-    return makeError("run manifest: data.train_corpus and data.val_corpus are required");
-  if (t.warmupSteps > t.totalSteps) return makeError("run manifest: warmup_steps exceeds total_steps");
+      {"train", nested("train", [&m] { return trainReaders(m.train); })},
+      {"data", nested("data", [&m] { return dataReaders(m.data); })},
+      {"swarm", [&m](const json& v) { return readSwarmPolicy(v, m.swarm); }}});
+  if (error.empty()) error = crossChecks(m, format);
+  if (!error.empty()) return makeError("run manifest: " + error);
   return m;
 }
 

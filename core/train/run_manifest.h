@@ -1,5 +1,16 @@
 // A run's manifest (run.json): everything peers of one run must agree on — the model, the
-// optimizer and schedule, the data recipe, the seed, and (opaque here) the swarm policy.
+// optimizer and schedule, the data recipe, the seed, and the swarm policy.
+//
+// A run joined by magnet link hands us a stranger's manifest, so this is the one place that
+// decides what a manifest may ask for (ISSUE 14):
+// - `name` is [A-Za-z0-9._-]{1,64}, never "." or ".."; it is a label, the run folder is keyed by
+//   the run id (app/run_setup.cpp).
+// - corpus paths are relative, without "..", and must resolve (symlinks followed) to regular files
+//   inside the run's source folder or the bundled corpus folder, kMaxCorpusBytes in all
+//   (checkCorpusFiles, called before anything is created or read).
+// - every number is bounded (zero, negative and huge values are refused) so a manifest cannot
+//   make a peer allocate terabytes or spin; unknown keys and wrong types are errors.
+// Every error names the field: `run manifest: swarm.deadline.min_seconds: must be …, got -5`.
 #pragma once
 
 #include "core/common/expected.h"
@@ -11,6 +22,13 @@
 #include <vector>
 
 namespace es::train {
+
+// 256 MiB of text: 25× the bundled corpus, and the whole corpus is held in memory (several times,
+// while tokenizing), so more would be a denial of service on a donor's machine rather than a run.
+constexpr std::int64_t kMaxCorpusBytes = std::int64_t(256) << 20;
+// Tokens per optimizer step (batch_size × seq_len): 64× the bundled run. The logits of one step
+// alone are tokens × vocab × 4 bytes (32 GiB at the largest vocabulary).
+constexpr std::int64_t kMaxTokensPerStep = std::int64_t(1) << 17;
 
 struct TrainConfig {
   int batchSize = 8;            // sequences per step (each seq_len tokens)
@@ -37,18 +55,48 @@ struct DataConfig {
   std::int64_t shardTokens = 1 << 20;    // tokens per train-NNN.bin shard
 };
 
+// The "swarm" object: every key the node reads, with its default. These are the only defaults:
+// node::RoundPolicy and node::SpesPeerConfig start from a default SwarmPolicy.
+struct SwarmPolicy {
+  int syncEvery = 50;        // steps per round
+  int expertsPerPeer = 2;    // claim size (at most model.n_experts)
+  int leaseRounds = 3;       // a claim lapses after this many rounds without a record
+  int snapshotEvery = 2;     // rounds between merged-state snapshots (newcomers, resync)
+  double deadlineFactor = 1.5;  // × the median of recent gather times
+  double deadlineMinSeconds = 30;
+  double deadlineMaxSeconds = 600;
+  std::string compression = "int8";  // contribution codec: f32, bf16 or int8 (sync::parseCodec)
+  // Merging warm-up (merge_warmup): alpha0 0 = off.
+  std::int64_t warmupInterval = 50;
+  double warmupAlpha0 = 0.0;
+  std::int64_t warmupDecaySteps = 1000;
+  int warmupTopk = 4;
+  // Accepted (the bundled run names it, and changing that run.json would change its run id) and
+  // bounded, but not read by the node yet: a round closes on all contributions or the deadline.
+  double quorum = 1.0;
+};
+
 struct RunManifest {
   std::string name;
   std::uint64_t seed = 1234;
   model::ModelConfig model;
   TrainConfig train;
   DataConfig data;
-  std::string swarmJson = "{}";  // the "swarm" object, interpreted by the node
+  SwarmPolicy swarm;
 };
 
 // Strict: unknown keys, wrong types and out-of-range values are errors naming the key.
 Expected<RunManifest> parseRunManifest(std::string_view json);
 Expected<RunManifest> loadRunManifest(const std::string& path);
+
+// [A-Za-z0-9._-]{1,64}, not "." or "..": safe as one path component anywhere.
+bool isValidRunName(std::string_view name);
+
+// The corpus files of `manifest` on disk: each resolves (symlinks followed) to a regular file
+// inside `sourceDir` or `alsoAllowedDir` (the bundled corpus a run folder may link to; empty =
+// none), kMaxCorpusBytes in all. Only stat()s: a FIFO or device is refused without being opened.
+Status checkCorpusFiles(const RunManifest& manifest, const std::string& sourceDir,
+                        const std::string& alsoAllowedDir);
 
 // Learning rate at `step` (0-based): linear warmup to lr, then cosine down to lr·minLrRatio at
 // totalSteps, flat afterwards.

@@ -1,10 +1,19 @@
 // Test helper: runs the built `expertswarm` binary and captures what it printed.
 #pragma once
 
+#include <QDir>
 #include <QProcess>
 #include <QtTest>
 
 namespace es::test {
+
+// The folder the client prepared its run in: runs/<run id> (keyed by the run id, which a test
+// does not compute), the only folder under <dataDir>/runs; "<dataDir>/runs/(none)" before one exists.
+inline QString runFolder(const QString& dataDir) {
+  const QString runs = dataDir + QStringLiteral("/runs");
+  const auto folders = QDir(runs).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+  return runs + QLatin1Char('/') + (folders.size() == 1 ? folders.first() : QStringLiteral("(none)"));
+}
 
 struct ClientRun {
   int exitCode = -1;

@@ -1,0 +1,277 @@
+// A run's manifest may be a stranger's (joined by magnet link): names that are paths, corpus
+// files outside the run, FIFOs, huge corpora and out-of-range policy values are refused with the
+// field named, before anything is created or read.
+#ifndef Q_MOC_RUN  // moc need not parse LibTorch
+#include "core/train/corpus_prep.h"
+#include "core/train/run_manifest.h"
+#endif
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+
+using namespace es::train;
+
+namespace {
+
+const QString kBundledRun = QStringLiteral(ES_SHARE_DIR "/runs/default");
+
+QJsonObject bundledManifest() {
+  QFile file(kBundledRun + "/run.json");
+  if (!file.open(QIODevice::ReadOnly)) return {};
+  return QJsonDocument::fromJson(file.readAll()).object();
+}
+
+// The bundled manifest with the value at a dotted path ("swarm.deadline.factor") replaced.
+QJsonObject withValue(QJsonObject object, const QStringList& path, const QJsonValue& value) {
+  if (path.size() == 1) {
+    object.insert(path.first(), value);
+    return object;
+  }
+  object.insert(path.first(), withValue(object.value(path.first()).toObject(), path.mid(1), value));
+  return object;
+}
+
+QJsonObject bundledWith(const QString& dottedPath, const QJsonValue& value) {
+  return withValue(bundledManifest(), dottedPath.split('.'), value);
+}
+
+std::string text(const QJsonObject& manifest) { return QJsonDocument(manifest).toJson().toStdString(); }
+
+bool writeFile(const QString& path, const QByteArray& bytes) {
+  QFile file(path);
+  return file.open(QIODevice::WriteOnly) && file.write(bytes) == bytes.size();
+}
+
+}  // namespace
+
+class RunManifestTest : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir dir_;
+  QString source_, runDir_;
+
+  // A run folder holding `manifest` and a small corpus (corpus/a.txt, corpus/b.txt).
+  void makeSource(const QJsonObject& manifest) {
+    QVERIFY(QDir().mkpath(source_ + "/corpus"));
+    QVERIFY(writeFile(source_ + "/run.json", QByteArray::fromStdString(text(manifest))));
+    QVERIFY(writeFile(source_ + "/corpus/a.txt", "some text\n"));
+    QVERIFY(writeFile(source_ + "/corpus/b.txt", "more text\n"));
+  }
+
+  // prepareRunData on the source folder: must fail naming `field`, and leave no run folder.
+  void expectRefusedWithNothingCreated(const QString& field) {
+    const auto prepared = prepareRunData(source_.toStdString(), runDir_.toStdString(), [](const std::string&) {});
+    QVERIFY(!prepared.ok());
+    QVERIFY2(prepared.error().find(field.toStdString()) != std::string::npos, prepared.error().c_str());
+    QVERIFY2(!QFileInfo::exists(runDir_), "the run folder was created for a refused manifest");
+  }
+
+  QJsonObject withCorpus(const QString& train) {
+    return withValue(bundledManifest(), {"data", "train_corpus"}, QJsonArray{train});
+  }
+
+ private Q_SLOTS:
+  void init() {
+    QVERIFY(dir_.isValid());
+    source_ = dir_.filePath(QString("source-%1").arg(QTest::currentDataTag() ? QTest::currentDataTag() : "x"));
+    source_.replace(' ', '_');
+    runDir_ = dir_.filePath("runs/the-run");
+    QDir(source_).removeRecursively();
+    QDir(dir_.filePath("runs")).removeRecursively();
+  }
+
+  void bundledManifestParsesAndItsCorpusPasses() {
+    auto m = loadRunManifest((kBundledRun + "/run.json").toStdString());
+    QVERIFY2(m.ok(), m.ok() ? "" : m.error().c_str());
+    QCOMPARE(m->name, std::string("sotu-default"));
+    QCOMPARE(m->swarm.syncEvery, 50);
+    QCOMPARE(m->swarm.expertsPerPeer, 2);
+    QCOMPARE(m->swarm.deadlineMinSeconds, 30.0);
+    QCOMPARE(m->swarm.warmupAlpha0, 0.5);  // not the default 0: read from the file
+    QCOMPARE(m->swarm.compression, std::string("int8"));
+    const auto corpus = checkCorpusFiles(*m, kBundledRun.toStdString(), {});
+    QVERIFY2(corpus.ok(), corpus.ok() ? "" : corpus.error().c_str());
+  }
+
+  void runNamesThatArePathsAreRefused_data() {
+    QTest::addColumn<QString>("name");
+    QTest::newRow("parent") << "../x";
+    QTest::newRow("slash") << "a/b";
+    QTest::newRow("65 chars") << QString(65, 'a');
+    QTest::newRow("dot") << ".";
+    QTest::newRow("dotdot") << "..";
+    QTest::newRow("space") << "a b";
+  }
+  void runNamesThatArePathsAreRefused() {
+    QFETCH(QString, name);
+    const auto m = parseRunManifest(text(bundledWith("name", name)));
+    QVERIFY(!m.ok());
+    QVERIFY2(m.error().find("name") != std::string::npos, m.error().c_str());
+    makeSource(bundledWith("name", name));
+    expectRefusedWithNothingCreated("name");
+  }
+
+  void theLongestNameAndEveryAllowedCharacterPass() {
+    QVERIFY(parseRunManifest(text(bundledWith("name", QString(64, 'z')))).ok());
+    QVERIFY(parseRunManifest(text(bundledWith("name", "Run_1.2-b"))).ok());
+  }
+
+  void corpusPathsThatLeaveTheRunAreRefused_data() {
+    QTest::addColumn<QString>("field");
+    QTest::addColumn<QString>("path");
+    QTest::newRow("absolute") << "data.train_corpus" << "/etc/passwd";
+    QTest::newRow("climbs out") << "data.train_corpus" << "corpus/../../x";
+    QTest::newRow("device") << "data.train_corpus" << "/dev/zero";
+    QTest::newRow("val absolute") << "data.val_corpus" << "/etc/passwd";
+    QTest::newRow("val parent") << "data.val_corpus" << "../run.json";
+  }
+  void corpusPathsThatLeaveTheRunAreRefused() {
+    QFETCH(QString, field);
+    QFETCH(QString, path);
+    const auto manifest = field == "data.val_corpus" ? bundledWith(field, path) : withCorpus(path);
+    const auto m = parseRunManifest(text(manifest));
+    QVERIFY(!m.ok());
+    QVERIFY2(m.error().find(field.toStdString()) != std::string::npos, m.error().c_str());
+    makeSource(manifest);
+    expectRefusedWithNothingCreated(field);
+  }
+
+  void aSymlinkOutOfTheRunFolderIsRefused() {
+    QVERIFY(writeFile(dir_.filePath("secret"), "id_ed25519\n"));
+    makeSource(withCorpus("corpus/link.txt"));
+    QVERIFY(QFile::link(dir_.filePath("secret"), source_ + "/corpus/link.txt"));
+    expectRefusedWithNothingCreated("data.train_corpus[0]");
+  }
+
+  void aSymlinkToADeviceIsRefused() {
+    makeSource(withCorpus("corpus/zero"));
+    QVERIFY(QFile::link("/dev/zero", source_ + "/corpus/zero"));
+    expectRefusedWithNothingCreated("data.train_corpus[0]");
+  }
+
+  void aDirectoryIsRefused() {
+    makeSource(withCorpus("corpus"));
+    expectRefusedWithNothingCreated("data.train_corpus[0]");
+  }
+
+  void aFifoIsRefusedWithoutBeingOpened() {
+    makeSource(withCorpus("corpus/fifo"));
+    const QByteArray fifo = (source_ + "/corpus/fifo").toLocal8Bit();
+    QCOMPARE(::mkfifo(fifo.constData(), 0600), 0);
+    auto prepared = std::async(std::launch::async, [this] {
+      return prepareRunData(source_.toStdString(), runDir_.toStdString(), [](const std::string&) {});
+    });
+    if (prepared.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      // It blocked opening the FIFO: a writer releases it (then EOF) so the test can fail cleanly.
+      const int writer = ::open(fifo.constData(), O_WRONLY | O_NONBLOCK);
+      if (writer >= 0) ::close(writer);
+      prepared.wait();
+      QFAIL("prepareRunData opened the FIFO and blocked");
+    }
+    const auto result = prepared.get();
+    QVERIFY(!result.ok());
+    QVERIFY2(result.error().find("data.train_corpus[0]") != std::string::npos, result.error().c_str());
+    QVERIFY(!QFileInfo::exists(runDir_));
+  }
+
+  void aCorpusOverTheCapIsRefused() {
+    makeSource(withCorpus("corpus/huge.txt"));
+    QFile huge(source_ + "/corpus/huge.txt");
+    QVERIFY(huge.open(QIODevice::WriteOnly));
+    QVERIFY(huge.resize(kMaxCorpusBytes + 1));  // sparse: nothing is written
+    huge.close();
+    expectRefusedWithNothingCreated("data.train_corpus[0]");
+  }
+
+  void aMissingCorpusFileIsRefused() {
+    makeSource(withCorpus("corpus/absent.txt"));
+    expectRefusedWithNothingCreated("data.train_corpus[0]");
+  }
+
+  // The layout of a run joined by magnet link: run.json beside a link to the bundled corpus.
+  void aLinkToTheAllowedCorpusFolderIsPreparedAndOnlyThere() {
+    QVERIFY(QDir().mkpath(source_));
+    QVERIFY(QFile::copy(kBundledRun + "/run.json", source_ + "/run.json"));
+    QVERIFY(QFile::link(kBundledRun + "/corpus", source_ + "/corpus"));
+    expectRefusedWithNothingCreated("outside the run folder");  // without the allowance
+    const auto prepared = prepareRunData(source_.toStdString(), runDir_.toStdString(), [](const std::string&) {},
+                                         (kBundledRun + "/corpus").toStdString());
+    QVERIFY2(prepared.ok(), prepared.ok() ? "" : prepared.error().c_str());
+    QVERIFY(QFileInfo::exists(runDir_ + "/prepared.json"));
+  }
+
+  void policyValuesOutOfBoundsAreRefused_data() {
+    QTest::addColumn<QString>("field");
+    QTest::addColumn<QJsonValue>("value");
+    QTest::newRow("sync_every zero") << "swarm.sync_every" << QJsonValue(0);
+    QTest::newRow("sync_every negative") << "swarm.sync_every" << QJsonValue(-50);
+    QTest::newRow("sync_every huge") << "swarm.sync_every" << QJsonValue(qint64(1) << 40);
+    QTest::newRow("sync_every fraction") << "swarm.sync_every" << QJsonValue(2.5);
+    QTest::newRow("sync_every string") << "swarm.sync_every" << QJsonValue("50");
+    QTest::newRow("experts_per_peer zero") << "swarm.experts_per_peer" << QJsonValue(0);
+    QTest::newRow("experts_per_peer > n_experts") << "swarm.experts_per_peer" << QJsonValue(9);
+    QTest::newRow("lease_rounds zero") << "swarm.lease_rounds" << QJsonValue(0);
+    QTest::newRow("lease_rounds huge") << "swarm.lease_rounds" << QJsonValue(1e9);
+    QTest::newRow("snapshot_every negative") << "swarm.snapshot_every" << QJsonValue(-1);
+    QTest::newRow("quorum zero") << "swarm.quorum" << QJsonValue(0);
+    QTest::newRow("compression unknown") << "swarm.compression" << QJsonValue("zip");
+    QTest::newRow("deadline not an object") << "swarm.deadline" << QJsonValue(5);
+    QTest::newRow("deadline factor zero") << "swarm.deadline.factor" << QJsonValue(0);
+    QTest::newRow("deadline factor huge") << "swarm.deadline.factor" << QJsonValue(1e300);
+    QTest::newRow("deadline min negative") << "swarm.deadline.min_seconds" << QJsonValue(-5);
+    QTest::newRow("deadline max huge") << "swarm.deadline.max_seconds" << QJsonValue(1e12);
+    QTest::newRow("deadline max below min") << "swarm.deadline.max_seconds" << QJsonValue(10);
+    QTest::newRow("warmup interval zero") << "swarm.merge_warmup.interval" << QJsonValue(0);
+    QTest::newRow("warmup alpha0 above one") << "swarm.merge_warmup.alpha0" << QJsonValue(2);
+    QTest::newRow("warmup decay negative") << "swarm.merge_warmup.decay_steps" << QJsonValue(-1000);
+    QTest::newRow("warmup topk zero") << "swarm.merge_warmup.topk" << QJsonValue(0);
+    QTest::newRow("unknown swarm key") << "swarm.gossip_every" << QJsonValue(3);
+    QTest::newRow("unknown deadline key") << "swarm.deadline.median" << QJsonValue(3);
+    QTest::newRow("d_model huge") << "model.d_model" << QJsonValue(1 << 20);
+    QTest::newRow("n_layers huge") << "model.n_layers" << QJsonValue(100000);
+    QTest::newRow("n_experts huge") << "model.n_experts" << QJsonValue(1 << 20);
+    QTest::newRow("seq_len huge") << "model.seq_len" << QJsonValue(1 << 20);
+    QTest::newRow("expert_hidden huge") << "model.expert_hidden" << QJsonValue(1 << 24);
+    QTest::newRow("vocab_size huge") << "model.vocab_size" << QJsonValue(1 << 20);
+    QTest::newRow("batch_size zero") << "train.batch_size" << QJsonValue(0);
+    QTest::newRow("batch_size huge") << "train.batch_size" << QJsonValue(1 << 20);
+    QTest::newRow("tokens per step") << "train.batch_size" << QJsonValue(4096);  // × seq_len 256 > 2^17
+    QTest::newRow("total_steps zero") << "train.total_steps" << QJsonValue(0);
+    QTest::newRow("eval_batches huge") << "train.eval_batches" << QJsonValue(1 << 20);
+    QTest::newRow("shard_tokens huge") << "data.shard_tokens" << QJsonValue(qint64(1) << 40);
+  }
+  void policyValuesOutOfBoundsAreRefused() {
+    QFETCH(QString, field);
+    QFETCH(QJsonValue, value);
+    const auto manifest = bundledWith(field, value);
+    const auto m = parseRunManifest(text(manifest));
+    QVERIFY(!m.ok());
+    // The error names the field: its dotted path (model errors name the key after "model: ").
+    const QString named = field.startsWith("model.") ? field.mid(6) : field;
+    QVERIFY2(m.error().find(named.toStdString()) != std::string::npos, m.error().c_str());
+    makeSource(manifest);
+    expectRefusedWithNothingCreated(named);
+  }
+
+  void aModelOverTheParameterCapIsRefused() {
+    auto manifest = bundledWith("model.d_model", 8192);
+    manifest = withValue(manifest, {"model", "n_layers"}, 256);
+    manifest = withValue(manifest, {"model", "n_heads"}, 64);
+    const auto m = parseRunManifest(text(manifest));
+    QVERIFY(!m.ok());
+    QVERIFY2(m.error().find("parameters") != std::string::npos, m.error().c_str());
+  }
+};
+
+QTEST_GUILESS_MAIN(RunManifestTest)
+#include "tst_run_manifest.moc"
