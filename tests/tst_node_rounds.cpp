@@ -79,6 +79,13 @@ class NodeRounds : public QObject {
         qInfo("%s: round %lld closed, %d merged, %s", name.c_str(), s.round, s.peers, s.merge.fingerprint.c_str());
       });
     }
+    // Every contribution either peer announced (records keep only the newest three).
+    std::map<std::string, std::map<qint64, std::string>> announcedBy;
+    for (auto* n : {&a, &b})
+      connect(n, &Node::roundClosed, this, [&] {
+        for (const auto& p : swarmA.peers()) announcedBy[p.id].insert(p.contrib.begin(), p.contrib.end());
+        for (const auto& p : swarmB.peers()) announcedBy[p.id].insert(p.contrib.begin(), p.contrib.end());
+      });
     a.start();
     b.start();
     QVERIFY2(es::test::waitUntil([&] { return finished == 2 || !failure.isEmpty(); }, 240000), "the nodes did not finish");
@@ -102,6 +109,13 @@ class NodeRounds : public QObject {
       for (const auto& v : ra.merge.verdicts) QVERIFY2(v.accepted, v.reason.c_str());
     }
     QVERIFY(a.trainerBusyFraction() > 0);
+    // Each peer retired (stopped seeding, deleted) the other's round-1 contribution once round 3
+    // was merged, and kept rounds 2 and 3 (a peer catching up gathers them again).
+    for (auto [self, sent] : {std::pair{&swarmA, &announcedBy["peer-b"]}, {&swarmB, &announcedBy["peer-a"]}}) {
+      QVERIFY2(sent->count(1) && sent->count(3), "a contribution was never announced");
+      QVERIFY2(self->retired().count(sent->at(1)), "the other peer's round-1 contribution was not retired");
+      QVERIFY2(!self->retired().count(sent->at(3)), "the other peer's round-3 contribution was retired too early");
+    }
   }
 
   // After a partition one peer closes round 1 without a contribution the two others got (here
@@ -109,7 +123,8 @@ class NodeRounds : public QObject {
   // declare itself the reference (it did, and the swarm stayed split for good) — and from then
   // on every round merges all three contributions into one state everywhere. It must see the
   // split from the others' records (their merged-state fingerprints) as soon as it merges, not
-  // one round later from their contributions.
+  // one round later from their contributions. No regular snapshots here: the one it takes is
+  // the one the others write when they see it disagree.
   void theOddPeerOutTakesTheMajoritysSnapshot() {
     MemorySwarmHub hub("tiny-run");
     MemorySwarm swarmA(hub, "peer-a"), swarmB(hub, "peer-b"), swarmC(hub, "peer-c");
@@ -131,6 +146,7 @@ class NodeRounds : public QObject {
       config.fetchDir = own + "/incoming";
       config.snapshotDir = own + "/snapshots";
       config.maxRounds = 5;
+      config.policy.snapshotEvery = 0;  // only the snapshots written on demand (checkAgreement)
       config.policy.deadlineMinSeconds = 8;
       config.policy.deadlineMaxSeconds = 20;
       auto& n = nodes[name] = std::make_unique<Node>(*swarm, config, data_->train, data_->val);

@@ -67,7 +67,8 @@ Status MemorySwarm::fetch(const std::string& contentId, const std::string&) {
   return {};
 }
 
-void MemorySwarm::retire(const std::string&, bool) {}  // files stay: other nodes may still read them
+// Files stay (other nodes of the hub may still read them); what was retired is remembered.
+void MemorySwarm::retire(const std::string& contentId, bool) { retired_.insert(contentId); }
 
 std::vector<int> MemorySwarm::chooseClaims(std::int64_t round, int nExperts, int count) const {
   std::vector<int> owners(static_cast<std::size_t>(nExperts), 0);

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,12 +49,15 @@ class MemorySwarm : public Swarm {
   // Tests: fetches of content for which `never` says true never complete (a contribution that
   // cannot reach this peer in time, as after a partition).
   void withhold(std::function<bool(const std::string& contentId)> never) { withheld_ = std::move(never); }
+  const std::set<std::string>& retired() const { return retired_; }
+
 
  private:
   MemorySwarmHub& hub_;
   std::string selfId_;
   SwarmEvents events_;
   std::function<bool(const std::string&)> withheld_;
+  std::set<std::string> retired_;
   QObject context_;  // queued callbacks die with this swarm
 };
 

@@ -209,6 +209,7 @@ void Node::gather() {
     dropSuperseded(p.id, c->second);
     if (gather_->arrived.count(p.id) || gather_->fetching.count(c->second)) continue;
     gather_->fetching[c->second] = {p.id, std::set<int>(p.claims.begin(), p.claims.end())};
+    fetched_[r].insert(c->second);
     if (auto s = swarm_.fetch(c->second, dir.toStdString()); !s)
       Q_EMIT message(QStringLiteral("Cannot fetch from %1: %2").arg(q(p.id).left(16), q(s.error())));
   }
@@ -316,10 +317,16 @@ void Node::onMerged(const RoundMerged& merged) {
     tryResync();
   }
   gather_.reset();
-  // Keep our last two contributions seeding for late fetchers; older ones are retired.
+  // Keep our last two contributions seeding for late fetchers; older ones are retired. Others'
+  // contributions likewise: seeded two rounds (a peer catching up gathers them again), then
+  // removed with their files, so incoming/ holds at most three rounds.
   for (auto it = contrib_.begin(); it != contrib_.end() && it->first + 2 <= s.round;) {
     swarm_.retire(it->second, true);
     it = contrib_.erase(it);
+  }
+  for (auto it = fetched_.begin(); it != fetched_.end() && it->first + 2 <= s.round;) {
+    for (const auto& id : it->second) swarm_.retire(id, true);
+    it = fetched_.erase(it);
   }
   round_ = s.round + 1;
   if (!nextClaims_.empty() && nextClaims_ != claims_) {

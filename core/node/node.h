@@ -146,6 +146,7 @@ class Node : public QObject {
   std::vector<int> nextClaims_;  // sent to the trainer with the merge, adopted when it lands
   qint64 round_ = 0;  // the round being trained
   std::map<qint64, std::string> contrib_;    // our published contributions (round → id)
+  std::map<qint64, std::set<std::string>> fetched_;  // others' contributions we fetched (round → ids)
   std::map<qint64, std::string> snapshots_;  // our published snapshots (round → id)
   std::map<qint64, std::string> fingerprints_;  // the states we merged (round → fingerprint), last two
   std::set<std::string> majority_;           // out of step: the peers whose state we take (empty: any two)

@@ -37,7 +37,9 @@ void Node::tryResync() {
   const qint64 oldest = majority_.empty() ? mergedRound_ : majoritySince_;
   for (auto it = votes.rbegin(); it != votes.rend() && !chosen; ++it)
     if (it->second >= needed && it->first.first >= oldest) chosen = it->first;
-  if (!chosen && majorityElsewhere_ && !announcers.empty()) {
+  // A known majority (checkAgreement), or two others that share a base: their snapshot is what we
+  // wait for, even when none exists yet (they write one on demand) — never "keep ours".
+  if (!chosen && majorityElsewhere_ && (!announcers.empty() || !majority_.empty())) {
     if (!waitingForMajority_)
       Q_EMIT message(QStringLiteral("Out of step with the majority: waiting for its next snapshot"));
     waitingForMajority_ = true;
@@ -151,6 +153,8 @@ void Node::checkAgreement() {
     if (!group) continue;
     if (group->fingerprint == own) {
       if (worker_ && !snapshots_.count(mergedRound_) && snapshotOffered_ < mergedRound_) {
+        Q_EMIT message(QStringLiteral("Some peers merged round %1 into another state than the swarm's: publishing a snapshot of round %2")
+                           .arg(round).arg(mergedRound_));
         snapshotOffered_ = mergedRound_;
         QMetaObject::invokeMethod(worker_, [w = worker_] { w->writeSnapshotNow(); }, Qt::QueuedConnection);
       }

@@ -5,9 +5,9 @@
 // volunteer's client does). They train the default run for 6 rounds: from round 2 on every round
 // merges all 6 contributions on all 6 peers with the same fingerprint, and each peer's
 // reachability self-test says what its site allows.
-// Then (only with ES_NETLAB_PARTITION=1: it does not pass yet) the plain NAT router's uplink is
-// cut for 60 s: the others keep closing rounds (at the deadline), and the cut peers merge with
-// everyone again within 2 rounds of the restore.
+// Then the plain NAT router's uplink is cut for 60 s: the others keep closing rounds, and the cut
+// peers merge with everyone again within 2 rounds of the restore (ES_NETLAB_NO_PARTITION=1 skips
+// this part, for a quicker look at the clean rounds).
 #include "netlab/netlab.h"
 
 #include <QTemporaryDir>
@@ -121,13 +121,13 @@ class NetlabSwarm : public QObject {
     }
 
     // 2. Partition: nat2 (the plain NAT, whose peers are outgoing-only) is cut off for 60 s.
-    // Not passing yet (issue 12), so it runs only with ES_NETLAB_PARTITION=1. Measured at
-    // 49f00f1: the transfers restart and the others merge the cut peers' round of the cut, but one
-    // cut peer closed that round at its deadline without one contribution, waited for the
-    // majority's round-8 snapshot and took it; the others closed round 9 at its deadline without
-    // it (the run ended there) — not back in step within 2 rounds of the restore.
-    if (!qEnvironmentVariableIsSet("ES_NETLAB_PARTITION")) {
-      qInfo("partition scenario not run (ES_NETLAB_PARTITION=1 runs it; it does not pass yet)");
+    // History: at 49f00f1 one cut peer merged the cut round without a contribution, waited for
+    // the majority's next snapshot and was never back in step within 2 rounds; since the records
+    // carry merged-state fingerprints (Node::checkAgreement) a split is repaired in the round it
+    // happens. Measured at fe31ada by hand: the round in progress (~150 s deadline, 1.5 × the
+    // ~100 s round) absorbed the 60 s cut and every round merged 6 of 6.
+    if (qEnvironmentVariableIsSet("ES_NETLAB_NO_PARTITION")) {
+      qInfo("partition scenario skipped (ES_NETLAB_NO_PARTITION is set)");
       QVERIFY2(stopAll(peers), "a client did not stop within 90 s of SIGTERM");
       return;
     }
