@@ -12,8 +12,8 @@ namespace {
 ParseResult failure(const QString& message) {
   ParseResult r;
   r.exitCode = 2;
-  r.message = QStringLiteral("expertswarm: ") + message +
-              QStringLiteral("\nTry 'expertswarm --help' for more information.\n");
+  r.message =
+      QStringLiteral("expertswarm: ") + message + QStringLiteral("\nTry 'expertswarm --help' for more information.\n");
   return r;
 }
 
@@ -41,8 +41,8 @@ QString runIdOfMagnet(const QString& link) {
 
 ParseResult parseCommandLine(const QStringList& arguments) {
   QCommandLineParser parser;
-  parser.setApplicationDescription(QStringLiteral(
-      "ExpertSwarm: train a Mixture-of-Experts language model together with other volunteers."));
+  parser.setApplicationDescription(
+      QStringLiteral("ExpertSwarm: train a Mixture-of-Experts language model together with other volunteers."));
   parser.setSingleDashWordOptionMode(QCommandLineParser::ParseAsLongOptions);
   const QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")}, QStringLiteral("Show this help."));
   const QCommandLineOption version(QStringLiteral("version"), QStringLiteral("Show the version."));
@@ -52,11 +52,12 @@ ParseResult parseCommandLine(const QStringList& arguments) {
   const QCommandLineOption run(QStringLiteral("run"),
                                QStringLiteral("The run: 'default', a folder with run.json, or the run's magnet link."),
                                QStringLiteral("RUN"), QStringLiteral("default"));
-  const QCommandLineOption dataDir(QStringLiteral("data-dir"), QStringLiteral("Where state is kept."), QStringLiteral("DIR"));
+  const QCommandLineOption dataDir(QStringLiteral("data-dir"), QStringLiteral("Where state is kept."),
+                                   QStringLiteral("DIR"));
   const QCommandLineOption steps(QStringLiteral("steps"), QStringLiteral("Train N steps, then save and exit."),
                                  QStringLiteral("N"));
-  const QCommandLineOption experts(QStringLiteral("experts"),
-                                   QStringLiteral("Experts to train, e.g. 0,1 (default: all)."), QStringLiteral("LIST"));
+  const QCommandLineOption experts(
+      QStringLiteral("experts"), QStringLiteral("Experts to train, e.g. 0,1 (default: all)."), QStringLiteral("LIST"));
   const QCommandLineOption device(QStringLiteral("device"),
                                   QStringLiteral("auto (a GPU when available), cpu, cuda or cuda:N."),
                                   QStringLiteral("DEVICE"), QStringLiteral("auto"));
@@ -68,31 +69,42 @@ ParseResult parseCommandLine(const QStringList& arguments) {
                                      QStringLiteral("N"));
   const QCommandLineOption fresh(QStringLiteral("fresh"),
                                  QStringLiteral("Start from step 0 even if a saved training state exists."));
-  const QCommandLineOption listen(QStringLiteral("listen"),
-                                  QStringLiteral("Swarm: listen on IP:PORT (default: every IPv4 and IPv6 interface on a port chosen "
-                                                 "at random on the first start and kept; use 127.0.0.1:PORT for peers on one machine)."),
-                                  QStringLiteral("IP:PORT"));
-  const QCommandLineOption bootstrap(QStringLiteral("bootstrap"),
-                                     QStringLiteral("Swarm: a DHT node to start from (repeatable; replaces the public routers)."),
-                                     QStringLiteral("HOST:PORT"));
-  const QCommandLineOption publicNetwork(QStringLiteral("public"),
-                                         QStringLiteral("Swarm: join the public network: bootstrap from the public DHT routers "
-                                                        "(router.bittorrent.com, …), map the port with UPnP and NAT-PMP, keep the "
-                                                        "DHT state for the next start."));
-  const QCommandLineOption portMapping(QStringLiteral("port-mapping"),
-                                       QStringLiteral("Swarm: ask the router to forward the listen port (UPnP and NAT-PMP), "
-                                                      "without the public routers."));
-  const QCommandLineOption rounds(QStringLiteral("rounds"), QStringLiteral("Swarm: stop after N rounds."), QStringLiteral("N"));
-  const QCommandLineOption syncEvery(QStringLiteral("sync-every"), QStringLiteral("Swarm: steps per round (default: the run's)."),
+  const QCommandLineOption listen(
+      QStringLiteral("listen"),
+      QStringLiteral("Swarm: listen on IP:PORT (default: every IPv4 and IPv6 interface on a port chosen "
+                     "at random on the first start and kept; use 127.0.0.1:PORT for peers on one machine)."),
+      QStringLiteral("IP:PORT"));
+  const QCommandLineOption bootstrap(
+      QStringLiteral("bootstrap"),
+      QStringLiteral("Swarm: a DHT node to start from (repeatable; replaces the public routers)."),
+      QStringLiteral("HOST:PORT"));
+  const QCommandLineOption publicNetwork(
+      QStringLiteral("public"),
+      QStringLiteral("Swarm: join the public network: bootstrap from the public DHT routers "
+                     "(router.bittorrent.com, …), map the port with UPnP and NAT-PMP, keep the "
+                     "DHT state for the next start."));
+  const QCommandLineOption portMapping(
+      QStringLiteral("port-mapping"),
+      QStringLiteral("Swarm: ask the router to forward the listen port (UPnP and NAT-PMP), "
+                     "without the public routers."));
+  const QCommandLineOption rounds(QStringLiteral("rounds"), QStringLiteral("Swarm: stop after N rounds."),
+                                  QStringLiteral("N"));
+  const QCommandLineOption syncEvery(QStringLiteral("sync-every"),
+                                     QStringLiteral("Swarm: steps per round (default: the run's)."),
                                      QStringLiteral("N"));
-  const QCommandLineOption exportModel(QStringLiteral("export"), QStringLiteral("Swarm: at the end, write the merged model (safetensors + config JSON)."),
-                                       QStringLiteral("FILE"));
+  const QCommandLineOption exportModel(
+      QStringLiteral("export"),
+      QStringLiteral("Swarm: at the end, write the merged model (safetensors + config JSON)."), QStringLiteral("FILE"));
+  const QCommandLineOption diskQuota(
+      QStringLiteral("disk-quota-mib"),
+      QStringLiteral("Swarm: most the run folder may hold (default: from the run's model)."), QStringLiteral("MIB"));
   QCommandLineOption testPoison(QStringLiteral("test-poison"), QStringLiteral("Tests only."), QStringLiteral("KIND"));
   testPoison.setFlags(QCommandLineOption::HiddenFromHelp);
   QCommandLineOption uiSnapshot(QStringLiteral("ui-snapshot"), QStringLiteral("Tests only."), QStringLiteral("DIR"));
   uiSnapshot.setFlags(QCommandLineOption::HiddenFromHelp);
-  parser.addOptions({help, version, noGui, localOnly, run, dataDir, steps, experts, device, threads, logEvery, evalEvery, fresh,
-                     listen, bootstrap, publicNetwork, portMapping, rounds, syncEvery, exportModel, testPoison, uiSnapshot});
+  parser.addOptions({help,        version, noGui,     localOnly,   run,       dataDir,    steps,     experts,
+                     device,      threads, logEvery,  evalEvery,   fresh,     listen,     bootstrap, publicNetwork,
+                     portMapping, rounds,  syncEvery, exportModel, diskQuota, testPoison, uiSnapshot});
 
   if (!parser.parse(arguments)) return failure(parser.errorText());
   if (!parser.positionalArguments().isEmpty())
@@ -115,14 +127,16 @@ ParseResult parseCommandLine(const QStringList& arguments) {
   if (parser.isSet(dataDir) && c.dataDir.isEmpty()) return failure(QStringLiteral("--data-dir needs a value"));
   if (parser.isSet(steps)) {
     c.steps = parseInteger(parser.value(steps), 1, 1LL << 40);
-    if (!c.steps) return failure(QStringLiteral("--steps must be a positive integer, not '%1'").arg(parser.value(steps)));
+    if (!c.steps)
+      return failure(QStringLiteral("--steps must be a positive integer, not '%1'").arg(parser.value(steps)));
   }
   if (parser.isSet(experts)) {
     std::set<int> seen;
     for (const QString& part : parser.value(experts).split(QLatin1Char(','))) {
       const auto e = parseInteger(part, 0, 1 << 20);
-      if (!e) return failure(QStringLiteral("--experts must be a comma-separated list of expert numbers, not '%1'")
-                                 .arg(parser.value(experts)));
+      if (!e)
+        return failure(QStringLiteral("--experts must be a comma-separated list of expert numbers, not '%1'")
+                           .arg(parser.value(experts)));
       if (!seen.insert(int(*e)).second) return failure(QStringLiteral("--experts lists expert %1 twice").arg(*e));
       c.experts.push_back(int(*e));
     }
@@ -146,7 +160,8 @@ ParseResult parseCommandLine(const QStringList& arguments) {
     return failure(QStringLiteral("--%1 reaches the internet, but --listen %2 is loopback only")
                        .arg(c.publicNetwork ? QStringLiteral("public") : QStringLiteral("port-mapping"), c.listen));
   for (const auto& node : c.bootstrap)
-    if (!validEndpoint(node, false)) return failure(QStringLiteral("--bootstrap must be HOST:PORT, not '%1'").arg(node));
+    if (!validEndpoint(node, false))
+      return failure(QStringLiteral("--bootstrap must be HOST:PORT, not '%1'").arg(node));
   c.exportPath = parser.value(exportModel);
   c.testPoison = parser.value(testPoison);
   if (parser.isSet(testPoison) && c.testPoison != "nan" && c.testPoison != "norm" && c.testPoison != "foreign")
@@ -157,30 +172,42 @@ ParseResult parseCommandLine(const QStringList& arguments) {
     if (!v) return failure(QStringLiteral("--rounds must be a positive integer, not '%1'").arg(parser.value(rounds)));
     c.rounds = *v;
   }
-  struct IntOption { const QCommandLineOption* option; int* target; long long lo; };
+  struct IntOption {
+    const QCommandLineOption* option;
+    int* target;
+    long long lo;
+  };
   for (const IntOption& o : {IntOption{&threads, &c.threads, 1}, IntOption{&logEvery, &c.logEvery, 1},
-                             IntOption{&evalEvery, &c.evalEvery, 1}, IntOption{&syncEvery, &c.syncEvery, 1}}) {
+                             IntOption{&evalEvery, &c.evalEvery, 1}, IntOption{&syncEvery, &c.syncEvery, 1},
+                             IntOption{&diskQuota, &c.diskQuotaMiB, 1}}) {
     if (!parser.isSet(*o.option)) continue;
     const auto v = parseInteger(parser.value(*o.option), o.lo, 1 << 30);
-    if (!v) return failure(QStringLiteral("--%1 must be a positive integer, not '%2'")
-                               .arg(o.option->names().first(), parser.value(*o.option)));
+    if (!v)
+      return failure(QStringLiteral("--%1 must be a positive integer, not '%2'")
+                         .arg(o.option->names().first(), parser.value(*o.option)));
     *o.target = int(*v);
   }
   c.uiSnapshot = parser.value(uiSnapshot);
   if (c.localOnly && !c.noGui) return failure(QStringLiteral("--local-only trains headless: add --no-gui"));
-  if (c.noGui && parser.isSet(uiSnapshot)) return failure(QStringLiteral("--ui-snapshot needs the desktop window (no --no-gui)"));
-  if (c.localOnly && (parser.isSet(listen) || parser.isSet(bootstrap) || parser.isSet(rounds) || parser.isSet(exportModel) ||
-                      c.publicNetwork || c.portMapping))
-    return failure(QStringLiteral("--listen, --bootstrap, --public, --port-mapping, --rounds and --export are for swarm "
-                                  "training, not --local-only"));
+  if (c.noGui && parser.isSet(uiSnapshot))
+    return failure(QStringLiteral("--ui-snapshot needs the desktop window (no --no-gui)"));
+  if (c.localOnly && (parser.isSet(listen) || parser.isSet(bootstrap) || parser.isSet(rounds) ||
+                      parser.isSet(exportModel) || c.publicNetwork || c.portMapping))
+    return failure(
+        QStringLiteral("--listen, --bootstrap, --public, --port-mapping, --rounds and --export are for swarm "
+                       "training, not --local-only"));
   if (!c.localOnly && (c.steps || !c.experts.empty()))
-    return failure(QStringLiteral("--steps and --experts are for --local-only; in a swarm use --rounds (experts are claimed)"));
+    return failure(
+        QStringLiteral("--steps and --experts are for --local-only; in a swarm use --rounds (experts are claimed)"));
   if (c.run.startsWith(QLatin1String("magnet:"))) {
     c.runMagnetHash = runIdOfMagnet(c.run);
     if (c.runMagnetHash.isEmpty())
-      return failure(QStringLiteral("--run: a run's magnet link carries its v2 hash (xt=urn:btmh:1220 and 64 hex digits), "
-                                    "not '%1'").arg(c.run));
-    if (c.localOnly) return failure(QStringLiteral("--local-only trains a run folder or the default run, not a magnet link"));
+      return failure(
+          QStringLiteral("--run: a run's magnet link carries its v2 hash (xt=urn:btmh:1220 and 64 hex digits), "
+                         "not '%1'")
+              .arg(c.run));
+    if (c.localOnly)
+      return failure(QStringLiteral("--local-only trains a run folder or the default run, not a magnet link"));
   }
   return {c, 0, {}};
 }

@@ -15,7 +15,7 @@ struct CommandLine {
   bool localOnly = false;
   QString run = QStringLiteral("default");  // "default", a run folder holding run.json, or a magnet link
   QString runMagnetHash;                    // the run id (v2 info-hash, hex) when run is a magnet link
-  QString dataDir;                          // empty: QStandardPaths::AppDataLocation
+  QString dataDir;                          // empty: ~/.local/share/expertswarm (app/data_dir.h)
   std::optional<long long> steps;           // steps to train in this invocation
   std::vector<int> experts;                 // empty: all (local-only) / auto (swarm)
   QString device = QStringLiteral("auto");  // auto | cpu | cuda | cuda:N
@@ -24,20 +24,21 @@ struct CommandLine {
   int evalEvery = 0;                        // 0: the run's eval_interval
   bool fresh = false;                       // ignore (and replace) a saved training state
   // Swarm mode (--no-gui without --local-only).
-  QString listen;                           // IP:PORT; empty: every interface on the saved port (app/network_setup.h)
-  QStringList bootstrap;                    // DHT nodes, HOST:PORT
-  bool bootstrapGiven = false;              // --bootstrap given: it replaces the public routers
-  bool publicNetwork = false;               // --public: the public routers, UPnP, NAT-PMP, saved DHT state
-  bool portMapping = false;                 // --port-mapping: UPnP + NAT-PMP only
-  long long rounds = 0;                     // 0: until stopped
-  int syncEvery = 0;                        // 0: the run's sync_every
-  QString exportPath;                       // write the merged model here at the end
-  QString testPoison;                       // hidden, tests only: nan | norm | foreign
-  QString uiSnapshot;                       // hidden, tests only: GUI writes window.png + ui-state.json here, then quits
+  QString listen;               // IP:PORT; empty: every interface on the saved port (app/network_setup.h)
+  QStringList bootstrap;        // DHT nodes, HOST:PORT
+  bool bootstrapGiven = false;  // --bootstrap given: it replaces the public routers
+  bool publicNetwork = false;   // --public: the public routers, UPnP, NAT-PMP, saved DHT state
+  bool portMapping = false;     // --port-mapping: UPnP + NAT-PMP only
+  long long rounds = 0;         // 0: until stopped
+  int syncEvery = 0;            // 0: the run's sync_every
+  QString exportPath;           // write the merged model here at the end
+  QString testPoison;           // hidden, tests only: nan | norm | foreign
+  QString uiSnapshot;           // hidden, tests only: GUI writes window.png + ui-state.json here, then quits
   // From the donor's settings (GUI), not the command line.
-  int claimSize = 0;                        // experts to claim; 0: the run's experts_per_peer
-  int memoryCapMiB = 0;                     // 0: no cap on the pre-flight's memory budget
-  int uploadLimit = 0, downloadLimit = 0;   // bytes/s, 0: unlimited
+  int claimSize = 0;                       // experts to claim; 0: the run's experts_per_peer
+  int memoryCapMiB = 0;                    // 0: no cap on the pre-flight's memory budget
+  int diskQuotaMiB = 0;                    // --disk-quota-mib (or the donor's setting); 0: from the model
+  int uploadLimit = 0, downloadLimit = 0;  // bytes/s, 0: unlimited
 };
 
 struct ParseResult {

@@ -5,6 +5,7 @@
 #include "app/run_setup.h"
 #include "core/node/node.h"
 #include "core/store/ledger.h"
+#include "core/sync/fetch_size.h"
 #include "p2p/identity.h"
 #include "p2p/p2p_swarm.h"
 #include "p2p/swarm_session.h"
@@ -42,6 +43,9 @@ void applyMergePolicy(const train::SwarmPolicy& s, node::SpesPeerConfig& peer) {
   peer.warmupAlpha0 = s.warmupAlpha0;
   peer.warmupDecaySteps = s.warmupDecaySteps;
   peer.warmupTopk = s.warmupTopk;
+  peer.aggregate = s.aggregate;
+  peer.clipIterations = s.clipIterations;
+  peer.clipTauFactor = s.clipTauFactor;
 }
 
 // MemAvailable from /proc/meminfo (bytes), or -1 when unknown.
@@ -54,15 +58,21 @@ std::int64_t availableMemory() {
 }
 
 QString capsLine(int up, int down) {
-  auto rate = [](int bytes) { return bytes ? QStringLiteral("%1 KiB/s").arg(bytes / 1024) : QStringLiteral("unlimited"); };
+  auto rate = [](int bytes) {
+    return bytes ? QStringLiteral("%1 KiB/s").arg(bytes / 1024) : QStringLiteral("unlimited");
+  };
   return QStringLiteral("Bandwidth caps: upload %1, download %2").arg(rate(up), rate(down));
 }
 
 }  // namespace
 
 Engine::Engine(CommandLine commandLine, QString shareDir, QObject* parent)
-    : QObject(parent), cl_(std::move(commandLine)), shareDir_(std::move(shareDir)), parts_(std::make_unique<Parts>()),
-      viewTimer_(this), manifestDeadline_(this) {  // children, so they move to the engine thread with us
+    : QObject(parent),
+      cl_(std::move(commandLine)),
+      shareDir_(std::move(shareDir)),
+      parts_(std::make_unique<Parts>()),
+      viewTimer_(this),
+      manifestDeadline_(this) {  // children, so they move to the engine thread with us
   connect(&viewTimer_, &QTimer::timeout, this, [this] {
     if (parts_->node) Q_EMIT swarmChanged(parts_->node->view());
   });
@@ -108,8 +118,10 @@ int Engine::openSession(const QString& dataDir) {
   // Network lines (listen and external addresses, reachability, DHT state): start lines before
   // the node runs, log lines after.
   settings->log = [this](const std::string& line) {
-    if (parts_->node) Q_EMIT message(QString::fromStdString(line));
-    else info(line);
+    if (parts_->node)
+      Q_EMIT message(QString::fromStdString(line));
+    else
+      info(line);
   };
   auto session = p2p::SwarmSession::create(*settings, *p.identity);
   if (!session) return fail(2, session.error());
@@ -126,7 +138,8 @@ int Engine::startRun() {
   auto& p = *parts_;
   p.prepared = prepareRun(cl_, shareDir_);
   if (p.prepared.exitCode)
-    return fail(p.prepared.exitCode, lastSetupLine_.substr(lastSetupLine_.rfind("expertswarm: ", 0) == 0 ? 13 : 0), true);
+    return fail(p.prepared.exitCode, lastSetupLine_.substr(lastSetupLine_.rfind("expertswarm: ", 0) == 0 ? 13 : 0),
+                true);
   const auto& data = *p.prepared.data;
 
   // The run torrent: its manifest, byte-identical everywhere, so the run id is the same on every
@@ -135,13 +148,14 @@ int Engine::startRun() {
   auto torrent = p2p::makeTorrent((p.prepared.runDir + QStringLiteral("/run.json")).toStdString());
   if (!torrent) return fail(1, torrent.error());
   QSaveFile torrentFile(runTorrent);
-  if (!torrentFile.open(QIODevice::WriteOnly) || torrentFile.write(torrent->bytes.data(), qint64(torrent->bytes.size())) < 0 ||
-      !torrentFile.commit())
+  if (!torrentFile.open(QIODevice::WriteOnly) ||
+      torrentFile.write(torrent->bytes.data(), qint64(torrent->bytes.size())) < 0 || !torrentFile.commit())
     return fail(1, "cannot write \"" + runTorrent.toStdString() + "\"");
 
   if (!p.session)
     if (const int code = openSession(p.prepared.dataDir)) return code;
-  if (auto s = p.session->joinRun(runTorrent.toStdString(), p.prepared.runDir.toStdString()); !s) return fail(1, s.error());
+  if (auto s = p.session->joinRun(runTorrent.toStdString(), p.prepared.runDir.toStdString()); !s)
+    return fail(1, s.error());
   if (!cl_.runMagnetHash.isEmpty() && p.session->runId() != cl_.runMagnetHash.toStdString())
     return fail(1, "the manifest fetched for run " + cl_.runMagnetHash.toStdString() + " is run " + p.session->runId() +
                        " here (was it changed, or made from another corpus?)");
@@ -155,7 +169,8 @@ int Engine::startRun() {
   if (cl_.claimSize) config.policy.expertsPerPeer = cl_.claimSize;
   // Off one host, discovery takes the DHT's time (rendezvous retries at 2, 6, 14 s: SwarmSettings):
   // a fresh swarm whose peers claimed before they saw each other trains alone and diverges.
-  if (!isLoopbackEndpoint(cl_.listen)) config.policy.joinWindowMs = std::max(config.policy.joinWindowMs, kInternetJoinWindowMs);
+  if (!isLoopbackEndpoint(cl_.listen))
+    config.policy.joinWindowMs = std::max(config.policy.joinWindowMs, kInternetJoinWindowMs);
   config.nExperts = data.manifest.model.nExperts;
   // Pre-flight: how many experts this machine can train (host memory, within the donor's cap; a
   // GPU's own memory is not probed yet).
@@ -165,7 +180,8 @@ int Engine::startRun() {
                               : std::int64_t(cl_.memoryCapMiB) << 20;
   if (available > 0) {
     const auto& m = data.manifest.model;
-    const auto budget = node::expertBudget(m.totalParameters(), m.expertParameters() * m.nLayers, m.nExperts, available);
+    const auto budget =
+        node::expertBudget(m.totalParameters(), m.expertParameters() * m.nLayers, m.nExperts, available);
     info("Pre-flight: " + std::to_string(available >> 20) + " MiB available; the model needs " +
          std::to_string(budget.fixedBytes >> 20) + " MiB + " + std::to_string(budget.perExpertBytes >> 20) +
          " MiB per trained expert: up to " + std::to_string(budget.experts) + " experts");
@@ -186,10 +202,17 @@ int Engine::startRun() {
   peer.syncEvery = config.policy.syncEvery;
   peer.stateDir = (p.prepared.runDir + QStringLiteral("/swarm-state")).toStdString();
   peer.testPoison = cl_.testPoison.toStdString();
-  if (!cl_.testPoison.isEmpty()) info("TEST MODE: every contribution of this peer is poisoned (" + peer.testPoison + ")");
+  if (!cl_.testPoison.isEmpty())
+    info("TEST MODE: every contribution of this peer is poisoned (" + peer.testPoison + ")");
   config.contribDir = p.prepared.runDir + QStringLiteral("/contrib");
   config.fetchDir = p.prepared.runDir + QStringLiteral("/incoming");
   config.snapshotDir = p.prepared.runDir + QStringLiteral("/snapshots");
+  config.runDir = p.prepared.runDir;
+  config.diskQuotaBytes =
+      cl_.diskQuotaMiB > 0 ? std::int64_t(cl_.diskQuotaMiB) << 20 : sync::defaultDiskQuotaBytes(data.manifest.model);
+  info("Disk quota of the run folder: " + std::to_string(config.diskQuotaBytes >> 20) + " MiB" +
+       (cl_.diskQuotaMiB > 0 ? ""
+                             : " (from the model: 3 rounds x 32 peers x the largest contribution + 16 x the model)"));
   QDir().mkpath(config.contribDir);
 
   info("Run \"" + data.manifest.name + "\" (id " + p.swarm->runId() + "), listening on " + p.session->listenEndpoint() +
@@ -197,11 +220,13 @@ int Engine::startRun() {
   info("Others join this run with --run magnet:?xt=urn:btmh:1220" + p.swarm->runId());
   const auto dbPath = (p.prepared.dataDir + QStringLiteral("/expertswarm.db")).toStdString();
   // Ledger errors arrive on its writer thread: printed there, relayed to this thread's listeners.
-  auto ledger = store::Ledger::open(dbPath, (shareDir_ + QStringLiteral("/sql")).toStdString(), [this](const std::string& error) {
-    std::fprintf(stderr, "expertswarm: ledger: %s\n", error.c_str());
-    QMetaObject::invokeMethod(this, [this, e = QString::fromStdString(error)] { Q_EMIT message(QStringLiteral("Ledger: ") + e); },
-                              Qt::QueuedConnection);
-  });
+  auto ledger =
+      store::Ledger::open(dbPath, (shareDir_ + QStringLiteral("/sql")).toStdString(), [this](const std::string& error) {
+        std::fprintf(stderr, "expertswarm: ledger: %s\n", error.c_str());
+        QMetaObject::invokeMethod(
+            this, [this, e = QString::fromStdString(error)] { Q_EMIT message(QStringLiteral("Ledger: ") + e); },
+            Qt::QueuedConnection);
+      });
   if (!ledger) return fail(1, ledger.error());
   p.ledger = std::move(*ledger);
   config.runName = data.manifest.name;
@@ -251,8 +276,10 @@ void Engine::wireNode() {
 }
 
 void Engine::stop() {
-  if (parts_->node) parts_->node->stop();
-  else Q_EMIT finished();
+  if (parts_->node)
+    parts_->node->stop();
+  else
+    Q_EMIT finished();
 }
 
 void Engine::setPaused(bool paused) {
@@ -282,6 +309,8 @@ EngineSummary Engine::summary() const {
   const double rounds = std::max<double>(1, double(s.rounds));
   s.bytesSentPerRound = double(c.bytesSent) / rounds;
   s.bytesReceivedPerRound = double(c.bytesReceived) / rounds;
+  s.transfers = static_cast<int>(parts_->session->transfers().size());
+  s.refusedFetches = c.refusedFetches;
   return s;
 }
 

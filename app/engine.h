@@ -1,4 +1,4 @@
-// The swarm engine of one run (ARCHITECTURE §2 "engine thread"): prepares the run, opens the
+// The swarm engine of one run (docs/ARCHITECTURE.md, "Threads": E): prepares the run, opens the
 // identity, the libtorrent session, the ledger and the node, and relays what the node reports as
 // plain structs. It lives on one thread — the main thread headless, its own thread under the GUI
 // (app/engine_bridge.h) — and every call must be made on that thread.
@@ -21,6 +21,8 @@ struct EngineSummary {
   double trainerBusyFraction = 0;
   double meanRoundSeconds = 0;
   double bytesSentPerRound = 0, bytesReceivedPerRound = 0;
+  int transfers = 0;       // torrents in the session besides the run's (published and fetched)
+  int refusedFetches = 0;  // fetches whose metadata broke their predicted size
 };
 
 class Engine : public QObject {

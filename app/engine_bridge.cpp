@@ -24,7 +24,8 @@ EngineBridge::EngineBridge(CommandLine commandLine, QString shareDir, QObject* p
 EngineBridge::~EngineBridge() {
   if (engine_) {
     // Destroyed where it lives: stops the node (joining the trainer) and closes the session.
-    QMetaObject::invokeMethod(engine_, [e = engine_] { delete e; }, Qt::BlockingQueuedConnection);
+    QMetaObject::invokeMethod(
+        engine_, [e = engine_] { delete e; }, Qt::BlockingQueuedConnection);
     engine_ = nullptr;
   }
   thread_.quit();
@@ -32,30 +33,41 @@ EngineBridge::~EngineBridge() {
 }
 
 void EngineBridge::start() {
-  QMetaObject::invokeMethod(engine_, [this, e = engine_] {
-    const int code = e->start();
-    if (code) QMetaObject::invokeMethod(this, [this, code] { Q_EMIT startFailed(code); }, Qt::QueuedConnection);
-  }, Qt::QueuedConnection);
+  QMetaObject::invokeMethod(
+      engine_,
+      [this, e = engine_] {
+        const int code = e->start();
+        if (code)
+          QMetaObject::invokeMethod(
+              this, [this, code] { Q_EMIT startFailed(code); }, Qt::QueuedConnection);
+      },
+      Qt::QueuedConnection);
 }
 
 void EngineBridge::setPaused(bool paused) {
-  QMetaObject::invokeMethod(engine_, [e = engine_, paused] { e->setPaused(paused); }, Qt::QueuedConnection);
+  QMetaObject::invokeMethod(
+      engine_, [e = engine_, paused] { e->setPaused(paused); }, Qt::QueuedConnection);
 }
 
 void EngineBridge::finishRoundThenPause() {
-  QMetaObject::invokeMethod(engine_, [e = engine_] { e->finishRoundThenPause(); }, Qt::QueuedConnection);
+  QMetaObject::invokeMethod(
+      engine_, [e = engine_] { e->finishRoundThenPause(); }, Qt::QueuedConnection);
 }
 
 void EngineBridge::setRateLimits(int uploadBytesPerSecond, int downloadBytesPerSecond) {
-  QMetaObject::invokeMethod(engine_, [e = engine_, uploadBytesPerSecond, downloadBytesPerSecond] {
-    e->setRateLimits(uploadBytesPerSecond, downloadBytesPerSecond);
-  }, Qt::QueuedConnection);
+  QMetaObject::invokeMethod(
+      engine_,
+      [e = engine_, uploadBytesPerSecond, downloadBytesPerSecond] {
+        e->setRateLimits(uploadBytesPerSecond, downloadBytesPerSecond);
+      },
+      Qt::QueuedConnection);
 }
 
 void EngineBridge::quit() {
   if (quitting_) return;
   quitting_ = true;
-  QMetaObject::invokeMethod(engine_, [e = engine_] { e->stop(); }, Qt::QueuedConnection);
+  QMetaObject::invokeMethod(
+      engine_, [e = engine_] { e->stop(); }, Qt::QueuedConnection);
 }
 
 }  // namespace es::app

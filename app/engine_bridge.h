@@ -1,5 +1,6 @@
-// The GUI's EngineControl over the real engine: the engine lives on its own thread (ARCHITECTURE
-// §2), commands are queued to it, its signals arrive here queued (plain structs only). The
+// The GUI's EngineControl over the real engine: the engine lives on its own thread
+// (docs/ARCHITECTURE.md, "Threads"), commands are queued to it, its signals arrive here queued
+// (plain structs only). The
 // engine is created, started and destroyed on that thread — the libtorrent session and the node's
 // timers must live and die where they were made.
 #pragma once

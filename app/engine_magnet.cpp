@@ -2,13 +2,14 @@
 // whose only file is run.json; the session fetches it from the run's peers (found on the DHT under
 // the same key they announce the run on), then the run starts as from a folder. The manifest names
 // its corpus by relative path: a run made from the bundled corpus finds it here (linked in).
+#include "app/data_dir.h"
 #include "app/engine.h"
 #include "app/engine_parts.h"
+#include "app/run_setup.h"
 
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
-#include <QStandardPaths>
 
 namespace es::app {
 namespace {
@@ -16,8 +17,7 @@ constexpr int kManifestDeadlineMs = 180000;
 }
 
 int Engine::fetchManifest() {
-  const QString dataDir =
-      cl_.dataDir.isEmpty() ? QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) : cl_.dataDir;
+  const QString dataDir = dataDirFor(cl_.dataDir, info);
   if (const int code = openSession(dataDir)) return code;
   const QString hash = cl_.runMagnetHash;
   const QString dir = dataDir + QStringLiteral("/joined/") + hash.left(16);
@@ -33,12 +33,14 @@ int Engine::fetchManifest() {
     }
     continueWithManifest(dir);
   };
-  connect(session, &p2p::SwarmSession::transferFinished, this, [finish, hash, dir](const QString& infoHash, const QString&) {
-    if (infoHash == hash) finish({}, dir);
-  });
-  connect(session, &p2p::SwarmSession::transferFailed, this, [finish, hash](const QString& infoHash, const QString& reason) {
-    if (infoHash == hash) finish(QStringLiteral("fetching the run's manifest failed: %1").arg(reason), {});
-  });
+  connect(session, &p2p::SwarmSession::transferFinished, this,
+          [finish, hash, dir](const QString& infoHash, const QString&) {
+            if (infoHash == hash) finish({}, dir);
+          });
+  connect(session, &p2p::SwarmSession::transferFailed, this,
+          [finish, hash](const QString& infoHash, const QString& reason) {
+            if (infoHash == hash) finish(QStringLiteral("fetching the run's manifest failed: %1").arg(reason), {});
+          });
   manifestDeadline_.setSingleShot(true);
   connect(&manifestDeadline_, &QTimer::timeout, this, [finish] {
     finish(QStringLiteral("no peer of this run answered within %1 s; is a --bootstrap node of the run given?")

@@ -2,8 +2,8 @@
 
 #include "app/engine_bridge.h"
 #include "app/network_setup.h"
-#include "app/swarm_client.h"
 #include "app/stop_signals.h"
+#include "app/swarm_client.h"
 #include "core/settings/client_settings.h"
 #include "ui/desktop_app.h"
 #include "ui/first_run_dialog.h"
@@ -19,8 +19,9 @@ QString missingDisplay() {
   if (!qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") || !qEnvironmentVariableIsEmpty("DISPLAY") ||
       !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY"))
     return {};
-  return QStringLiteral("no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); "
-                        "run headless with --no-gui");
+  return QStringLiteral(
+      "no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); "
+      "run headless with --no-gui");
 }
 
 namespace {
@@ -34,6 +35,7 @@ void applySettings(CommandLine& cl, const settings::ClientSettings& s) {
   if (cl.dataDir.isEmpty()) cl.dataDir = s.dataDir;
   cl.claimSize = s.claimSize;
   cl.memoryCapMiB = s.gpuMemoryCapMiB;
+  if (cl.diskQuotaMiB == 0) cl.diskQuotaMiB = s.diskQuotaMiB;
   cl.uploadLimit = s.uploadLimitKiB * 1024;
   cl.downloadLimit = s.downloadLimitKiB * 1024;
 }
@@ -68,7 +70,8 @@ int runGuiClient(CommandLine cl, const QString& shareDir) {
   bool setupDone = false;
   QObject::connect(&engine, &ui::EngineControl::started, [&setupDone] { setupDone = true; });
   QObject::connect(&engine, &ui::EngineControl::message, [&setupDone](const QString& line) {
-    if (setupDone && !line.startsWith(QLatin1String("Ledger: "))) std::fprintf(stderr, "%s\n", line.toUtf8().constData());
+    if (setupDone && !line.startsWith(QLatin1String("Ledger: ")))
+      std::fprintf(stderr, "%s\n", line.toUtf8().constData());
   });
   QObject::connect(&engine, &EngineBridge::startFailed, [&exitCode, testing](int code) {
     exitCode = code;

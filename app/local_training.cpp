@@ -65,8 +65,8 @@ int runLocalTraining(const CommandLine& cl, const QString& shareDir) {
     }
     info("Resumed. Step: " + std::to_string(trainer.step()));
   }
-  info("Training alone (no swarm). Run: \"" + data->manifest.name + "\". Experts: " +
-       joinExperts(trainer.localExperts()) + " of " + std::to_string(options.model.nExperts) +
+  info("Training alone (no swarm). Run: \"" + data->manifest.name +
+       "\". Experts: " + joinExperts(trainer.localExperts()) + " of " + std::to_string(options.model.nExperts) +
        ". Device: " + trainer.deviceName() + ". Data dir: \"" + dataDir.toStdString() + "\"");
 
   const auto& cfg = options.train;

@@ -38,13 +38,15 @@ int main(int argc, char** argv) {
   bool wantsWindow = true;
   for (int i = 1; i < argc; ++i) {
     const QByteArray arg(argv[i]);
-    if (arg == "--no-gui" || arg == "-no-gui" || arg == "--help" || arg == "-help" || arg == "-h" || arg == "--version" ||
-        arg == "-version")
+    if (arg == "--no-gui" || arg == "-no-gui" || arg == "--help" || arg == "-help" || arg == "-h" ||
+        arg == "--version" || arg == "-version")
       wantsWindow = false;
   }
   std::unique_ptr<QCoreApplication> app;
-  if (wantsWindow && es::app::missingDisplay().isEmpty()) app = std::make_unique<QApplication>(argc, argv);
-  else app = std::make_unique<QCoreApplication>(argc, argv);
+  if (wantsWindow && es::app::missingDisplay().isEmpty())
+    app = std::make_unique<QApplication>(argc, argv);
+  else
+    app = std::make_unique<QCoreApplication>(argc, argv);
 
   const auto parsed = es::app::parseCommandLine(QCoreApplication::arguments());
   if (!parsed.commandLine) {

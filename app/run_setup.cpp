@@ -1,4 +1,5 @@
 #include "app/run_setup.h"
+#include "app/data_dir.h"
 
 #include "core/train/trainer.h"
 #include "p2p/torrent_maker.h"
@@ -6,7 +7,6 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
-#include <QStandardPaths>
 
 #include <cstdio>
 #include <functional>
@@ -25,13 +25,15 @@ QByteArray fileBytes(const QString& path) {
 // Runs prepared before the folder was keyed by run id live in runs/<name>. One whose copy of
 // run.json is this manifest byte for byte is this very run: it is moved, so its progress is kept.
 // (The name passed isValidRunName, so runs/<name> is one folder inside runs/.)
-void adoptNamedRunFolder(const QString& sourceDir, const QString& runsDir, const std::string& name, const QString& runDir) {
+void adoptNamedRunFolder(const QString& sourceDir, const QString& runsDir, const std::string& name,
+                         const QString& runDir) {
   const QString old = runsDir + QLatin1Char('/') + QString::fromStdString(name);
   if (old == runDir || QFileInfo::exists(runDir) || !QFileInfo::exists(old + QStringLiteral("/run.json"))) return;
   const QByteArray manifest = fileBytes(sourceDir + QStringLiteral("/run.json"));
   if (manifest.isEmpty() || fileBytes(old + QStringLiteral("/run.json")) != manifest) return;
   if (QDir().rename(old, runDir))
-    info("Moved the run folder \"" + old.toStdString() + "\" to \"" + runDir.toStdString() + "\" (run folders are keyed by run id)");
+    info("Moved the run folder \"" + old.toStdString() + "\" to \"" + runDir.toStdString() +
+         "\" (run folders are keyed by run id)");
 }
 
 }  // namespace
@@ -50,7 +52,7 @@ PreparedRun prepareRun(const CommandLine& cl, const QString& shareDir) {
     out.exitCode = code;
     return std::move(out);
   };
-  out.dataDir = cl.dataDir.isEmpty() ? QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) : cl.dataDir;
+  out.dataDir = dataDirFor(cl.dataDir, info);
   out.sourceDir = cl.run == QLatin1String("default") ? shareDir + QStringLiteral("/runs/default") : cl.run;
   if (!QFileInfo::exists(out.sourceDir + QStringLiteral("/run.json")))
     return fail(2, "no run.json in \"" + out.sourceDir.toStdString() + "\"");
@@ -64,7 +66,8 @@ PreparedRun prepareRun(const CommandLine& cl, const QString& shareDir) {
   if (auto usable = train::checkDevice(cl.device.toStdString()); !usable) return fail(2, "--device: " + usable.error());
   // The corpus before anything is created: a stranger's manifest may name files outside its folder.
   const QString bundledCorpus = shareDir + QStringLiteral("/runs/default/corpus");
-  if (auto corpus = train::checkCorpusFiles(*manifest, out.sourceDir.toStdString(), bundledCorpus.toStdString()); !corpus)
+  if (auto corpus = train::checkCorpusFiles(*manifest, out.sourceDir.toStdString(), bundledCorpus.toStdString());
+      !corpus)
     return fail(2, corpus.error());
   // Keyed by the run id (the v2 info-hash of run.json, as the swarm computes it), never by the
   // manifest's name: two runs with one name cannot share a folder, and the path is 64 hex digits
@@ -77,7 +80,7 @@ PreparedRun prepareRun(const CommandLine& cl, const QString& shareDir) {
   if (!QDir().mkpath(out.runDir + QStringLiteral("/state")))
     return fail(1, "cannot create \"" + out.runDir.toStdString() + "/state\"");
   if (auto prepared = train::prepareRunData(out.sourceDir.toStdString(), out.runDir.toStdString(), info,
-                                                bundledCorpus.toStdString());
+                                            bundledCorpus.toStdString());
       !prepared)
     return fail(1, "preparing the run failed: " + prepared.error());
   auto data = train::loadRunData(out.runDir.toStdString());

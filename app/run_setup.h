@@ -17,7 +17,7 @@ struct PreparedRun {
   QString sourceDir;  // the run folder it came from (bundled or --run)
   QString runDir;     // <data dir>/runs/<run id> (the v2 info-hash of run.json)
   std::unique_ptr<train::RunData> data;
-  int exitCode = 0;   // non-zero: setup failed and the message was printed
+  int exitCode = 0;  // non-zero: setup failed and the message was printed
 };
 
 PreparedRun prepareRun(const CommandLine& cl, const QString& shareDir);

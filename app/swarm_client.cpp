@@ -9,23 +9,26 @@
 #include <QSettings>
 #include <QTimer>
 
-#include <cstdio>
 #include <unistd.h>
+#include <cstdio>
 
 namespace es::app {
 
 void printRoundLine(const node::RoundSummary& s) {
   // merged=: fingerprint of the merged shared tensors, equal on every peer that merged the same set.
-  std::printf("round=%lld peers=%d loss=%.4f val_loss=%.4f tok/s=%.0f merged=%s\n", static_cast<long long>(s.round), s.peers,
-              s.loss, s.valLoss, s.tokensPerSecond, s.merge.sharedFingerprint.c_str());
+  // val_loss= only on rounds that measured it (of the merged state: equal where merged= is).
+  const std::string val = s.valLoss ? " val_loss=" + QString::number(*s.valLoss, 'f', 4).toStdString() : std::string();
+  std::printf("round=%lld peers=%d loss=%.4f%s tok/s=%.0f merged=%s\n", static_cast<long long>(s.round), s.peers,
+              s.loss, val.c_str(), s.tokensPerSecond, s.merge.sharedFingerprint.c_str());
   std::fflush(stdout);
 }
 
 void printSummary(const EngineSummary& s) {
   std::fprintf(stderr,
                "Summary: rounds=%lld trainer_busy_fraction=%.4f mean_round_seconds=%.2f bytes_sent_per_round=%.0f "
-               "bytes_received_per_round=%.0f\n",
-               s.rounds, s.trainerBusyFraction, s.meanRoundSeconds, s.bytesSentPerRound, s.bytesReceivedPerRound);
+               "bytes_received_per_round=%.0f transfers=%d refused_fetches=%d\n",
+               s.rounds, s.trainerBusyFraction, s.meanRoundSeconds, s.bytesSentPerRound, s.bytesReceivedPerRound,
+               s.transfers, s.refusedFetches);
 }
 
 int runSwarmClient(const CommandLine& given, const QString& shareDir) {
@@ -42,7 +45,8 @@ int runSwarmClient(const CommandLine& given, const QString& shareDir) {
     if (tty) std::fprintf(stderr, "\r\033[K");
   };
   int syncEvery = 1;
-  QObject::connect(&engine, &Engine::started, [&syncEvery](const node::RunInfo& run) { syncEvery = std::max(1, run.syncEvery); });
+  QObject::connect(&engine, &Engine::started,
+                   [&syncEvery](const node::RunInfo& run) { syncEvery = std::max(1, run.syncEvery); });
   // Node messages go to stderr here (run-setup lines print themselves; the ledger's too).
   bool setupDone = false;
   QObject::connect(&engine, &Engine::message, [&setupDone, clearBar](const QString& line) {
@@ -56,9 +60,9 @@ int runSwarmClient(const CommandLine& given, const QString& shareDir) {
     bar = QObject::connect(&engine, &Engine::stepped, [&syncEvery](const node::StepReport& r) {
       const int h = syncEvery, inRound = int((r.step - 1) % h) + 1;
       const int filled = inRound * 20 / h;
-      std::fprintf(stderr, "\r\033[K[%s%s] round %lld step %d/%d loss %.3f %.0f tok/s", std::string(filled, '#').c_str(),
-                   std::string(20 - filled, '.').c_str(), static_cast<long long>((r.step - 1) / h + 1), inRound, h, r.loss,
-                   r.tokensPerSecond);
+      std::fprintf(stderr, "\r\033[K[%s%s] round %lld step %d/%d loss %.3f %.0f tok/s",
+                   std::string(filled, '#').c_str(), std::string(20 - filled, '.').c_str(),
+                   static_cast<long long>((r.step - 1) / h + 1), inRound, h, r.loss, r.tokensPerSecond);
     });
   QObject::connect(&engine, &Engine::roundClosed, [clearBar](const node::RoundSummary& s) {
     clearBar();

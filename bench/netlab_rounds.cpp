@@ -5,6 +5,7 @@
 //
 //   netlab_rounds [--per-site K (peers = 3K, default 2)] [--rounds R (6)] [--sync-every S (3)]
 //                 [--tiny]   (a 4× narrower model, for many peers on a small machine)
+//                 [--log-dir DIR]  (each peer's log written there at the end, to see why a round split)
 //
 // Lower bound of a round's transfers, with S = the round's contribution size (bytes, measured on
 // disk) and n peers, each contribution wanted by the n−1 others:
@@ -22,6 +23,7 @@
 #include <QTemporaryDir>
 
 #include <cstdio>
+#include <map>
 
 using namespace es::test;
 
@@ -59,13 +61,24 @@ qint64 contributionBytes(const QString& dataDir, int round) {
   return 0;
 }
 
+void writeLogs(const QString& dir, const std::vector<std::unique_ptr<SwarmClient>>& peers) {
+  if (dir.isEmpty() || !QDir().mkpath(dir)) return;
+  for (const auto& p : peers) {
+    QFile f(dir + "/" + p->name() + ".log");
+    if (f.open(QIODevice::WriteOnly)) f.write((p->log().join('\n') + '\n').toUtf8());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   QCoreApplication app(argc, argv);
   QCommandLineParser parser;
-  parser.addOptions({{"per-site", "peers per site", "K", "2"}, {"rounds", "rounds", "R", "6"},
-                     {"sync-every", "steps per round", "S", "3"}, {"tiny", "a small model"}});
+  parser.addOptions({{"per-site", "peers per site", "K", "2"},
+                     {"rounds", "rounds", "R", "6"},
+                     {"sync-every", "steps per round", "S", "3"},
+                     {"tiny", "a small model"},
+                     {"log-dir", "write each peer's log to DIR/<peer>.log at the end", "DIR"}});
   parser.process(app);
   const int perSite = parser.value("per-site").toInt(), rounds = parser.value("rounds").toInt();
   const int syncEvery = parser.value("sync-every").toInt();
@@ -76,57 +89,94 @@ int main(int argc, char** argv) {
   if (!lab.ok()) return std::fprintf(stderr, "netlab_rounds: %s\n", qPrintable(lab.log())), 1;
   const QString run = runFolder(dir.filePath("run"), parser.isSet("tiny"));
   if (run.isEmpty()) return std::fprintf(stderr, "netlab_rounds: cannot write the tiny run\n"), 1;
-  auto boot = lab.start("boot", "boot", ES_SWARM_PROBE, {"--listen", NetLab::kBootstrap, "--key", dir.filePath("boot.key"), "--internet"});
+  auto boot = lab.start("boot", "boot", ES_SWARM_PROBE,
+                        {"--listen", NetLab::kBootstrap, "--key", dir.filePath("boot.key"), "--internet"});
   std::vector<std::unique_ptr<SwarmClient>> peers;
   std::vector<LabHost> hosts = lab.peers();
   for (const auto& h : hosts) {
     const QString listen = QString("0.0.0.0:%1").arg(20000 + 111 * int(peers.size()));  // a port each, as installed
-    QStringList a{"--no-gui", "--data-dir", dir.filePath(h.name), "--listen", listen, "--bootstrap", NetLab::kBootstrap,
-                  "--sync-every", QString::number(syncEvery), "--eval-every", QString::number(syncEvery),
-                  "--rounds", QString::number(rounds), "--threads", "1", "--run", run};
+    QStringList a{"--no-gui",
+                  "--data-dir",
+                  dir.filePath(h.name),
+                  "--listen",
+                  listen,
+                  "--bootstrap",
+                  NetLab::kBootstrap,
+                  "--sync-every",
+                  QString::number(syncEvery),
+                  "--eval-every",
+                  QString::number(syncEvery),
+                  "--rounds",
+                  QString::number(rounds),
+                  "--threads",
+                  "1",
+                  "--run",
+                  run};
     if (h.site == "mapped-nat") a << "--port-mapping";
     peers.push_back(lab.start(h.name, h.name, ES_CLIENT_BINARY, a));
   }
   const int n = int(peers.size());
-  std::printf("netlab_rounds: %d peers (%d per site), %s model, %d rounds of %d steps, %.0f Mbit/s down, %.0f Mbit/s up per peer\n",
-              n, perSite, parser.isSet("tiny") ? "tiny" : "default", rounds, syncEvery, kDownlinkBytesPerS * 8 / 1e6, kUplinkBytesPerS * 8 / 1e6);
+  std::printf(
+      "netlab_rounds: %d peers (%d per site), %s model, %d rounds of %d steps, %.0f Mbit/s down, %.0f Mbit/s up per "
+      "peer\n",
+      n, perSite, parser.isSet("tiny") ? "tiny" : "default", rounds, syncEvery, kDownlinkBytesPerS * 8 / 1e6,
+      kUplinkBytesPerS * 8 / 1e6);
   std::vector<std::pair<qint64, qint64>> lastBytes;
   for (const auto& h : hosts) lastBytes.push_back(lab.linkBytes(h.name));
   QElapsedTimer clock;
   clock.start();
   qint64 lastClose = 0;
   for (int r = 1; r <= rounds; ++r) {
-    const bool closed = waitUntil([&] {
-      for (auto& p : peers)
-        if (!p->rounds().count(r) && p->running()) return false;
-      return true;
-    }, 1800000);
-    if (!closed) return std::fprintf(stderr, "netlab_rounds: round %d did not close everywhere in 30 minutes\n", r), 1;
+    const bool closed = waitUntil(
+        [&] {
+          for (auto& p : peers)
+            if (!p->rounds().count(r) && p->running()) return false;
+          return true;
+        },
+        1800000);
+    if (!closed) {
+      writeLogs(parser.value("log-dir"), peers);
+      return std::fprintf(stderr, "netlab_rounds: round %d did not close everywhere in 30 minutes\n", r), 1;
+    }
     const qint64 now = clock.elapsed();
     const double wall = (now - lastClose) / 1000.0;
     lastClose = now;
     qint64 sent = 0, received = 0, maxReceived = 0;
     int merged = 0;
     double tps = 0;
+    std::map<QString, int> states;  // fingerprint → peers that merged it
+    std::map<int, int> counts;      // contributions merged → peers
     for (int i = 0; i < n; ++i) {
       const auto bytes = lab.linkBytes(hosts[i].name);
       sent += bytes.first - lastBytes[i].first;
       received += bytes.second - lastBytes[i].second;
       maxReceived = std::max(maxReceived, bytes.second - lastBytes[i].second);
       lastBytes[i] = bytes;
-      if (auto it = peers[i]->rounds().find(r); it != peers[i]->rounds().end()) merged += it->second.peers == n;
+      if (auto it = peers[i]->rounds().find(r); it != peers[i]->rounds().end()) {
+        merged += it->second.peers == n;
+        ++states[it->second.merged.left(8)];
+        ++counts[it->second.peers];
+      }
     }
     if (auto it = peers[0]->rounds().find(r); it != peers[0]->rounds().end()) tps = it->second.tokensPerSecond;
     const double size = double(contributionBytes(dir.filePath(hosts[0].name), r));
-    const double bound = std::max({(n - 1) * size / kDownlinkBytesPerS, size / kUplinkBytesPerS, (n - 1) * size / kUplinkBytesPerS});
+    const double bound =
+        std::max({(n - 1) * size / kDownlinkBytesPerS, size / kUplinkBytesPerS, (n - 1) * size / kUplinkBytesPerS});
     const double training = tps > 0 ? syncEvery * kTokensPerStep / tps : 0;
     const double transfer = std::max(0.0, wall - training);
-    std::printf("round %d: wall %.1f s, training ~%.1f s, transfer ~%.1f s, contribution %.2f MB, per peer sent %.2f MB received %.2f MB "
-                "(max %.2f MB), lower bound %.1f s, ratio %.2f, merged all %d on %d/%d peers\n",
-                r, wall, training, transfer, size / 1e6, sent / 1e6 / n, received / 1e6 / n, maxReceived / 1e6, bound,
-                bound > 0 ? transfer / bound : 0.0, n, merged, n);
+    std::printf(
+        "round %d: wall %.1f s, training ~%.1f s, transfer ~%.1f s, contribution %.2f MB, per peer sent %.2f MB "
+        "received %.2f MB "
+        "(max %.2f MB), lower bound %.1f s, ratio %.2f, merged all %d on %d/%d peers\n",
+        r, wall, training, transfer, size / 1e6, sent / 1e6 / n, received / 1e6 / n, maxReceived / 1e6, bound,
+        bound > 0 ? transfer / bound : 0.0, n, merged, n);
+    QStringList split, sizes;
+    for (const auto& [fp, k] : states) split << QString("%1×%2").arg(k).arg(fp);
+    for (const auto& [c, k] : counts) sizes << QString("%1 peers merged %2").arg(k).arg(c);
+    std::printf("  states: %s; %s\n", qPrintable(split.join(' ')), qPrintable(sizes.join(", ")));
     std::fflush(stdout);
   }
+  writeLogs(parser.value("log-dir"), peers);
   for (auto& p : peers) p->terminate();
   waitUntil([&] { return std::none_of(peers.begin(), peers.end(), [](auto& p) { return p->running(); }); }, 60000);
   return 0;

@@ -23,11 +23,16 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const QString flag = argv[i];
     const int value = QString(argv[i + 1]).toInt();
-    if (flag == "--peers") peers = value;
-    else if (flag == "--rounds") rounds = value;
-    else if (flag == "--sync-every") syncEvery = value;
-    else if (flag == "--threads") threads = value;
-    else return std::fprintf(stderr, "usage: %s [--peers N] [--rounds N] [--sync-every N] [--threads N]\n", argv[0]), 2;
+    if (flag == "--peers")
+      peers = value;
+    else if (flag == "--rounds")
+      rounds = value;
+    else if (flag == "--sync-every")
+      syncEvery = value;
+    else if (flag == "--threads")
+      threads = value;
+    else
+      return std::fprintf(stderr, "usage: %s [--peers N] [--rounds N] [--sync-every N] [--threads N]\n", argv[0]), 2;
   }
   QTemporaryDir dir;
   const QString bootstrap = QString("127.0.0.1:%1").arg(freeLoopbackPort());
@@ -35,21 +40,31 @@ int main(int argc, char** argv) {
   QElapsedTimer clock;
   clock.start();
   for (int i = 0; i < peers; ++i) {
-    QStringList a{"--no-gui", "--data-dir", dir.filePath(QString("peer%1").arg(i)), "--listen",
-                  i == 0 ? bootstrap : QString("127.0.0.1:0"), "--sync-every", QString::number(syncEvery),
-                  "--rounds", QString::number(rounds), "--threads", QString::number(threads)};
+    QStringList a{"--no-gui",
+                  "--data-dir",
+                  dir.filePath(QString("peer%1").arg(i)),
+                  "--listen",
+                  i == 0 ? bootstrap : QString("127.0.0.1:0"),
+                  "--sync-every",
+                  QString::number(syncEvery),
+                  "--rounds",
+                  QString::number(rounds),
+                  "--threads",
+                  QString::number(threads)};
     if (i) a << "--bootstrap" << bootstrap;
     clients.push_back(std::make_unique<SwarmClient>(QString("peer%1").arg(i), a));
   }
-  const bool done = waitUntil([&] {
-    for (auto& c : clients)
-      if (c->running()) return false;
-    return true;
-  }, 1800000);
+  const bool done = waitUntil(
+      [&] {
+        for (auto& c : clients)
+          if (c->running()) return false;
+        return true;
+      },
+      1800000);
   if (!done) return std::fprintf(stderr, "node_utilization: the peers did not finish\n"), 1;
-  static const QRegularExpression summary(QStringLiteral(
-      "^Summary: rounds=(\\d+) trainer_busy_fraction=([0-9.]+) mean_round_seconds=([0-9.]+) "
-      "bytes_sent_per_round=([0-9.]+) bytes_received_per_round=([0-9.]+)"));
+  static const QRegularExpression summary(
+      QStringLiteral("^Summary: rounds=(\\d+) trainer_busy_fraction=([0-9.]+) mean_round_seconds=([0-9.]+) "
+                     "bytes_sent_per_round=([0-9.]+) bytes_received_per_round=([0-9.]+)"));
   double busyMin = 1, busySum = 0, roundSum = 0, sent = 0, received = 0;
   int n = 0;
   for (auto& c : clients) {

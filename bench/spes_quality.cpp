@@ -26,6 +26,7 @@
 #include "core/sim/simulated_swarm.h"
 #include "core/train/corpus_prep.h"
 #include "core/train/trainer.h"
+#include "sim_bench.h"
 
 #include <unistd.h>
 
@@ -51,14 +52,14 @@ struct Args {
   int batch = 8;
   int centralBatch = 0;  // 0 = peers × batch (equal tokens)
   std::string model = "small";
-  double lr = 0;        // 0 = the run's
-  int lrWarmup = -1;    // -1 = steps / 10
-  int evalWindows = 128; // × 128 tokens = 16 Ki validation tokens, spread over the whole val set
+  double lr = 0;                      // 0 = the run's
+  int lrWarmup = -1;                  // -1 = steps / 10
+  int evalWindows = 128;              // × 128 tokens = 16 Ki validation tokens, spread over the whole val set
   std::string shards = "contiguous";  // or "interleaved" (32 Ki-token blocks dealt round-robin)
-  double alpha0 = 0.5;  // run.json merge_warmup
-  int warmupDecay = -1; // -1 = steps / 5 (run.json: 1000 of 5000 steps)
+  double alpha0 = 0.5;                // run.json merge_warmup
+  int warmupDecay = -1;               // -1 = steps / 5 (run.json: 1000 of 5000 steps)
   int topk = 4;
-  double outerLr = 1.0;        // experimental DiLoCo outer step; 1 and 0 = plain average (the client's rule)
+  double outerLr = 1.0;  // experimental DiLoCo outer step; 1 and 0 = plain average (the client's rule)
   double outerMomentum = 0.0;
   std::string runs = "centralized,spes,spes_warmup,spes_int8,fedavg";
   std::string runDir;
@@ -70,26 +71,46 @@ bool parseArgs(int argc, char** argv, Args& a) {
     const std::string arg = argv[i];
     std::string v;
     auto next = [&] { return i + 1 < argc ? (v = argv[++i], true) : false; };
-    if (arg == "--threads" && next()) a.threads = std::atoi(v.c_str());
-    else if (arg == "--peers" && next()) a.peers = std::atoi(v.c_str());
-    else if (arg == "--steps" && next()) a.steps = std::atoi(v.c_str());
-    else if (arg == "--sync-every" && next()) a.syncEvery = std::atoi(v.c_str());
-    else if (arg == "--batch" && next()) a.batch = std::atoi(v.c_str());
-    else if (arg == "--central-batch" && next()) a.centralBatch = std::atoi(v.c_str());
-    else if (arg == "--model" && next()) a.model = v;
-    else if (arg == "--lr" && next()) a.lr = std::atof(v.c_str());
-    else if (arg == "--lr-warmup" && next()) a.lrWarmup = std::atoi(v.c_str());
-    else if (arg == "--eval-windows" && next()) a.evalWindows = std::atoi(v.c_str());
-    else if (arg == "--shards" && next()) a.shards = v;
-    else if (arg == "--alpha0" && next()) a.alpha0 = std::atof(v.c_str());
-    else if (arg == "--warmup-decay" && next()) a.warmupDecay = std::atoi(v.c_str());
-    else if (arg == "--topk" && next()) a.topk = std::atoi(v.c_str());
-    else if (arg == "--outer-lr" && next()) a.outerLr = std::atof(v.c_str());
-    else if (arg == "--outer-momentum" && next()) a.outerMomentum = std::atof(v.c_str());
-    else if (arg == "--runs" && next()) a.runs = v;
-    else if (arg == "--run-dir" && next()) a.runDir = v;
-    else if (arg == "--no-files") a.files = false;
-    else return false;
+    if (arg == "--threads" && next())
+      a.threads = std::atoi(v.c_str());
+    else if (arg == "--peers" && next())
+      a.peers = std::atoi(v.c_str());
+    else if (arg == "--steps" && next())
+      a.steps = std::atoi(v.c_str());
+    else if (arg == "--sync-every" && next())
+      a.syncEvery = std::atoi(v.c_str());
+    else if (arg == "--batch" && next())
+      a.batch = std::atoi(v.c_str());
+    else if (arg == "--central-batch" && next())
+      a.centralBatch = std::atoi(v.c_str());
+    else if (arg == "--model" && next())
+      a.model = v;
+    else if (arg == "--lr" && next())
+      a.lr = std::atof(v.c_str());
+    else if (arg == "--lr-warmup" && next())
+      a.lrWarmup = std::atoi(v.c_str());
+    else if (arg == "--eval-windows" && next())
+      a.evalWindows = std::atoi(v.c_str());
+    else if (arg == "--shards" && next())
+      a.shards = v;
+    else if (arg == "--alpha0" && next())
+      a.alpha0 = std::atof(v.c_str());
+    else if (arg == "--warmup-decay" && next())
+      a.warmupDecay = std::atoi(v.c_str());
+    else if (arg == "--topk" && next())
+      a.topk = std::atoi(v.c_str());
+    else if (arg == "--outer-lr" && next())
+      a.outerLr = std::atof(v.c_str());
+    else if (arg == "--outer-momentum" && next())
+      a.outerMomentum = std::atof(v.c_str());
+    else if (arg == "--runs" && next())
+      a.runs = v;
+    else if (arg == "--run-dir" && next())
+      a.runDir = v;
+    else if (arg == "--no-files")
+      a.files = false;
+    else
+      return false;
   }
   if (a.threads <= 0) a.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (a.lrWarmup < 0) a.lrWarmup = a.steps / 10;
@@ -98,14 +119,10 @@ bool parseArgs(int argc, char** argv, Args& a) {
   // Shared with train_throughput: preparing the corpus trains the BPE; a matching folder is reused.
   if (a.runDir.empty()) a.runDir = std::string(tmp && *tmp ? tmp : "/tmp") + "/expertswarm-bench-run";
   return a.peers > 0 && a.steps > 0 && a.syncEvery > 0 && a.batch > 0 && a.evalWindows > 0 &&
-         (a.shards == "contiguous" || a.shards == "interleaved") &&
-         (a.model == "small" || a.model == "default");
+         (a.shards == "contiguous" || a.shards == "interleaved") && (a.model == "small" || a.model == "default");
 }
 
-void print(const std::string& name, double value, int decimals = 4, const char* unit = "") {
-  std::printf("%s: %.*f%s%s\n", name.c_str(), decimals, value, *unit ? " " : "", unit);
-  std::fflush(stdout);
-}
+using es::bench::print;
 
 void printText(const std::string& name, const std::string& value) {
   std::printf("%s: %s\n", name.c_str(), value.c_str());
@@ -118,11 +135,7 @@ es::sim::SimConfig makeConfig(const Args& a, const es::train::RunData& data) {
   c.syncEvery = a.syncEvery;
   c.steps = a.steps;
   c.model = data.manifest.model;
-  if (a.model == "small") {
-    c.model.dModel = 128;
-    c.model.expertHidden = 256;
-    c.model.seqLen = 128;
-  }
+  if (a.model == "small") es::bench::useSmallModel(c.model);
   c.train = data.manifest.train;
   c.train.batchSize = a.batch;
   c.centralBatch = a.centralBatch;
@@ -170,10 +183,14 @@ int main(int argc, char** argv) {
   es::ensurePassiveOpenMpWaits(argv);
   Args args;
   if (!parseArgs(argc, argv, args)) {
-    std::fprintf(stderr, "usage: %s [--threads N] [--peers P] [--steps N] [--sync-every H] [--batch B] "
-                         "[--central-batch B] [--model small|default] [--lr X] [--lr-warmup N] [--eval-windows N] [--shards contiguous|interleaved] [--alpha0 X] "
-                         "[--warmup-decay N] [--topk K] [--outer-lr X] [--outer-momentum X] [--runs centralized,spes,spes_warmup,spes_int8,fedavg] "
-                         "[--run-dir DIR] [--no-files]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s [--threads N] [--peers P] [--steps N] [--sync-every H] [--batch B] "
+                 "[--central-batch B] [--model small|default] [--lr X] [--lr-warmup N] [--eval-windows N] [--shards "
+                 "contiguous|interleaved] [--alpha0 X] "
+                 "[--warmup-decay N] [--topk K] [--outer-lr X] [--outer-momentum X] [--runs "
+                 "centralized,spes,spes_warmup,spes_int8,fedavg] "
+                 "[--run-dir DIR] [--no-files]\n",
+                 argv[0]);
     return 2;
   }
   es::train::configureTrainingRuntime(args.threads);
@@ -194,10 +211,10 @@ int main(int argc, char** argv) {
     if (!::mkdtemp(pattern.data())) return log("cannot create a folder for contribution files"), 1;
     fileDir = pattern;
   }
-  printText("model", args.model + " (d " + std::to_string(base.model.dModel) + ", " + std::to_string(base.model.nLayers) +
-                         " layers, " + std::to_string(base.model.nExperts) + " experts top-" +
-                         std::to_string(base.model.topK) + ", hidden " + std::to_string(base.model.expertHidden) +
-                         ", seq " + std::to_string(base.model.seqLen) + ")");
+  printText("model", args.model + " (d " + std::to_string(base.model.dModel) + ", " +
+                         std::to_string(base.model.nLayers) + " layers, " + std::to_string(base.model.nExperts) +
+                         " experts top-" + std::to_string(base.model.topK) + ", hidden " +
+                         std::to_string(base.model.expertHidden) + ", seq " + std::to_string(base.model.seqLen) + ")");
   print("model_parameters", double(base.model.totalParameters()), 0);
   print("peers", base.peers, 0);
   print("experts_per_peer", std::max(1, base.model.nExperts / base.peers), 0);
@@ -230,11 +247,10 @@ int main(int argc, char** argv) {
     return true;
   };
   using es::sync::Codec;
-  const bool ok = run("centralized", Strategy::Centralized, Codec::F32, false) &&
-                  run("spes", Strategy::Spes, Codec::F32, false) &&
-                  run("spes_warmup", Strategy::Spes, Codec::F32, true) &&
-                  run("spes_int8", Strategy::Spes, Codec::Int8, false) &&
-                  run("fedavg", Strategy::FedAvg, Codec::F32, false);
+  const bool ok =
+      run("centralized", Strategy::Centralized, Codec::F32, false) && run("spes", Strategy::Spes, Codec::F32, false) &&
+      run("spes_warmup", Strategy::Spes, Codec::F32, true) && run("spes_int8", Strategy::Spes, Codec::Int8, false) &&
+      run("fedavg", Strategy::FedAvg, Codec::F32, false);
   if (!fileDir.empty()) {
     std::error_code ignored;  // a leftover temp folder is not worth failing the benchmark for
     std::filesystem::remove_all(fileDir, ignored);
@@ -249,7 +265,7 @@ int main(int argc, char** argv) {
       if (has(name)) print(std::string(name) + "_over_centralized", results.at(name).finalValLoss / central);
     if (has("spes")) {
       const double ratio = results.at("spes").finalValLoss / central;
-      printText("spes_over_centralized_verdict", ratio <= 1.02 ? "goal met (<= 1.02)"
+      printText("spes_over_centralized_verdict", ratio <= 1.02   ? "goal met (<= 1.02)"
                                                  : ratio <= 1.05 ? "acceptable (<= 1.05, goal 1.02 missed)"
                                                                  : "FAILED (> 1.05)");
     }
@@ -259,7 +275,10 @@ int main(int argc, char** argv) {
     const double f32 = results.at("spes").finalValLoss, int8 = results.at("spes_int8").finalValLoss;
     print("int8_val_loss_penalty_percent", 100.0 * (int8 - f32) / f32, 3, "%");  // goal <= 1%
   }
-  const char* spesRun = has("spes") ? "spes" : has("spes_int8") ? "spes_int8" : has("spes_warmup") ? "spes_warmup" : nullptr;
+  const char* spesRun = has("spes")          ? "spes"
+                        : has("spes_int8")   ? "spes_int8"
+                        : has("spes_warmup") ? "spes_warmup"
+                                             : nullptr;
   if (spesRun) {
     const auto& r = results.at(spesRun);
     const auto bytes = es::sim::meanContributionBytes(r);

@@ -81,15 +81,20 @@ bool parseArgs(int argc, char** argv, Args& a) {
     const std::string arg = argv[i];
     std::string v;
     auto next = [&] { return i + 1 < argc ? (v = argv[++i], true) : false; };
-    if (arg == "--size-mib" && next()) a.sizeMib = std::atoi(v.c_str());
-    else if (arg == "--uplink-mib" && next()) a.uplinkMib = std::atof(v.c_str());
-    else if (arg == "--timeout-s" && next()) a.timeoutS = std::atoi(v.c_str());
-    else if (arg == "--threads" && next()) {}  // scripts/bench's common option; libtorrent picks its own threads
+    if (arg == "--size-mib" && next())
+      a.sizeMib = std::atoi(v.c_str());
+    else if (arg == "--uplink-mib" && next())
+      a.uplinkMib = std::atof(v.c_str());
+    else if (arg == "--timeout-s" && next())
+      a.timeoutS = std::atoi(v.c_str());
+    else if (arg == "--threads" && next()) {
+    }  // scripts/bench's common option; libtorrent picks its own threads
     else if (arg == "--peers" && next()) {
       a.peers.clear();
       std::stringstream list(v);
       for (std::string item; std::getline(list, item, ',');) a.peers.push_back(std::atoi(item.c_str()));
-    } else return false;
+    } else
+      return false;
   }
   const bool peersOk = !a.peers.empty() && std::all_of(a.peers.begin(), a.peers.end(), [](int n) { return n > 0; });
   return a.sizeMib > 0 && a.uplinkMib > 0 && a.timeoutS > 0 && peersOk;
@@ -184,14 +189,16 @@ Distribution distribute(const QString& source, const QByteArray& sha, const QStr
     QDir().mkpath(seedDir);
     for (int i = 0; i < n; ++i) {
       const QString copy = QDir(seedDir).filePath(QString("snapshot-%1.bin").arg(i));
-      if (::link(QFile::encodeName(source).constData(), QFile::encodeName(copy).constData()) != 0 && !QFile::copy(source, copy))
+      if (::link(QFile::encodeName(source).constData(), QFile::encodeName(copy).constData()) != 0 &&
+          !QFile::copy(source, copy))
         die(label + ": cannot link or copy the file to " + copy.toStdString());
       auto hash = publisher->publishFile(copy.toStdString());
       if (!hash) die(label + ": publishFile: " + hash.error());
       if (uplink > 0) publisher->setTransferUploadLimit(*hash, std::max(1, uplink / n));
       hashes[i] = *hash;
     }
-    if (std::set<std::string>(hashes.begin(), hashes.end()).size() != hashes.size()) die(label + ": the star's torrents share an info-hash");
+    if (std::set<std::string>(hashes.begin(), hashes.end()).size() != hashes.size())
+      die(label + ": the star's torrents share an info-hash");
   }
   SwarmSettings downloaderSettings = baseSettings(uplink);
   downloaderSettings.bootstrap = {publisher->listenEndpoint()};
@@ -202,14 +209,16 @@ Distribution distribute(const QString& source, const QByteArray& sha, const QStr
   int finished = 0;
   std::string failure;
   for (int i = 0; i < n; ++i) {
-    QObject::connect(downloaders[i].get(), &SwarmSession::transferFinished, [&, i](const QString& h, const QString& path) {
-      if (h.toStdString() != hashes[i] || !paths[i].isEmpty()) return;
-      paths[i] = path;
-      ++finished;
-    });
-    QObject::connect(downloaders[i].get(), &SwarmSession::transferFailed, [&, i](const QString&, const QString& reason) {
-      failure = "downloader " + std::to_string(i) + ": " + reason.toStdString();
-    });
+    QObject::connect(downloaders[i].get(), &SwarmSession::transferFinished,
+                     [&, i](const QString& h, const QString& path) {
+                       if (h.toStdString() != hashes[i] || !paths[i].isEmpty()) return;
+                       paths[i] = path;
+                       ++finished;
+                     });
+    QObject::connect(downloaders[i].get(), &SwarmSession::transferFailed,
+                     [&, i](const QString&, const QString& reason) {
+                       failure = "downloader " + std::to_string(i) + ": " + reason.toStdString();
+                     });
   }
   spin(1000, [] { return false; });  // the DHT forms (not timed)
 
@@ -228,7 +237,8 @@ Distribution distribute(const QString& source, const QByteArray& sha, const QStr
     std::string progress;
     for (int i = 0; i < n; ++i)
       for (const auto& t : downloaders[i]->transfers())
-        progress += " d" + std::to_string(i) + "=" + std::to_string(t.doneBytes) + "B/" + std::to_string(t.peers) + "peers";
+        progress +=
+            " d" + std::to_string(i) + "=" + std::to_string(t.doneBytes) + "B/" + std::to_string(t.peers) + "peers";
     die(label + ": only " + std::to_string(finished) + " of " + std::to_string(n) + " downloads finished within " +
         std::to_string(timeoutS) + " s;" + progress);
   }
@@ -240,11 +250,14 @@ Distribution distribute(const QString& source, const QByteArray& sha, const QStr
   downloaders.clear();
   publisher.reset();
   for (int i = 0; i < n; ++i)
-    if (sha256Of(paths[i]) != sha) die(label + ": downloader " + std::to_string(i) + "'s file " + paths[i].toStdString() +
-                                       " does not have the original's SHA-256");
-  std::fprintf(stderr, "swarm_distribution: %s: %.2f s, publisher uploaded %lld B, downloaders uploaded %lld B, downloaded %lld B\n",
-               label.c_str(), r.seconds, static_cast<long long>(r.publisherUploaded),
-               static_cast<long long>(r.downloadersUploaded), static_cast<long long>(r.downloadersDownloaded));
+    if (sha256Of(paths[i]) != sha)
+      die(label + ": downloader " + std::to_string(i) + "'s file " + paths[i].toStdString() +
+          " does not have the original's SHA-256");
+  std::fprintf(
+      stderr,
+      "swarm_distribution: %s: %.2f s, publisher uploaded %lld B, downloaders uploaded %lld B, downloaded %lld B\n",
+      label.c_str(), r.seconds, static_cast<long long>(r.publisherUploaded),
+      static_cast<long long>(r.downloadersUploaded), static_cast<long long>(r.downloadersDownloaded));
   return r;
 }
 
@@ -277,7 +290,8 @@ double tcpCopy(const QString& source, const QString& target, std::int64_t size) 
   const int sock = ::socket(AF_INET, SOCK_STREAM, 0);
   QElapsedTimer clock;
   clock.start();
-  if (sock < 0 || ::connect(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) die("tcp copy: connect failed");
+  if (sock < 0 || ::connect(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    die("tcp copy: connect failed");
   std::vector<char> buffer(1 << 20);
   std::int64_t received = 0;
   while (received < size) {
@@ -346,7 +360,8 @@ int main(int argc, char** argv) {
     print("swarm_over_star" + sfx, swarm.seconds / star.seconds, 3);
     print("star_downloader_upload_bytes" + sfx, double(star.downloadersUploaded), 0, "B");
     print("swarm_downloader_upload_share" + sfx,
-          swarm.downloadersDownloaded > 0 ? double(swarm.downloadersUploaded) / double(swarm.downloadersDownloaded) : 0, 3);
+          swarm.downloadersDownloaded > 0 ? double(swarm.downloadersUploaded) / double(swarm.downloadersDownloaded) : 0,
+          3);
   }
 
   // Loopback throughput, no caps: the swarm with one downloader against a plain TCP copy.

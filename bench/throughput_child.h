@@ -9,8 +9,8 @@
 namespace es::bench {
 
 struct ChildOptions {
-  std::string runDir;              // prepared run (corpus_prep.h)
-  std::vector<int> localExperts;   // empty = all experts trainable
+  std::string runDir;             // prepared run (corpus_prep.h)
+  std::vector<int> localExperts;  // empty = all experts trainable
   int warmupSteps = 3;
   int timedSteps = 25;
 };

@@ -19,8 +19,7 @@ using Figures = std::map<std::string, double>;
 // NAME=value pairs. Returns the parsed figures, or nullopt when the child failed. Adds
 // "other_cpu_load": cores kept busy by other processes while the child ran (/proc/stat busy time
 // minus the child's and our own CPU time, over the wall time) — the noise on a shared machine.
-std::optional<Figures> runChild(const std::vector<std::string>& argv,
-                                const std::vector<std::string>& env = {});
+std::optional<Figures> runChild(const std::vector<std::string>& argv, const std::vector<std::string>& env = {});
 
 // Quotes one argument for /bin/sh.
 std::string shellQuote(const std::string& arg);

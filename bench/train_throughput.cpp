@@ -46,14 +46,22 @@ bool parseArgs(int argc, char** argv, Args& a) {
       return true;
     };
     std::string v;
-    if (arg == "--threads" && next(v)) a.threads = std::atoi(v.c_str());
-    else if (arg == "--steps" && next(v)) a.steps = std::atoi(v.c_str());
-    else if (arg == "--warmup" && next(v)) a.warmup = std::atoi(v.c_str());
-    else if (arg == "--run-dir" && next(v)) a.runDir = v;
-    else if (arg == "--python" && next(v)) a.python = v;
-    else if (arg == "--no-python") a.runPython = false;
-    else if (arg == "--child" && next(v)) a.child = v;
-    else return false;
+    if (arg == "--threads" && next(v))
+      a.threads = std::atoi(v.c_str());
+    else if (arg == "--steps" && next(v))
+      a.steps = std::atoi(v.c_str());
+    else if (arg == "--warmup" && next(v))
+      a.warmup = std::atoi(v.c_str());
+    else if (arg == "--run-dir" && next(v))
+      a.runDir = v;
+    else if (arg == "--python" && next(v))
+      a.python = v;
+    else if (arg == "--no-python")
+      a.runPython = false;
+    else if (arg == "--child" && next(v))
+      a.child = v;
+    else
+      return false;
   }
   if (a.threads <= 0) a.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (a.runDir.empty()) {
@@ -84,9 +92,8 @@ std::string selfPath() {
 
 std::optional<Figures> measure(const Args& a, const std::string& which) {
   std::fprintf(stderr, "train_throughput: training with %s experts trainable...\n", which.c_str());
-  return es::bench::runChild({selfPath(), "--child", which, "--threads", std::to_string(a.threads),
-                              "--steps", std::to_string(a.steps), "--warmup", std::to_string(a.warmup),
-                              "--run-dir", a.runDir});
+  return es::bench::runChild({selfPath(), "--child", which, "--threads", std::to_string(a.threads), "--steps",
+                              std::to_string(a.steps), "--warmup", std::to_string(a.warmup), "--run-dir", a.runDir});
 }
 
 }  // namespace
@@ -95,8 +102,10 @@ int main(int argc, char** argv) {
   es::ensurePassiveOpenMpWaits(argv);
   Args args;
   if (!parseArgs(argc, argv, args)) {
-    std::fprintf(stderr, "usage: %s [--threads N] [--steps N] [--warmup N] [--run-dir DIR] "
-                         "[--python PATH | --no-python]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s [--threads N] [--steps N] [--warmup N] [--run-dir DIR] "
+                 "[--python PATH | --no-python]\n",
+                 argv[0]);
     return 2;
   }
   es::train::configureTrainingRuntime(args.threads);  // mallopt + torch threads, as the app does

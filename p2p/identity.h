@@ -20,7 +20,7 @@ class Identity {
   // Loads `path`; creates a new key there (0600, written atomically) when it does not exist.
   static Expected<Identity> loadOrCreate(const std::string& path);
   static Expected<Identity> load(const std::string& path);
-  static Identity generate();                             // in memory only
+  static Identity generate();                                          // in memory only
   static Identity fromSeed(const std::array<std::uint8_t, 32>& seed);  // deterministic (tests)
 
   const PublicKey& publicKey() const { return publicKey_; }

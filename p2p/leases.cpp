@@ -1,5 +1,7 @@
 #include "p2p/leases.h"
 
+#include "core/common/lease_terms.h"
+
 #include <sodium.h>
 
 #include <algorithm>
@@ -29,11 +31,12 @@ std::array<std::uint8_t, crypto_generichash_BYTES> tieBreak(const PublicKey& key
 
 }  // namespace
 
-OwnershipMap ownershipMap(const std::vector<PeerRecord>& records, std::int64_t round, int nExperts) {
+OwnershipMap ownershipMap(const std::vector<PeerRecord>& records, std::int64_t round, int nExperts, int leaseRounds) {
   OwnershipMap map;
   map.owners.resize(static_cast<std::size_t>(std::max(nExperts, 0)));
   for (const PeerRecord& record : records) {
-    if (record.leaseUntil < round) continue;  // expired: the expert is free again
+    // Expired, or longer than any honest lease: the expert is free.
+    if (!es::leaseHolds(record.round, record.leaseUntil, round, leaseRounds)) continue;
     for (const int expert : record.claims) {
       if (expert >= 0 && expert < nExperts) map.owners[static_cast<std::size_t>(expert)].push_back(record.pk);
     }
@@ -48,16 +51,16 @@ OwnershipMap ownershipMap(const std::vector<PeerRecord>& records, std::int64_t r
 }
 
 std::vector<int> chooseClaims(const std::vector<PeerRecord>& records, const PublicKey& self, std::int64_t round,
-                              int nExperts, int count) {
+                              int nExperts, int count, int leaseRounds, const std::set<PublicKey>& excluded) {
   count = std::min(count, nExperts);
   if (count <= 0) return {};
   detail::ensureSodium();
   std::vector<PeerRecord> others;
   others.reserve(records.size());
   for (const PeerRecord& record : records) {
-    if (record.pk != self) others.push_back(record);
+    if (record.pk != self && !excluded.count(record.pk)) others.push_back(record);
   }
-  const OwnershipMap map = ownershipMap(others, round, nExperts);
+  const OwnershipMap map = ownershipMap(others, round, nExperts, leaseRounds);
 
   struct Candidate {
     int owners;

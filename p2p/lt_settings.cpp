@@ -51,13 +51,12 @@ Expected<lt::settings_pack> toSettingsPack(const SwarmSettings& s) {
   pack.set_int(sp::upload_rate_limit, s.uploadRateLimit);
   pack.set_int(sp::download_rate_limit, s.downloadRateLimit);
   // dht_operation: without it no dht_get_peers_reply / item alerts arrive.
-  const lt::alert_category_t mask = lt::alert_category::error | lt::alert_category::status |
-                                    lt::alert_category::storage | lt::alert_category::dht |
-                                    lt::alert_category::dht_operation |
-                                    NetworkMonitor::alertCategories(!s.sameHostSwarm);
+  const lt::alert_category_t mask =
+      lt::alert_category::error | lt::alert_category::status | lt::alert_category::storage | lt::alert_category::dht |
+      lt::alert_category::dht_operation | NetworkMonitor::alertCategories(!s.sameHostSwarm);
   const bool trace = std::getenv("ES_P2P_TRACE") != nullptr;  // see SwarmSession::Impl::pump
   pack.set_int(sp::alert_mask, static_cast<int>(static_cast<std::uint32_t>(trace ? lt::alert_category::all : mask)));
-  pack.set_int(sp::alert_queue_size, 10000);
+  pack.set_int(sp::alert_queue_size, std::max(1, s.alertQueueSize));
   pack.set_str(sp::user_agent, "ExpertSwarm/0.1");
   // Seeds of the run torrent must stay connected to each other: those connections carry the
   // record gossip. libtorrent closes seed-to-seed connections by default.
@@ -74,6 +73,14 @@ Expected<lt::settings_pack> toSettingsPack(const SwarmSettings& s) {
   // (failcount + 1) × min_reconnect_time gives up on a dead endpoint after ~15 minutes.
   pack.set_int(sp::max_failcount, 30);
   pack.set_int(sp::stop_tracker_timeout, 1);
+  // Every peer of a round wants every contribution at once, and each peer seeds its own and the
+  // ones it fetched for two rounds more: ~3 (n−1) torrents, each connected to up to n−1 peers.
+  // libtorrent's defaults are made for public swarms: 200 connections and 8 unchoke slots for
+  // the whole session (rotated every 15 s). With 12 netlab peers, rounds 3 and 4 closed at their
+  // deadlines with 5–10 of 12 contributions. Uploads share the uplink by bandwidth instead; the
+  // connection cap still bounds what strangers can open.
+  pack.set_int(sp::connections_limit, 1000);
+  pack.set_int(sp::unchoke_slots_limit, -1);
   // Small files (contributions) should never wait for a slot.
   pack.set_int(sp::active_downloads, -1);
   pack.set_int(sp::active_seeds, -1);

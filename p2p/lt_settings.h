@@ -1,5 +1,5 @@
 // SwarmSettings → libtorrent's settings_pack: the one place that knows which libtorrent knobs the
-// swarm needs (private to p2p/; see ../shared/LIBTORRENT-FACTS.md for why each one is set).
+// swarm needs (private to p2p/; docs/ARCHITECTURE.md, "libtorrent notes", says why).
 #pragma once
 
 #include "core/common/expected.h"

@@ -37,7 +37,8 @@ lt::alert_category_t NetworkMonitor::alertCategories(bool selfTest) {
   // dht_log carries dht_pkt_alert (every DHT packet, both ways), connect the outgoing peer
   // connections, peer the incoming ones.
   const lt::alert_category_t always = lt::alert_category::status | lt::alert_category::port_mapping;
-  return selfTest ? always | lt::alert_category::dht_log | lt::alert_category::connect | lt::alert_category::peer : always;
+  return selfTest ? always | lt::alert_category::dht_log | lt::alert_category::connect | lt::alert_category::peer
+                  : always;
 }
 
 void NetworkMonitor::handle(const lt::alert* a) {
@@ -70,7 +71,8 @@ void NetworkMonitor::handle(const lt::alert* a) {
     }
     case lt::portmap_error_alert::alert_type: {
       const auto* e = static_cast<const lt::portmap_error_alert*>(a);
-      const std::string line = std::string("Port mapping via ") + methodName(e->map_transport) + " failed: " + e->error.message();
+      const std::string line =
+          std::string("Port mapping via ") + methodName(e->map_transport) + " failed: " + e->error.message();
       if (reported_.insert(line).second) lines_.push_back(line);
       return;
     }
@@ -80,10 +82,13 @@ void NetworkMonitor::handle(const lt::alert* a) {
   if (!selfTest_) return;
   if (const auto* p = lt::alert_cast<lt::dht_pkt_alert>(a)) {
     const std::string ip = p->node.address().to_string();
-    if (p->direction == lt::dht_pkt_alert::outgoing) reachability_.noteOutgoing(ip);
-    else if (isDhtQuery(p->pkt_buf())) noteReachabilityChange(reachability_.noteIncoming(ip, "DHT query"));
+    if (p->direction == lt::dht_pkt_alert::outgoing)
+      reachability_.noteOutgoing(ip);
+    else if (isDhtQuery(p->pkt_buf()))
+      noteReachabilityChange(reachability_.noteIncoming(ip, "DHT query"));
   } else if (const auto* c = lt::alert_cast<lt::peer_connect_alert>(a)) {
-    if (c->direction == lt::peer_connect_alert::direction_t::out) reachability_.noteOutgoing(c->endpoint.address().to_string());
+    if (c->direction == lt::peer_connect_alert::direction_t::out)
+      reachability_.noteOutgoing(c->endpoint.address().to_string());
   } else if (const auto* in = lt::alert_cast<lt::incoming_connection_alert>(a)) {
     const bool tcp = in->socket_type == lt::socket_type_t::tcp;
     noteReachabilityChange(reachability_.noteIncoming(in->endpoint.address().to_string(),

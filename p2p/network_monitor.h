@@ -30,7 +30,9 @@ class NetworkMonitor {
   std::vector<std::string> takeLines();
 
   std::vector<std::string> listening() const;  // "IP:PORT", most reachable first
-  std::string external() const;                 // "IP:PORT" once learned, else ""
+  std::string external() const;                // "IP:PORT" once learned, else ""
+  // The TCP port a stranger dials us at: the router's mapped port, else the listen port (0: none yet).
+  int dialPort() const { return externalPort(); }
   bool selfTest() const { return selfTest_; }
   const Reachability& reachability() const { return reachability_; }
   std::string summary() const;  // one line for the window's status bar

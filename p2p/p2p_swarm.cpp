@@ -10,19 +10,37 @@
 namespace es::p2p {
 
 P2pSwarm::P2pSwarm(SwarmSession& session, const Identity& identity)
-    : session_(session), key_(identity.publicKey()), selfId_(identity.peerId()) {}
+    : session_(session), key_(identity.publicKey()), selfId_(identity.peerId()) {
+  recordsChanged_.setSingleShot(true);
+  recordsChanged_.setInterval(0);
+}
+
+P2pSwarm::~P2pSwarm() {
+  for (auto& c : connections_) QObject::disconnect(c);
+}
 
 void P2pSwarm::setEvents(node::SwarmEvents events) {
   for (auto& c : connections_) QObject::disconnect(c);
   connections_[0] = QObject::connect(&session_, &SwarmSession::recordAccepted, &session_,
-                                     [cb = events.peersChanged](const PeerRecord&) { if (cb) cb(); });
+                                     [timer = &recordsChanged_](const PeerRecord&) { timer->start(); });
+  connections_[5] = QObject::connect(&recordsChanged_, &QTimer::timeout, &session_, [cb = events.peersChanged] {
+    if (cb) cb();
+  });
   connections_[1] = QObject::connect(&session_, &SwarmSession::transferFinished, &session_,
                                      [cb = events.fetched](const QString& hash, const QString& path) {
                                        if (cb) cb(hash.toStdString(), path.toStdString());
                                      });
   connections_[2] = QObject::connect(&session_, &SwarmSession::transferFailed, &session_,
                                      [cb = events.fetchFailed](const QString& hash, const QString& reason) {
-                                       if (cb) cb(hash.toStdString(), reason.toStdString());
+                                       if (cb) cb(hash.toStdString(), reason.toStdString(), false);
+                                     });
+  connections_[3] = QObject::connect(&session_, &SwarmSession::transferRefused, &session_,
+                                     [cb = events.fetchFailed](const QString& hash, const QString& reason) {
+                                       if (cb) cb(hash.toStdString(), reason.toStdString(), true);
+                                     });
+  connections_[4] = QObject::connect(&session_, &SwarmSession::keyBanned, &session_,
+                                     [cb = events.peerBanned](const QString& id, const QString& reason) {
+                                       if (cb) cb(id.toStdString(), reason.toStdString());
                                      });
 }
 
@@ -53,6 +71,7 @@ std::vector<node::SwarmPeer> P2pSwarm::peers() const {
     node::SwarmPeer p;
     p.id = peerIdOf(r.pk);
     p.publicKey = toHex(r.pk);
+    p.seq = r.seq;
     p.round = r.round;
     p.claims = r.claims;
     p.leaseUntil = r.leaseUntil;
@@ -67,14 +86,20 @@ std::vector<node::SwarmPeer> P2pSwarm::peers() const {
   return out;
 }
 
-std::vector<int> P2pSwarm::chooseClaims(std::int64_t round, int nExperts, int count) const {
-  return p2p::chooseClaims(session_.records().records(), key_, round, nExperts, count);
+std::vector<int> P2pSwarm::chooseClaims(const node::ClaimRequest& request) const {
+  const auto records = session_.records().records();
+  std::set<PublicKey> excluded;  // the node names peers by id; the leases know keys
+  for (const auto& r : records)
+    if (request.excluded.count(peerIdOf(r.pk))) excluded.insert(r.pk);
+  return p2p::chooseClaims(records, key_, request.round, request.nExperts, request.count, request.leaseRounds,
+                           excluded);
 }
 
 node::SwarmTraffic P2pSwarm::traffic() const {
   node::SwarmTraffic traffic;
   for (const auto& t : session_.transfers())
-    traffic.transfers.push_back({t.infoHash, t.totalBytes, t.doneBytes, t.uploadedBytes, t.downloadedBytes, t.peers, t.finished});
+    traffic.transfers.push_back(
+        {t.infoHash, t.totalBytes, t.doneBytes, t.uploadedBytes, t.downloadedBytes, t.peers, t.finished});
   const auto counters = session_.counters();
   traffic.bytesSent = counters.bytesSent;
   traffic.bytesReceived = counters.bytesReceived;

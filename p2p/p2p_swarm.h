@@ -6,11 +6,14 @@
 #include "p2p/identity.h"
 #include "p2p/swarm_session.h"
 
+#include <QTimer>
+
 namespace es::p2p {
 
 class P2pSwarm : public node::Swarm {
  public:
   P2pSwarm(SwarmSession& session, const Identity& identity);
+  ~P2pSwarm() override;
 
   void setEvents(node::SwarmEvents events) override;
   std::string selfId() const override { return selfId_; }
@@ -18,9 +21,11 @@ class P2pSwarm : public node::Swarm {
   Status announce(const node::Announcement& announcement) override;
   std::vector<node::SwarmPeer> peers() const override;
   Expected<std::string> publish(const std::string& path) override { return session_.publishFile(path); }
-  Status fetch(const std::string& contentId, const std::string& dir) override { return session_.fetch(contentId, dir); }
+  Status fetch(const std::string& contentId, const std::string& dir, const node::FetchLimits& limits) override {
+    return session_.fetch(contentId, dir, limits);
+  }
   void retire(const std::string& contentId, bool deleteFile) override { session_.retire(contentId, deleteFile); }
-  std::vector<int> chooseClaims(std::int64_t round, int nExperts, int count) const override;
+  std::vector<int> chooseClaims(const node::ClaimRequest& request) const override;
   int connections() const override { return session_.counters().runPeers; }
   node::SwarmTraffic traffic() const override;
 
@@ -29,7 +34,10 @@ class P2pSwarm : public node::Swarm {
   PublicKey key_;
   std::string selfId_;
   std::int64_t lastSeq_ = 0;
-  QMetaObject::Connection connections_[3];
+  QMetaObject::Connection connections_[6];
+  // One peersChanged per event-loop pass, however many records one gossip drain accepted: the
+  // node's handler reads every peer, so one call per record was N² work under a flood.
+  QTimer recordsChanged_;
 };
 
 }  // namespace es::p2p

@@ -213,8 +213,8 @@ ParsedRecord reject(RecordError error, std::string detail) {
 
 bool PeerRecord::operator==(const PeerRecord& o) const {
   return run == o.run && pk == o.pk && seq == o.seq && round == o.round && claims == o.claims &&
-         leaseUntil == o.leaseUntil && contrib == o.contrib && snapshot == o.snapshot && merged == o.merged && stats.steps == o.stats.steps &&
-         stats.tokens == o.stats.tokens && stats.lossE4 == o.stats.lossE4 &&
+         leaseUntil == o.leaseUntil && contrib == o.contrib && snapshot == o.snapshot && merged == o.merged &&
+         stats.steps == o.stats.steps && stats.tokens == o.stats.tokens && stats.lossE4 == o.stats.lossE4 &&
          stats.tokensPerSecond == o.stats.tokensPerSecond && freeMemory == o.freeMemory;
 }
 
@@ -269,9 +269,10 @@ ParsedRecord parseRecord(std::string_view bytes, std::string_view expectedRun, c
     return reject(RecordError::Garbage, "trailing bytes after the dictionary");
 
   Reader in;
-  in.onlyKeys(root, {"v", "run", "pk", "seq", "round", "claims", "lease", "contrib", "snapshot", "merged", "stats", "mem",
-                     "sig"},
-              "");
+  in.onlyKeys(
+      root,
+      {"v", "run", "pk", "seq", "round", "claims", "lease", "contrib", "snapshot", "merged", "stats", "mem", "sig"},
+      "");
   PeerRecord r;
   const std::int64_t version = in.integer(root, "v");
   r.run = in.string(root, "run");

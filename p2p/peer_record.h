@@ -1,4 +1,4 @@
-// The signed peer record of the swarm protocol (docs/DESIGN.md, ARCHITECTURE §4): what a peer
+// The signed peer record of the swarm protocol (docs/ARCHITECTURE.md, "Swarm protocol"): what a peer
 // says about itself — its claims, lease, published contributions and snapshots, and stats.
 //
 // Wire form: a bencoded dictionary (canonical: keys sorted, integers only) with keys
@@ -30,35 +30,35 @@ constexpr std::int64_t kRecordVersion = 2;  // 2: `merged` (a split is seen in t
 struct RecordStats {
   std::int64_t steps = 0;
   std::int64_t tokens = 0;
-  std::int64_t lossE4 = 0;           // loss × 10⁴, rounded (bencode has no floats)
+  std::int64_t lossE4 = 0;  // loss × 10⁴, rounded (bencode has no floats)
   std::int64_t tokensPerSecond = 0;
 };
 
 struct PeerRecord {
-  std::string run;                   // run id (hex of the run torrent's info-hash)
+  std::string run;  // run id (hex of the run torrent's info-hash)
   PublicKey pk{};
-  std::int64_t seq = 0;              // strictly increasing per pk
-  std::int64_t round = 0;            // the round the peer is in
-  std::vector<int> claims;           // expert ids, sorted, unique
-  std::int64_t leaseUntil = 0;       // claims hold through this round
+  std::int64_t seq = 0;                          // strictly increasing per pk
+  std::int64_t round = 0;                        // the round the peer is in
+  std::vector<int> claims;                       // expert ids, sorted, unique
+  std::int64_t leaseUntil = 0;                   // claims hold through this round
   std::map<std::int64_t, std::string> contrib;   // round → info-hash (hex)
   std::map<std::int64_t, std::string> snapshot;  // round → info-hash (hex)
   std::map<std::int64_t, std::string> merged;    // round → state fingerprint (16–64 hex digits)
   RecordStats stats;
-  std::int64_t freeMemory = 0;       // bytes
+  std::int64_t freeMemory = 0;  // bytes
 
   bool operator==(const PeerRecord& o) const;
 };
 
 // Why a record was refused. Every refusal is counted against whoever handed it to us.
 enum class RecordError {
-  Garbage,        // not bencode, not a dict, trailing bytes, wrong types, missing fields, bad values
-  Oversize,       // more than kMaxRecordBytes
-  BadVersion,     // v is not kRecordVersion
-  WrongRun,       // run differs from ours
-  WrongKey,       // pk is not the key it was published under (BEP44) / announced with
-  BadSignature,   // sig does not verify against pk
-  NotCanonical,   // decodes, but is not the canonical encoding of what it says (malleability)
+  Garbage,       // not bencode, not a dict, trailing bytes, wrong types, missing fields, bad values
+  Oversize,      // more than kMaxRecordBytes
+  BadVersion,    // v is not kRecordVersion
+  WrongRun,      // run differs from ours
+  WrongKey,      // pk is not the key it was published under (BEP44) / announced with
+  BadSignature,  // sig does not verify against pk
+  NotCanonical,  // decodes, but is not the canonical encoding of what it says (malleability)
 };
 const char* recordErrorName(RecordError error);
 
@@ -81,7 +81,6 @@ struct ParsedRecord {
   PeerRecord record;          // valid when ok
   RecordRejection rejection;  // valid when !ok
 };
-ParsedRecord parseRecord(std::string_view bytes, std::string_view expectedRun,
-                         const PublicKey* expectedKey = nullptr);
+ParsedRecord parseRecord(std::string_view bytes, std::string_view expectedRun, const PublicKey* expectedKey = nullptr);
 
 }  // namespace es::p2p

@@ -15,8 +15,8 @@ void Reachability::noteOutgoing(const std::string& ip) {
 }
 
 bool Reachability::noteIncoming(const std::string& ip, const std::string& what, bool tcpToListenPort) {
-  if (ip.empty() || own_.count(ip)) return false;                   // nobody, or ourselves
-  if (contacted_.count(ip) && !tcpToListenPort) return false;       // a reply (or a node we queried first)
+  if (ip.empty() || own_.count(ip)) return false;              // nobody, or ourselves
+  if (contacted_.count(ip) && !tcpToListenPort) return false;  // a reply (or a node we queried first)
   if (!setState(mappingMethod_.empty() ? State::Reachable : State::ReachableViaPortMapping)) return false;
   proof_ = what + " from " + ip;
   return true;
@@ -43,7 +43,8 @@ bool Reachability::setState(State state) {
   // Proven states are never given up for weaker ones (a later contact without mapping does not
   // undo "via port mapping"; nothing returns to checking).
   if (state == state_) return false;
-  if (state_ == State::ReachableViaPortMapping || (state_ == State::Reachable && state != State::ReachableViaPortMapping))
+  if (state_ == State::ReachableViaPortMapping ||
+      (state_ == State::Reachable && state != State::ReachableViaPortMapping))
     return false;
   state_ = state;
   return true;
@@ -51,18 +52,24 @@ bool Reachability::setState(State state) {
 
 const char* Reachability::stateName(State state) {
   switch (state) {
-    case State::Checking: return "checking";
-    case State::Reachable: return "reachable";
-    case State::ReachableViaPortMapping: return "reachable via port mapping";
-    case State::OutgoingOnly: return "outgoing-only";
+    case State::Checking:
+      return "checking";
+    case State::Reachable:
+      return "reachable";
+    case State::ReachableViaPortMapping:
+      return "reachable via port mapping";
+    case State::OutgoingOnly:
+      return "outgoing-only";
   }
   return "?";
 }
 
 std::string Reachability::detail() const {
   switch (state_) {
-    case State::Checking: return {};
-    case State::Reachable: return (externalIp_.empty() ? "" : "external " + external(listenPort_) + "; ") + proof_;
+    case State::Checking:
+      return {};
+    case State::Reachable:
+      return (externalIp_.empty() ? "" : "external " + external(listenPort_) + "; ") + proof_;
     case State::ReachableViaPortMapping:
       return "external " + external(mappedPort_) + " via " + mappingMethod_ + "; " + proof_;
     case State::OutgoingOnly:

@@ -70,9 +70,9 @@ class Reachability {
   State state_ = State::Checking;
   std::unordered_set<std::string> contacted_;
   std::deque<std::string> contactedOrder_;  // eviction order of contacted_
-  std::unordered_set<std::string> own_;      // this machine's addresses (a handful)
+  std::unordered_set<std::string> own_;     // this machine's addresses (a handful)
   std::optional<Clock::time_point> onlineSince_;
-  std::string proof_;        // "DHT query from 198.51.100.7"
+  std::string proof_;  // "DHT query from 198.51.100.7"
   int mappedPort_ = 0, listenPort_ = 0;
   std::string mappingMethod_;  // "UPnP" / "NAT-PMP", empty: no mapping
   std::string externalIp_;

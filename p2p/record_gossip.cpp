@@ -6,6 +6,8 @@
 #include <libtorrent/error_code.hpp>
 #include <libtorrent/peer_connection_handle.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <vector>
 
 namespace es::p2p {
@@ -13,31 +15,42 @@ namespace {
 
 constexpr int kOurMessageId = 31;  // our id for es_record in the BEP10 handshake "m" dictionary
 
+std::int64_t steadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 class GossipPeer final : public lt::peer_plugin {
  public:
   GossipPeer(lt::peer_connection_handle pc, std::shared_ptr<GossipHub> hub)
-      : pc_(std::move(pc)), hub_(std::move(hub)), sender_(pc_.remote().address().to_string() + ":" + std::to_string(pc_.remote().port())) {}
+      : pc_(std::move(pc)),
+        hub_(std::move(hub)),
+        sender_(pc_.remote().address().to_string() + ":" + std::to_string(pc_.remote().port())),
+        bucket_(gossipBucket(steadyMs())) {}
 
   lt::string_view type() const override { return kGossipExtensionName; }
 
-  void add_handshake(lt::entry& handshake) override { handshake["m"][kGossipExtensionName] = kOurMessageId; }
+  void add_handshake(lt::entry& handshake) override {
+    handshake["m"][kGossipExtensionName] = kOurMessageId;
+    int port = 0;
+    {
+      std::lock_guard lock(hub_->mutex);
+      port = hub_->dialPort;
+    }
+    if (port > 0) handshake[kDialPortKey] = port;  // p2p/gossip_wire.h says why not "p"
+  }
 
   bool on_extension_handshake(const lt::bdecode_node& handshake) override {
-    const auto m = handshake.dict_find_dict("m");
-    if (!m) return true;
-    remoteId_ = static_cast<int>(m.dict_find_int_value(kGossipExtensionName, 0));
-    if (remoteId_ <= 0 || remoteId_ > 255) {
-      remoteId_ = 0;
-      return true;  // an ordinary BitTorrent peer: keep the connection, no gossip
-    }
+    const GossipHandshake parsed = readGossipHandshake(handshake);
+    remoteId_ = parsed.remoteId;
+    if (remoteId_ == 0) return true;  // an ordinary BitTorrent peer: keep the connection, no gossip
     std::vector<std::string> all;
-    const auto port = handshake.dict_find_int_value("p", 0);
-    const bool dialBack = port > 0 && port < 65536;  // either direction: see GossipHub::dialBack
+    const bool dialBack = parsed.dialBackPort != 0;  // either direction: see GossipHub::dialBack
     {
       std::lock_guard lock(hub_->mutex);
       for (const auto& [key, bytes] : hub_->current) all.push_back(bytes);
       if (dialBack && hub_->dialBack.size() < kMaxDialBacks)
-        hub_->dialBack.emplace_back(pc_.remote().address(), static_cast<std::uint16_t>(port));
+        hub_->dialBack.emplace_back(pc_.remote().address(), static_cast<std::uint16_t>(parsed.dialBackPort));
     }
     if (dialBack && hub_->wake) hub_->wake();
     for (const auto& bytes : all) send(bytes);
@@ -47,20 +60,36 @@ class GossipPeer final : public lt::peer_plugin {
   // Called for each fragment; only the last one has body.size() == length.
   bool on_extended(int length, int msg, lt::span<const char> body) override {
     if (msg != kOurMessageId) return false;
-    if (static_cast<std::size_t>(length) > kMaxGossipMessage) {
-      if (static_cast<std::size_t>(body.size()) == static_cast<std::size_t>(length) || body.size() == 0) {
+    const GossipFragment fragment = classifyGossipFragment(length, body.size());
+    if (fragment == GossipFragment::Oversize) {
+      {
         std::lock_guard lock(hub_->mutex);
         ++hub_->oversizeMessages;
       }
-      return true;
+      if (++oversize_ >= kMaxOversizePerConnection) cut();
     }
-    if (body.size() != length) return true;
+    if (fragment != GossipFragment::Complete) return true;
+    bool queued = false;
     {
       std::lock_guard lock(hub_->mutex);
-      hub_->inbox.push_back({std::string(body.data(), static_cast<std::size_t>(body.size())), sender_});
+      if (!bucket_.take(steadyMs())) {
+        ++hub_->rateDropped;
+        return true;
+      }
+      queued = queueInbound(*hub_, {std::string(body.data(), static_cast<std::size_t>(body.size())), sender_});
     }
-    if (hub_->wake) hub_->wake();
+    if (queued && hub_->wake) hub_->wake();
     return true;
+  }
+
+  // About once a second: the engine's verdicts on what this connection sent.
+  void tick() override {
+    bool bad = false;
+    {
+      std::lock_guard lock(hub_->mutex);
+      bad = isBadSender(*hub_, sender_);
+    }
+    if (bad) cut();
   }
 
   // Every peer of a run seeds the run torrent, and libtorrent drops seed-to-seed connections as
@@ -85,9 +114,22 @@ class GossipPeer final : public lt::peer_plugin {
   }
 
  private:
+  // Why it went is in the hub's counters (and the engine's log for bad-sender marks).
+  void cut() {
+    if (pc_.is_disconnecting()) return;
+    {
+      std::lock_guard lock(hub_->mutex);
+      ++hub_->disconnects;
+    }
+    pc_.disconnect(lt::errors::make_error_code(lt::errors::invalid_message), lt::operation_t::bittorrent,
+                   lt::peer_connection_interface::peer_error);
+  }
+
   lt::peer_connection_handle pc_;
   std::shared_ptr<GossipHub> hub_;
   std::string sender_;
+  TokenBucket bucket_;  // network thread only
+  int oversize_ = 0;
   int remoteId_ = 0;
 };
 
@@ -155,6 +197,25 @@ class GossipPlugin final : public lt::plugin {
 };
 
 }  // namespace
+
+bool queueInbound(GossipHub& hub, GossipInbound message) {
+  if (hub.inbox.size() >= kMaxGossipInbox) {
+    ++hub.inboxDropped;
+    return false;
+  }
+  hub.inbox.push_back(std::move(message));
+  return true;
+}
+
+void markBadSender(GossipHub& hub, const std::string& sender) {
+  if (isBadSender(hub, sender)) return;
+  if (hub.badSenders.size() >= kMaxBadSenders) hub.badSenders.pop_front();
+  hub.badSenders.push_back(sender);
+}
+
+bool isBadSender(const GossipHub& hub, const std::string& sender) {
+  return std::find(hub.badSenders.begin(), hub.badSenders.end(), sender) != hub.badSenders.end();
+}
 
 std::shared_ptr<lt::plugin> makeGossipPlugin(std::shared_ptr<GossipHub> hub) {
   return std::make_shared<GossipPlugin>(std::move(hub));

@@ -6,8 +6,14 @@
 // queued call to the engine), and bytes to send go to `outbox`, flushed to every connected
 // extension peer when the engine wakes the network thread (GossipHub users call
 // session.post_dht_stats(); the plugin flushes on that alert) or on the next session tick. Validation and relaying
-// decisions are the engine's (RecordBook): the plugin moves bytes and nothing else.
+// decisions are the engine's (RecordBook): the plugin moves bytes, and enforces the per-connection
+// limits of p2p/gossip_limits.h (token bucket, oversize strikes, and the engine's "bad sender"
+// marks, which it carries back through the hub: the verdicts are made on the engine thread, the
+// disconnect must happen on the network thread).
 #pragma once
+
+#include "p2p/gossip_limits.h"
+#include "p2p/gossip_wire.h"
 
 #include <libtorrent/extensions.hpp>
 #include <libtorrent/socket.hpp>
@@ -21,9 +27,7 @@
 
 namespace es::p2p {
 
-constexpr const char* kGossipExtensionName = "es_record";
-constexpr std::size_t kMaxGossipMessage = 2048;  // a record is ≤ 1000 bytes; larger is abuse
-constexpr std::size_t kMaxDialBacks = 64;        // queued dial-back requests; more are dropped
+constexpr std::size_t kMaxDialBacks = 64;  // queued dial-back requests; more are dropped
 
 struct GossipInbound {
   std::string bytes;
@@ -38,14 +42,29 @@ struct GossipHub {
   std::map<std::string, std::string> current;
   std::function<void()> wake;  // set before the plugin is added; called with the mutex released
   int oversizeMessages = 0;
+  int inboxDropped = 0;  // complete messages dropped because the inbox held kMaxGossipInbox
+  int rateDropped = 0;   // messages over their connection's token bucket
+  int disconnects = 0;   // connections the plugin cut (oversize strikes or a bad-sender mark)
+  // "ip:port" of connections the engine found sending garbage (kMaxRejectsPerSender rejected
+  // records), oldest first, at most kMaxBadSenders: the plugin disconnects them on its next tick.
+  std::deque<std::string> badSenders;
   // Every run peer we get a connection with (either direction), at the IP of that connection and
-  // the listen port of its BEP10 handshake ("p"), to be dialled once over TCP
+  // the port its BEP10 handshake gives ("es_port", else "p": gossip_wire.h), to be dialled once over TCP
   // (SwarmSession::Impl::dialBack). Why: in a small swarm everyone is connected to everyone after
   // a minute, mostly over uTP, so a peer's reachability self-test may never see a stranger's SYN
   // even with a working port mapping (the netlab: a NAT-PMP peer dialled only over uTP said
   // outgoing-only). Only the connection's own IP is ever dialled: nobody can aim us at a third party.
   std::deque<lt::tcp::endpoint> dialBack;
+  // The TCP port strangers dial us at (NetworkMonitor::dialPort), sent in our handshake as
+  // "es_port"; 0 (same-host swarms, no self-test): not sent.
+  int dialPort = 0;
 };
+
+// Both with hub.mutex held. queueInbound: false (and counted) when the inbox is full — the newest
+// is dropped, so what is queued already (maybe an honest burst) is not pushed out by a flood.
+bool queueInbound(GossipHub& hub, GossipInbound message);
+void markBadSender(GossipHub& hub, const std::string& sender);
+bool isBadSender(const GossipHub& hub, const std::string& sender);
 
 // The session plugin; attach with session.add_extension(). Only the torrent added with
 // `userdata = runTag(hub)` gets the gossip.

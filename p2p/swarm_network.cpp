@@ -13,8 +13,9 @@ namespace es::p2p {
 void loadDhtState(const SwarmSettings& s, lt::session_params& params) {
   if (s.dhtStatePath.empty() || !std::filesystem::exists(s.dhtStatePath)) return;
   auto state = readDhtState(s.dhtStatePath);
-  const std::string line = state ? "DHT state: " + std::to_string(dhtStateNodes(*state)) + " nodes from \"" + s.dhtStatePath + "\""
-                                 : "Ignoring the saved DHT state \"" + s.dhtStatePath + "\": " + state.error();
+  const std::string line =
+      state ? "DHT state: " + std::to_string(dhtStateNodes(*state)) + " nodes from \"" + s.dhtStatePath + "\""
+            : "Ignoring the saved DHT state \"" + s.dhtStatePath + "\": " + state.error();
   if (s.log) s.log(line);
   if (state) params.dht_state = std::move(*state);
 }
@@ -39,6 +40,10 @@ std::string SwarmSession::reachabilityLine() const {
 std::string SwarmSession::networkSummary() const { return impl_->network->summary(); }
 
 void SwarmSession::Impl::reportNetwork() {
+  if (network->selfTest()) {  // the port our handshakes tell run peers to dial us back at
+    std::lock_guard lock(hub->mutex);
+    hub->dialPort = network->dialPort();
+  }
   const auto lines = network->takeLines();
   if (lines.empty()) return;
   if (settings.log)

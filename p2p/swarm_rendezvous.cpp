@@ -55,7 +55,8 @@ void SwarmSession::Impl::refreshRunPeers() {
 // ourselves" round trip (or a hairpin timeout behind a NAT).
 bool SwarmSession::Impl::isSelf(const lt::tcp::endpoint& endpoint) const {
   const std::string address = endpoint.address().to_string();
-  const std::string text = (endpoint.address().is_v6() ? "[" + address + "]" : address) + ":" + std::to_string(endpoint.port());
+  const std::string text =
+      (endpoint.address().is_v6() ? "[" + address + "]" : address) + ":" + std::to_string(endpoint.port());
   if (text == network->external()) return true;
   if (endpoint.port() != session->listen_port()) return false;
   if (endpoint.address().is_loopback()) return true;

@@ -10,9 +10,9 @@
 #include <libtorrent/bdecode.hpp>
 #include <libtorrent/bencode.hpp>
 #include <libtorrent/hex.hpp>
+#include <libtorrent/ip_filter.hpp>
 #include <libtorrent/peer_info.hpp>
 #include <libtorrent/pex_flags.hpp>
-#include <libtorrent/ip_filter.hpp>
 #include <libtorrent/session_params.hpp>
 #include <libtorrent/session_stats.hpp>
 #include <libtorrent/torrent_info.hpp>
@@ -69,7 +69,8 @@ Expected<std::unique_ptr<SwarmSession>> SwarmSession::create(const SwarmSettings
     lt::session_params params(std::move(*pack));  // with libtorrent's default plugins (metadata, pex, smart ban)
     params.extensions.push_back(makeGossipPlugin(d.hub));
     loadDhtState(settings, params);
-    d.network = std::make_unique<NetworkMonitor>(!settings.sameHostSwarm, std::chrono::seconds(settings.reachabilityGraceSeconds));
+    d.network = std::make_unique<NetworkMonitor>(!settings.sameHostSwarm,
+                                                 std::chrono::seconds(settings.reachabilityGraceSeconds));
     d.session = std::make_unique<lt::session>(std::move(params));
   } catch (const std::exception& e) {
     return makeError(std::string("cannot start the BitTorrent session: ") + e.what());
@@ -78,7 +79,8 @@ Expected<std::unique_ptr<SwarmSession>> SwarmSession::create(const SwarmSettings
     // libtorrent exempts LAN and loopback peers from rate limits (its "local" peer class): put
     // every address in the global class so the limits apply to them too.
     lt::ip_filter everyone;
-    everyone.add_rule(lt::make_address("0.0.0.0"), lt::make_address("255.255.255.255"), 1u << static_cast<std::uint32_t>(lt::session::global_peer_class_id));
+    everyone.add_rule(lt::make_address("0.0.0.0"), lt::make_address("255.255.255.255"),
+                      1u << static_cast<std::uint32_t>(lt::session::global_peer_class_id));
     everyone.add_rule(lt::make_address("::"), lt::make_address("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"),
                       1u << static_cast<std::uint32_t>(lt::session::global_peer_class_id));
     d.session->set_peer_class_filter(everyone);
@@ -92,6 +94,7 @@ Expected<std::unique_ptr<SwarmSession>> SwarmSession::create(const SwarmSettings
     impl->session->post_session_stats();
     impl->refreshRunPeers();
     impl->kickTransfers();
+    impl->expireRecords();
   });
   d.progressTimer.start(500);
   // listen_port() waits for the network thread, which has opened the sockets by then: this pump
@@ -120,7 +123,8 @@ SwarmSession::~SwarmSession() {
   // fixed upstream but not in Debian 12's 2.0.8), and a client must stop when asked.
   auto proxy = std::make_shared<lt::session_proxy>(impl_->session->abort());
   impl_->session.reset();
-  if (!finishWithin([proxy = std::move(proxy)]() mutable { proxy.reset(); }, std::chrono::milliseconds(impl_->settings.shutdownTimeoutMs))) {
+  if (!finishWithin([proxy = std::move(proxy)]() mutable { proxy.reset(); },
+                    std::chrono::milliseconds(impl_->settings.shutdownTimeoutMs))) {
     g_abandonedNetworkThread = true;
     if (impl_->settings.log)
       impl_->settings.log("libtorrent's network thread did not close within " +
@@ -134,13 +138,14 @@ int SwarmSession::listenPort() const { return impl_->session->listen_port(); }
 
 void SwarmSession::Impl::queuePump() {
   if (pumpQueued.exchange(true)) return;  // one queued call drains everything
-  QMetaObject::invokeMethod(owner, [this] { pump(); }, Qt::QueuedConnection);
+  QMetaObject::invokeMethod(
+      owner, [this] { pump(); }, Qt::QueuedConnection);
 }
 
 void SwarmSession::Impl::pump() {
   pumpQueued = false;
   std::vector<lt::alert*> alerts;
-  session->pop_alerts(&alerts);  // pointers valid until the next pop_alerts
+  session->pop_alerts(&alerts);                                      // pointers valid until the next pop_alerts
   static const bool trace = std::getenv("ES_P2P_TRACE") != nullptr;  // every alert to stderr
   for (auto* alert : alerts) {
     if (trace) std::fprintf(stderr, "[%s] %s\n", alert->what(), alert->message().c_str());
@@ -175,7 +180,11 @@ void SwarmSession::Impl::dispatch(lt::alert* a) {
     }
     case lt::hash_failed_alert::alert_type:
       ++counters.hashFailures;
-      Q_EMIT owner->pieceHashFailed(QString::fromStdString(v2Hex(static_cast<lt::hash_failed_alert*>(a)->handle.info_hashes())));
+      Q_EMIT owner->pieceHashFailed(
+          QString::fromStdString(v2Hex(static_cast<lt::hash_failed_alert*>(a)->handle.info_hashes())));
+      return;
+    case lt::metadata_received_alert::alert_type:
+      onMetadata(static_cast<lt::metadata_received_alert*>(a)->handle);
       return;
     case lt::torrent_finished_alert::alert_type:
       onTransferFinished(static_cast<lt::torrent_finished_alert*>(a)->handle);
@@ -199,6 +208,15 @@ void SwarmSession::Impl::dispatch(lt::alert* a) {
       if (nodes >= 0) network->tick(int(values[nodes]), Clock::now());  // the self-test's grace runs from here
       return;
     }
+    case lt::alerts_dropped_alert::alert_type:
+      // The queue overflowed (a burst of peers or records): the alerts our transfers wait for
+      // (metadata, finished, errors) may be among the lost. Their handlers are idempotent, so
+      // each transfer's state is read and handled as if its alert had come. Records need nothing:
+      // BEP44 polls and gossip resend them.
+      ++counters.droppedAlerts;
+      if (settings.log) settings.log("libtorrent dropped alerts (queue full); transfers re-checked from their state");
+      reconcileTransfers();
+      return;
     case lt::state_update_alert::alert_type:
       onStateUpdate(static_cast<lt::state_update_alert*>(a)->status);
       return;
@@ -226,6 +244,7 @@ Status SwarmSession::joinRun(const std::string& torrentFile, const std::string& 
   std::copy_n(d.runHandle.info_hashes().v2.data(), lt::sha1_hash::size(), d.rendezvous.data());
   d.salt = d.runId.substr(0, 32);
   d.book.emplace(d.runId);
+  d.book->pin(d.identity.publicKey());  // our own record: never evicted, never expired
   d.joinedAt = Clock::now();
   d.retryMs = d.settings.firstRetryMs;
   d.pollTimer.start(d.settings.bep44PollMs);
@@ -241,10 +260,11 @@ Status SwarmSession::publishRecord(const PeerRecord& input) {
   PeerRecord record = input;
   record.run = d.runId;
   record.pk = d.identity.publicKey();
-  if (record.seq <= d.lastSeq) return makeError("record seq " + std::to_string(record.seq) + " is not above " + std::to_string(d.lastSeq));
+  if (record.seq <= d.lastSeq)
+    return makeError("record seq " + std::to_string(record.seq) + " is not above " + std::to_string(d.lastSeq));
   auto bytes = signRecord(record, d.identity);
   if (!bytes) return makeError(bytes.error());
-  const auto result = d.book->offer(*bytes, "self");
+  const auto result = d.book->offer(*bytes, "self", nullptr, nowMs());
   if (result.outcome != OfferOutcome::Accepted)
     return makeError(std::string("own record refused: ") + offerOutcomeName(result.outcome));
   d.lastSeq = record.seq;
@@ -255,17 +275,19 @@ Status SwarmSession::publishRecord(const PeerRecord& input) {
   }
   d.session->post_dht_stats();  // wakes the gossip plugin on the network thread
   // BEP44: the same bytes as a mutable item under our key; signed with libsodium (libtorrent's
-  // signer expects another secret-key format — LIBTORRENT-FACTS).
+  // signer expects another secret-key format — docs/ARCHITECTURE.md, "libtorrent notes").
   const std::string value = *bytes;
   const Identity identity = d.identity;
   const std::int64_t seq = record.seq;
-  d.session->dht_put_item(ltKey(record.pk), [value, identity, seq](lt::entry& v, std::array<char, 64>& sig,
-                                                                  std::int64_t& itemSeq, const std::string& salt) {
-    v = lt::bdecode(value);
-    itemSeq = seq;
-    const auto signature = identity.sign(bep44SignedBytes(salt, seq, value));
-    std::copy(signature.begin(), signature.end(), sig.begin());
-  }, d.salt);
+  d.session->dht_put_item(
+      ltKey(record.pk),
+      [value, identity, seq](lt::entry& v, std::array<char, 64>& sig, std::int64_t& itemSeq, const std::string& salt) {
+        v = lt::bdecode(value);
+        itemSeq = seq;
+        const auto signature = identity.sign(bep44SignedBytes(salt, seq, value));
+        std::copy(signature.begin(), signature.end(), sig.begin());
+      },
+      d.salt);
   return {};
 }
 
@@ -280,54 +302,6 @@ void SwarmSession::injectRawGossip(const std::string& bytes) {
     impl_->hub->outbox.push_back(bytes);
   }
   impl_->session->post_dht_stats();
-}
-
-void SwarmSession::Impl::drainGossip() {
-  std::deque<GossipInbound> inbound;
-  std::deque<lt::tcp::endpoint> dialBacks;
-  {
-    std::lock_guard lock(hub->mutex);
-    inbound.swap(hub->inbox);
-    dialBacks.swap(hub->dialBack);
-  }
-  for (const auto& message : inbound) offerRecord(message.bytes, message.sender, nullptr);
-  for (const auto& endpoint : dialBacks) dialBack(endpoint);
-}
-
-void SwarmSession::Impl::offerRecord(const std::string& bytes, const std::string& sender, const PublicKey* expectedKey) {
-  if (!book) return;
-  const auto result = book->offer(bytes, sender, expectedKey);
-  if (result.counted()) {
-    counters.recordsDropped = book->totalDrops();
-    const std::string reason = result.rejection ? std::string(recordErrorName(result.rejection->error)) + ": " + result.rejection->detail
-                                                : offerOutcomeName(result.outcome);
-    Q_EMIT owner->recordDropped(QString::fromStdString(sender), QString::fromStdString(reason));
-    return;
-  }
-  if (result.outcome != OfferOutcome::Accepted) return;
-  ++counters.recordsAccepted;
-  const auto parsed = parseRecord(bytes, runId, expectedKey);
-  {
-    std::lock_guard lock(hub->mutex);
-    hub->current[toHex(parsed.record.pk)] = bytes;
-    hub->outbox.push_back(bytes);  // relay: new to us, so possibly new to our neighbours
-  }
-  session->post_dht_stats();
-  Q_EMIT owner->recordAccepted(parsed.record);
-}
-
-// Records missed by the gossip (a partition, a late joiner) are fetched from the DHT.
-void SwarmSession::Impl::pollRecords() {
-  if (!book) return;
-  for (const auto& record : book->records())
-    if (record.pk != identity.publicKey()) session->dht_get_item(ltKey(record.pk), salt);
-}
-
-SwarmCounters SwarmSession::counters() const {
-  auto c = impl_->counters;
-  c.dhtNodes = 0;
-  if (impl_->book) c.recordsDropped = impl_->book->totalDrops();
-  return c;
 }
 
 }  // namespace es::p2p

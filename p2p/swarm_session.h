@@ -4,12 +4,13 @@
 //
 // Threads: create and use it on one thread with a Qt event loop (the engine thread). libtorrent's
 // notify callback and the gossip plugin only post a queued call here; alerts are drained and
-// dispatched on this thread (ARCHITECTURE §2). Signals carry plain types.
+// dispatched on this thread (docs/ARCHITECTURE.md, "Threads"). Signals carry plain types.
 //
 // Nothing in this header names libtorrent: the session lives behind a pimpl.
 #pragma once
 
 #include "core/common/expected.h"
+#include "core/node/swarm.h"
 #include "p2p/peer_record.h"
 #include "p2p/record_book.h"
 #include "p2p/swarm_settings.h"
@@ -28,8 +29,8 @@ class Identity;
 
 // A transfer's state, as the node and the UI see it.
 struct TransferStatus {
-  std::string infoHash;     // v2 info-hash, hex (64 characters)
-  std::string path;         // the file on disk (complete only when finished)
+  std::string infoHash;  // v2 info-hash, hex (64 characters)
+  std::string path;      // the file on disk (complete only when finished)
   std::int64_t totalBytes = 0;
   std::int64_t doneBytes = 0;
   std::int64_t uploadedBytes = 0;    // payload, this session
@@ -43,9 +44,16 @@ struct SwarmCounters {
   int recordsAccepted = 0;
   int recordsDropped = 0;  // = records().totalDrops()
   int hashFailures = 0;    // pieces that failed their hash check (a lying or damaged peer)
+  int refusedFetches = 0;  // fetches whose metadata broke their limits
+  int droppedAlerts = 0;   // times libtorrent's alert queue overflowed (reconcileTransfers ran)
   int dhtNodes = 0;
-  int runPeers = 0;        // connections on the run torrent
-  std::int64_t bytesSent = 0;      // all traffic of the session (payload + protocol + DHT)
+  int runPeers = 0;            // connections on the run torrent
+  int recordKeys = 0;          // records in the book (≤ kMaxRecordKeys)
+  int bannedKeys = 0;          // keys banned for equivocation
+  int gossipRateDropped = 0;   // messages over a connection's token bucket
+  int gossipInboxDropped = 0;  // messages dropped at the full inbox
+  int gossipDisconnects = 0;   // connections cut for oversize or garbage
+  std::int64_t bytesSent = 0;  // all traffic of the session (payload + protocol + DHT)
   std::int64_t bytesReceived = 0;
 };
 
@@ -90,10 +98,11 @@ class SwarmSession : public QObject {
 
   // Checkpoint swarms. publishFile makes a deterministic hybrid torrent of `path` and seeds it;
   // returns the v2 info-hash (hex). fetch downloads `infoHash` into `saveDir` from the run's peers
-  // and the DHT; progress and completion arrive as signals. retire stops a transfer and, if asked,
-  // deletes its file.
+  // and the DHT; progress and completion arrive as signals. With limits, the metadata is checked
+  // before any piece is requested: content that breaks them is removed with its files and
+  // reported by transferRefused. retire stops a transfer and, if asked, deletes its file.
   Expected<std::string> publishFile(const std::string& path);
-  Status fetch(const std::string& infoHash, const std::string& saveDir);
+  Status fetch(const std::string& infoHash, const std::string& saveDir, const node::FetchLimits& limits = {});
   void retire(const std::string& infoHash, bool deleteFile);
   std::vector<TransferStatus> transfers() const;
   // Per-transfer upload cap (bytes/s, 0 = none); applies to loopback only with limitLocalPeers.
@@ -108,9 +117,12 @@ class SwarmSession : public QObject {
  Q_SIGNALS:
   void recordAccepted(const es::p2p::PeerRecord& record);
   void recordDropped(const QString& sender, const QString& reason);
+  // A key signed two records with one seq (p2p/record_book.h): its record is gone and it is refused.
+  void keyBanned(const QString& peerId, const QString& reason);
   void transferProgress(const QString& infoHash, qint64 doneBytes, qint64 totalBytes);
   void transferFinished(const QString& infoHash, const QString& path);
   void transferFailed(const QString& infoHash, const QString& reason);
+  void transferRefused(const QString& infoHash, const QString& reason);  // removed: broke the fetch's limits
   void pieceHashFailed(const QString& infoHash);
   void runPeersChanged(int peers);
   void networkChanged();  // listen/external address or reachability changed (lines go to settings.log)

@@ -28,6 +28,9 @@ struct Transfer {
   std::string name;        // file name, once the metadata is known
   bool published = false;  // we made it (seeding from the start)
   bool finished = false;
+  bool awaitingCheck = false;       // in upload mode until its metadata passed `sizes`
+  bool seedingStopped = false;      // fetched content that reached settings.fetchedSeedRatio
+  std::vector<std::int64_t> sizes;  // node::FetchLimits::sizes
   std::int64_t lastReportedDone = -1;
   std::chrono::steady_clock::time_point added;
   std::chrono::steady_clock::time_point lastAnnounce;  // our last forced DHT announce of it
@@ -72,17 +75,27 @@ struct SwarmSession::Impl {
   std::vector<lt::tcp::endpoint> dialableRunPeers() const;  // swarm_transfers.cpp
   void connectRunPeers(const lt::torrent_handle& handle, const std::vector<lt::tcp::endpoint>& runPeers);
   void dialBack(const lt::tcp::endpoint& endpoint);  // swarm_rendezvous.cpp
-  std::unique_ptr<DialBackProber> dialBacks;  // made with the session (its probes are owner's children)
+  std::unique_ptr<DialBackProber> dialBacks;         // made with the session (its probes are owner's children)
+  // swarm_records.cpp: the record book's side of the session (gossip in, BEP44 polls, expiry).
   void pollRecords();
+  void expireRecords();
+  void forgetRecord(const PublicKey& key);     // evicted, expired or banned: no longer handed to new peers
+  void strike(const std::string& sender);      // a rejected record from `sender`
+  std::map<std::string, int> rejectsBySender;  // for strike(); at most kMaxBadSenders entries
   void kickTransfers();
   // swarm_transfers.cpp
   void onTransferFinished(const lt::torrent_handle& handle);
+  void onMetadata(const lt::torrent_handle& handle);
+  void limitSeeding(Transfer& t);
   void onTransferError(const lt::torrent_handle& handle, const std::string& message);
   void onStateUpdate(const std::vector<lt::torrent_status>& statuses);
   Transfer* findTransfer(const lt::torrent_handle& handle, std::string* hash = nullptr);
+  void reconcileTransfers();  // after alerts were dropped: each transfer's state read, not told
 };
 
 std::string v2Hex(const lt::info_hash_t& hashes);
+// The record book's clock: steady milliseconds (expiry and proof ages must not jump with the wall clock).
+std::int64_t nowMs();
 // swarm_network.cpp: puts the DHT state saved at settings.dhtStatePath into `params` (logged).
 void loadDhtState(const SwarmSettings& settings, lt::session_params& params);
 

@@ -23,7 +23,7 @@ struct SwarmSettings {
   bool enableLsd = false;  // LAN mode only
   // All peers on one host (loopback tests, the two-peer demo): relax the DHT's per-IP limits and
   // DoS blocker, which otherwise ban 127.0.0.1 and keep one node per routing table
-  // (../shared/LIBTORRENT-FACTS.md). Never on for the internet.
+  // (docs/ARCHITECTURE.md, "libtorrent notes"). Never on for the internet.
   bool sameHostSwarm = false;
   // Timing for peers on one host: no DHT node there bans anyone (sameHostSwarm), and tests want
   // discovery within seconds.
@@ -36,7 +36,7 @@ struct SwarmSettings {
   // Make rate limits apply to loopback/LAN peers too (libtorrent exempts local peers by default).
   bool limitLocalPeers = false;
   bool enableUtp = true;  // uTP is 2–4× slower on loopback and slows shutdown: tests turn it off
-  // Rendezvous timing (docs/DESIGN.md, "Network defaults"). The defaults are for the internet:
+  // Rendezvous timing (docs/ARCHITECTURE.md, "Network defaults"). The defaults are for the internet:
   // every DHT node bans an IP that sends it more than 5 packets/s (libtorrent's DoS blocker,
   // dht_block_ratelimit, for 5 minutes) — which loopback timing did within 6 s off loopback.
   //  - While we are young (first 30 s) or connected to fewer run peers than we hold records of,
@@ -53,6 +53,9 @@ struct SwarmSettings {
   // How often a download with no peer re-announces on the DHT (its peers are normally the run's
   // peers, connected directly: see SwarmSession::fetch).
   int peerlessFetchAnnounceMs = 30000;
+  // Seeding of fetched content stops (the torrent is paused, its file kept for the merge) once it
+  // uploaded this many times its size; the node retires it two rounds after its round anyway.
+  double fetchedSeedRatio = 3.0;
   // Where the DHT's routing state is saved on exit and loaded from at start (p2p/dht_state.h);
   // empty: neither. A bad file is ignored with a log line.
   std::string dhtStatePath;
@@ -63,6 +66,9 @@ struct SwarmSettings {
   // sockets). Past it we leave without it (SwarmSession::abandonedNetworkThread): everything of
   // ours is saved before the session goes, and a client that does not stop is worse.
   int shutdownTimeoutMs = 20000;
+  // libtorrent's alert queue: alerts beyond it are dropped (SwarmSession reconciles its transfers
+  // when that happens). Tests shrink it to make the drops happen.
+  int alertQueueSize = 10000;
   // Network lines for the log ("Listening on …", "External address: …", "reachability: …", DHT
   // state loaded or ignored), called on the session's thread; may be empty.
   std::function<void(const std::string&)> log;

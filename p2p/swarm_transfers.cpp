@@ -32,6 +32,25 @@ TransferStatus statusOf(const std::string& hash, const Transfer& t) {
   return s;
 }
 
+// Empty when the torrent is one file of one of `sizes` bytes, else why not (for the log and the
+// sender's ban: numbers only, nothing the sender chose).
+std::string contentProblem(const lt::torrent_info& ti, const std::vector<std::int64_t>& sizes) {
+  const auto& files = ti.files();
+  int count = 0;
+  std::int64_t bytes = 0;
+  for (const auto i : files.file_range()) {
+    if (files.pad_file_at(i)) continue;
+    ++count;
+    bytes = files.file_size(i);
+  }
+  if (count != 1) return std::to_string(count) + " files, expected exactly one";
+  if (std::find(sizes.begin(), sizes.end(), bytes) != sizes.end()) return {};
+  std::string expected;
+  for (const auto s : sizes) expected += (expected.empty() ? "" : " or ") + std::to_string(s);
+  return "a file of " + std::to_string(bytes) + " bytes, expected " + expected +
+         " (the size its sender's claimed experts predict)";
+}
+
 }  // namespace
 
 Expected<std::string> SwarmSession::publishFile(const std::string& path) {
@@ -45,7 +64,7 @@ Expected<std::string> SwarmSession::publishFile(const std::string& path) {
   if (ec) return makeError(ec.message());
   params.save_path = std::filesystem::absolute(path).parent_path().string();
   // We just hashed the file: seed at once; pieces are verified again when first requested, so a
-  // file damaged on disk later is refused rather than served (LIBTORRENT-FACTS, integrity).
+  // file damaged on disk later is refused rather than served (docs/ARCHITECTURE.md, "libtorrent notes").
   params.flags |= lt::torrent_flags::seed_mode;
   params.flags &= ~(lt::torrent_flags::auto_managed | lt::torrent_flags::paused);
   auto handle = d.session->add_torrent(std::move(params), ec);
@@ -62,7 +81,7 @@ Expected<std::string> SwarmSession::publishFile(const std::string& path) {
   return torrent->infoHashV2;
 }
 
-Status SwarmSession::fetch(const std::string& infoHash, const std::string& saveDir) {
+Status SwarmSession::fetch(const std::string& infoHash, const std::string& saveDir, const node::FetchLimits& limits) {
   auto& d = *impl_;
   if (!isInfoHashV2(infoHash)) return makeError("\"" + infoHash + "\" is not a v2 info-hash (64 hex digits)");
   std::string hash = infoHash;
@@ -72,9 +91,11 @@ Status SwarmSession::fetch(const std::string& infoHash, const std::string& saveD
     // again, or the asker waits for an event that came before it asked (the netlab: the round
     // trained again after a snapshot closed at its deadline with only our own contribution).
     if (known->second.finished && !known->second.published) {
-      const auto path = QString::fromStdString((std::filesystem::path(known->second.saveDir) / known->second.name).string());
-      QMetaObject::invokeMethod(this, [this, hash, path] { Q_EMIT transferFinished(QString::fromStdString(hash), path); },
-                                Qt::QueuedConnection);
+      const auto path =
+          QString::fromStdString((std::filesystem::path(known->second.saveDir) / known->second.name).string());
+      QMetaObject::invokeMethod(
+          this, [this, hash, path] { Q_EMIT transferFinished(QString::fromStdString(hash), path); },
+          Qt::QueuedConnection);
     }
     return {};
   }
@@ -87,12 +108,21 @@ Status SwarmSession::fetch(const std::string& infoHash, const std::string& saveD
   params.info_hashes = lt::info_hash_t(v2);
   params.save_path = saveDir;
   params.flags &= ~(lt::torrent_flags::auto_managed | lt::torrent_flags::paused);
+  // Until its metadata passed the limits (onMetadata), the torrent is in upload mode: libtorrent
+  // then makes no piece request at all, whatever the file list says, while the metadata itself
+  // (ut_metadata, not a piece) still arrives. File priorities 0 would not do: they are given per
+  // file before the file list is known, and a hostile torrent has as many files as it likes.
+  // Paused would not do either: a paused torrent fetches no metadata. Not auto-managed, so
+  // libtorrent never takes it out of upload mode by itself (torrent_flags.hpp).
+  if (!limits.sizes.empty()) params.flags |= lt::torrent_flags::upload_mode;
   lt::error_code ec;
   auto handle = d.session->add_torrent(std::move(params), ec);
   if (ec) return makeError("cannot fetch " + hash + ": " + ec.message());
   Transfer t;
   t.handle = handle;
   t.saveDir = saveDir;
+  t.sizes = limits.sizes;
+  t.awaitingCheck = !limits.sizes.empty();
   t.added = t.lastAnnounce = Clock::now();
   d.transfers.emplace(hash, std::move(t));
   d.connectRunPeers(handle, d.dialableRunPeers());
@@ -143,7 +173,7 @@ Transfer* SwarmSession::Impl::findTransfer(const lt::torrent_handle& handle, std
 void SwarmSession::Impl::onTransferFinished(const lt::torrent_handle& handle) {
   std::string hash;
   auto* t = findTransfer(handle, &hash);
-  if (!t || t->finished) return;
+  if (!t || t->finished || t->awaitingCheck) return;
   t->finished = true;
   if (auto ti = handle.torrent_file()) t->name = ti->name();
   // Every piece passed its hash check (v2: per-file merkle roots from the info-hash) before
@@ -152,10 +182,43 @@ void SwarmSession::Impl::onTransferFinished(const lt::torrent_handle& handle) {
                                  QString::fromStdString((std::filesystem::path(t->saveDir) / t->name).string()));
 }
 
+// The metadata of a fetch with limits: exactly one file (pad files aside: they are never written)
+// of one of the predicted sizes, or the torrent goes, with whatever it created on disk, before a
+// piece was requested.
+void SwarmSession::Impl::onMetadata(const lt::torrent_handle& handle) {
+  std::string hash;
+  auto* t = findTransfer(handle, &hash);
+  if (!t || !t->awaitingCheck) return;
+  const auto ti = handle.torrent_file();
+  std::string problem = ti ? contentProblem(*ti, t->sizes) : "no metadata";
+  if (!problem.empty()) {
+    session->remove_torrent(handle, lt::session::delete_files);
+    transfers.erase(hash);
+    ++counters.refusedFetches;
+    Q_EMIT owner->transferRefused(QString::fromStdString(hash), QString::fromStdString(problem));
+    return;
+  }
+  t->awaitingCheck = false;
+  t->name = ti->name();
+  handle.unset_flags(lt::torrent_flags::upload_mode);
+}
+
 void SwarmSession::Impl::onTransferError(const lt::torrent_handle& handle, const std::string& message) {
   std::string hash;
   if (!findTransfer(handle, &hash)) return;
   Q_EMIT owner->transferFailed(QString::fromStdString(hash), QString::fromStdString(message));
+}
+
+void SwarmSession::Impl::reconcileTransfers() {
+  std::vector<lt::torrent_handle> handles;  // onMetadata may erase from `transfers`
+  for (const auto& [hash, t] : transfers)
+    if (t.handle.is_valid() && !t.published) handles.push_back(t.handle);
+  for (const auto& handle : handles) {
+    const auto st = handle.status();
+    if (st.errc) onTransferError(handle, st.errc.message());
+    if (st.has_metadata) onMetadata(handle);  // still awaiting its check: checked now
+    if (st.is_finished) onTransferFinished(handle);
+  }
 }
 
 void SwarmSession::Impl::onStateUpdate(const std::vector<lt::torrent_status>& statuses) {
@@ -166,6 +229,17 @@ void SwarmSession::Impl::onStateUpdate(const std::vector<lt::torrent_status>& st
     t->lastReportedDone = st.total_wanted_done;
     Q_EMIT owner->transferProgress(QString::fromStdString(hash), st.total_wanted_done, st.total_wanted);
   }
+}
+
+// Fetched content is seeded for others up to settings.fetchedSeedRatio × its size, then paused
+// (the file stays until the node retires it, two rounds after its round).
+void SwarmSession::Impl::limitSeeding(Transfer& t) {
+  if (t.published || !t.finished || t.seedingStopped) return;
+  const auto st = t.handle.status();
+  if (st.total_wanted <= 0 || double(st.total_payload_upload) < settings.fetchedSeedRatio * double(st.total_wanted))
+    return;
+  t.handle.pause();
+  t.seedingStopped = true;
 }
 
 // Contributions travel between run peers, who already hold connections to each other: every
@@ -191,7 +265,8 @@ std::vector<lt::tcp::endpoint> SwarmSession::Impl::dialableRunPeers() const {
 // Source resume_data: libtorrent's torrent::add_peer sends a DHT ping to the endpoint of every
 // other source, and this runs every 3 s for every transfer — dozens of pings a second to the
 // same few IPs, over the 5 a second at which their DHT nodes ban us.
-void SwarmSession::Impl::connectRunPeers(const lt::torrent_handle& handle, const std::vector<lt::tcp::endpoint>& runPeers) {
+void SwarmSession::Impl::connectRunPeers(const lt::torrent_handle& handle,
+                                         const std::vector<lt::tcp::endpoint>& runPeers) {
   if (!handle.is_valid()) return;
   for (const auto& endpoint : runPeers) handle.connect_peer(endpoint, lt::peer_info::resume_data);
 }
@@ -210,8 +285,10 @@ void SwarmSession::Impl::kickTransfers() {
   for (auto& [hash, t] : transfers) {
     if (!t.handle.is_valid()) continue;
     if (connectNow) connectRunPeers(t.handle, runPeers);
+    if (connectNow) limitSeeding(t);
     const bool fresh = t.published && now - t.added < std::chrono::seconds(20);
-    if ((t.finished && !fresh) || now - t.lastAnnounce < std::chrono::milliseconds(settings.peerlessFetchAnnounceMs)) continue;
+    if ((t.finished && !fresh) || now - t.lastAnnounce < std::chrono::milliseconds(settings.peerlessFetchAnnounceMs))
+      continue;
     if (t.handle.status().num_peers == 0) {
       t.handle.force_dht_announce();
       t.lastAnnounce = now;

@@ -44,10 +44,13 @@ Expected<TorrentFile> makeTorrent(const std::string& path, int pieceSize) {
   try {
     lt::file_storage files;
     // Hidden files and the partial files of our own atomic writes are never part of a torrent.
-    lt::add_files(files, p.string(), [](const std::string& f) {
-      const auto name = fs::path(f).filename().string();
-      return name.empty() || (name[0] != '.' && name.find(".tmp-") == std::string::npos);
-    }, lt::create_torrent::no_attributes);  // mode bits differ between machines
+    lt::add_files(
+        files, p.string(),
+        [](const std::string& f) {
+          const auto name = fs::path(f).filename().string();
+          return name.empty() || (name[0] != '.' && name.find(".tmp-") == std::string::npos);
+        },
+        lt::create_torrent::no_attributes);  // mode bits differ between machines
     if (files.num_files() == 0) return makeError("cannot publish \"" + path + "\": nothing to share in it");
     if (files.total_size() == 0) return makeError("cannot publish \"" + path + "\": it is empty");
     lt::create_torrent ct(files, pieceSize, lt::create_torrent::no_attributes);

@@ -16,7 +16,12 @@ class TestBoundedWait : public QObject {
  private Q_SLOTS:
   void workThatFinishesIsWaitedFor() {
     std::atomic<int> ran{0};
-    QVERIFY(es::finishWithin([&] { std::this_thread::sleep_for(50ms); ran = 1; }, 10s));
+    QVERIFY(es::finishWithin(
+        [&] {
+          std::this_thread::sleep_for(50ms);
+          ran = 1;
+        },
+        10s));
     QCOMPARE(ran.load(), 1);  // done before finishWithin returned
   }
 
@@ -27,7 +32,12 @@ class TestBoundedWait : public QObject {
     auto ended = std::make_shared<std::promise<void>>();
     auto endedFuture = ended->get_future();
     const auto start = std::chrono::steady_clock::now();
-    QVERIFY(!es::finishWithin([opened = gate.get_future().share(), ended] { opened.wait(); ended->set_value(); }, 200ms));
+    QVERIFY(!es::finishWithin(
+        [opened = gate.get_future().share(), ended] {
+          opened.wait();
+          ended->set_value();
+        },
+        200ms));
     const auto waited = std::chrono::steady_clock::now() - start;
     QVERIFY(waited >= 200ms);
     QVERIFY2(waited < 5s, "the bounded wait waited for the blocked work");

@@ -36,7 +36,8 @@ class CliTest : public QObject {
     row("rounds zero", "--no-gui --rounds 0", "--rounds");
     row("swarm flag in local mode", base + "--rounds 3", "--rounds");
     row("experts are claimed in a swarm", "--no-gui --experts 1", "--experts");
-    row("magnet without a v2 hash", "--no-gui --run magnet:?xt=urn:btih:0123456789abcdef0123456789abcdef01234567", "btmh");
+    row("magnet without a v2 hash", "--no-gui --run magnet:?xt=urn:btih:0123456789abcdef0123456789abcdef01234567",
+        "btmh");
     row("magnet with a short hash", "--no-gui --run magnet:?xt=urn:btmh:1220abcdef", "btmh");
     row("magnet in local mode", base + "--run magnet:?xt=urn:btmh:1220" + QString(64, 'a'), "--local-only");
   }
@@ -77,7 +78,8 @@ class CliTest : public QObject {
     QTest::addColumn<QString>("mentions");
     QTest::newRow("name climbs out") << "name" << QJsonValue("../../escape") << "name";
     QTest::newRow("absolute corpus") << "train_corpus" << QJsonValue(QJsonArray{"/etc/passwd"}) << "data.train_corpus";
-    QTest::newRow("corpus via a link") << "train_corpus" << QJsonValue(QJsonArray{"out/passwd"}) << "data.train_corpus[0]";
+    QTest::newRow("corpus via a link") << "train_corpus" << QJsonValue(QJsonArray{"out/passwd"})
+                                       << "data.train_corpus[0]";
   }
   void rejectsAManifestThatReachesOutsideItsRun() {
     QFETCH(QString, key);
@@ -114,7 +116,8 @@ class CliTest : public QObject {
     for (const char* name : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) env.remove(name);
     const auto run = runClient({QStringLiteral("--data-dir"), dataDir.path()}, 60000, env);
     QCOMPARE(run.exitCode, 2);
-    QVERIFY2(run.err.contains(QStringLiteral("no display")) && run.err.contains(QStringLiteral("--no-gui")), qPrintable(run.err));
+    QVERIFY2(run.err.contains(QStringLiteral("no display")) && run.err.contains(QStringLiteral("--no-gui")),
+             qPrintable(run.err));
     QVERIFY(QDir(dataDir.path()).isEmpty());
     // --help never needs one.
     QCOMPARE(runClient({QStringLiteral("--help")}, 60000, env).exitCode, 0);

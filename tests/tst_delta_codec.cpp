@@ -86,13 +86,14 @@ class DeltaCodecTest : public QObject {
     std::vector<std::string> names;
     for (const auto& [name, t] : encoded) names.push_back(name);
     QCOMPARE(names, (std::vector<std::string>{"a.vector", "a.vector.__scale", "b.matrix", "b.matrix.__scale",
-                                               "c.scalar", "c.scalar.__scale"}));
+                                              "c.scalar", "c.scalar.__scale"}));
   }
 
   void bf16RoundsToNearestEven() {
     // bf16 keeps 8 significant bits: the step just above 1 is 2^-7.
     const float half = std::ldexp(1.0f, -8);
-    const auto decoded = roundTrip({{"t", vec({1 + half, 1 + 3 * half, 1 + half + std::ldexp(1.0f, -20)})}}, Codec::BF16);
+    const auto decoded =
+        roundTrip({{"t", vec({1 + half, 1 + 3 * half, 1 + half + std::ldexp(1.0f, -20)})}}, Codec::BF16);
     QVERIFY(torch::equal(decoded[0].second, vec({1.0f, 1 + std::ldexp(1.0f, -6), 1 + std::ldexp(1.0f, -7)})));
   }
 
@@ -141,7 +142,7 @@ class DeltaCodecTest : public QObject {
   void encodedBytesFollowTheCodec() {
     const NamedTensors deltas = {{"t", torch::randn({8, 16})}};
     QCOMPARE(encodedBytes(encodeDeltas(deltas, Codec::F32)), std::int64_t(8 * 16 * 4));
-    QCOMPARE(encodedBytes(encodeDeltas(deltas, Codec::BF16)), std::int64_t(8 * 16 * 2));  // 1/2
+    QCOMPARE(encodedBytes(encodeDeltas(deltas, Codec::BF16)), std::int64_t(8 * 16 * 2));      // 1/2
     QCOMPARE(encodedBytes(encodeDeltas(deltas, Codec::Int8)), std::int64_t(8 * 16 + 8 * 4));  // 1/4 + 8 scales
   }
 
@@ -224,15 +225,43 @@ class DeltaCodecTest : public QObject {
     QTest::addColumn<QString>("key");
     QTest::addColumn<QString>("value");  // "<drop>": the field is missing
     QTest::addColumn<QString>("reason");
-    QTest::newRow("round not a number") << "round" << "12x" << "malformed round \"12x\"";
-    QTest::newRow("negative round") << "round" << "-1" << "malformed round";
-    QTest::newRow("round with leading zero") << "round" << "012" << "malformed round";
-    QTest::newRow("missing sender") << "sender" << "<drop>" << "missing metadata field \"sender\"";
-    QTest::newRow("empty run") << "run" << "" << "empty metadata field \"run\"";
-    QTest::newRow("other format") << "format" << "model" << "format \"model\"";
-    QTest::newRow("future version") << "version" << "2" << "unsupported version \"2\"";
-    QTest::newRow("unknown codec") << "codec" << "fp8" << "unknown codec \"fp8\"";
-    QTest::newRow("unknown field") << "comment" << "hi" << "unknown metadata field \"comment\"";
+    QTest::newRow("round not a number") << "round"
+                                        << "12x"
+                                        << "malformed round \"12x\"";
+    QTest::newRow("negative round") << "round"
+                                    << "-1"
+                                    << "malformed round";
+    QTest::newRow("round with leading zero") << "round"
+                                             << "012"
+                                             << "malformed round";
+    QTest::newRow("missing sender") << "sender"
+                                    << "<drop>"
+                                    << "missing metadata field \"sender\"";
+    QTest::newRow("empty run") << "run"
+                               << ""
+                               << "empty metadata field \"run\"";
+    QTest::newRow("other format") << "format"
+                                  << "model"
+                                  << "format \"model\"";
+    QTest::newRow("future version") << "version"
+                                    << "2"
+                                    << "unsupported version \"2\"";
+    QTest::newRow("unknown codec") << "codec"
+                                   << "fp8"
+                                   << "unknown codec \"fp8\"";
+    QTest::newRow("unknown field") << "comment"
+                                   << "hi"
+                                   << "unknown metadata field \"comment\"";
+    // Issue 14 item 3: a stranger's strings reach logs and ledger rows bounded and escaped — a
+    // newline cannot forge a log line, 10^5 bytes do not reach the log.
+    QTest::newRow("sender forging a log line") << "sender"
+                                               << "peer\nreachability: reachable"
+                                               << "must be at most 128 characters of A-Z a-z 0-9 . _ -, not "
+                                                  "\"peer\\x0areachability: reachable\"";
+    QTest::newRow("base hash of 100000 bytes") << "base_hash" << QString(100000, 'a') << "...(+99920 bytes)";
+    QTest::newRow("escape in the format") << "format"
+                                          << "\x1b[2Jmodel"
+                                          << "format \"\\x1b[2Jmodel\"";
   }
 
   void contributionFileWithMalformedMetadataIsAnError() {
@@ -241,8 +270,13 @@ class DeltaCodecTest : public QObject {
     QFETCH(QString, reason);
     QTemporaryDir dir;
     const std::string path = dir.filePath("bad.safetensors").toStdString();
-    es::ckpt::Metadata meta = {{"format", "expertswarm-contribution"}, {"version", "1"}, {"run", "run-a"},
-                               {"round", "3"}, {"sender", "peer-x"}, {"base_hash", "ab"}, {"codec", "f32"}};
+    es::ckpt::Metadata meta = {{"format", "expertswarm-contribution"},
+                               {"version", "1"},
+                               {"run", "run-a"},
+                               {"round", "3"},
+                               {"sender", "peer-x"},
+                               {"base_hash", "ab"},
+                               {"codec", "f32"}};
     if (value == "<drop>")
       meta.erase(key.toStdString());
     else
@@ -251,13 +285,20 @@ class DeltaCodecTest : public QObject {
     const auto loaded = loadContribution(path);
     QVERIFY(!loaded.ok());
     QVERIFY2(loaded.error().find(reason.toStdString()) != std::string::npos, loaded.error().c_str());
+    QVERIFY2(loaded.error().size() < 600, "an error message longer than its bounded parts");
+    QVERIFY(loaded.error().find('\n') == std::string::npos && loaded.error().find('\x1b') == std::string::npos);
   }
 
   void contributionFileWithDamagedTensorsIsAnError() {
     QTemporaryDir dir;
     const std::string path = dir.filePath("bad.safetensors").toStdString();
-    const es::ckpt::Metadata meta = {{"format", "expertswarm-contribution"}, {"version", "1"}, {"run", "run-a"},
-                                     {"round", "3"}, {"sender", "peer-x"}, {"base_hash", "ab"}, {"codec", "int8"}};
+    const es::ckpt::Metadata meta = {{"format", "expertswarm-contribution"},
+                                     {"version", "1"},
+                                     {"run", "run-a"},
+                                     {"round", "3"},
+                                     {"sender", "peer-x"},
+                                     {"base_hash", "ab"},
+                                     {"codec", "int8"}};
     const auto encoded = without(encodeDeltas(sampleDeltas(), Codec::Int8), "a.vector.__scale");
     QVERIFY(es::ckpt::saveSafetensors(path, encoded, meta).ok());
     QVERIFY(!loadContribution(path).ok());

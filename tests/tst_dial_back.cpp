@@ -19,12 +19,16 @@ class TestDialBack : public QObject {
     QVERIFY(server.listen(QHostAddress::LocalHost));
     int accepted = 0;
     connect(&server, &QTcpServer::newConnection, this, [&] {
-      while (auto* s = server.nextPendingConnection()) { ++accepted; s->deleteLater(); }
+      while (auto* s = server.nextPendingConnection()) {
+        ++accepted;
+        s->deleteLater();
+      }
     });
     QObject parent;
     DialBackProber prober(&parent, 50ms);
     prober.request(QHostAddress::LocalHost, server.serverPort());
-    QVERIFY(es::test::waitUntil([&] { return accepted == 1 && prober.reached(QHostAddress::LocalHost, server.serverPort()); }, 10000));
+    QVERIFY(es::test::waitUntil(
+        [&] { return accepted == 1 && prober.reached(QHostAddress::LocalHost, server.serverPort()); }, 10000));
     prober.request(QHostAddress::LocalHost, server.serverPort());  // reached lately: not again
     prober.retryDue();
     QCOMPARE(prober.failures(QHostAddress::LocalHost, server.serverPort()), 0);
@@ -48,10 +52,12 @@ class TestDialBack : public QObject {
     QCOMPARE(prober.failures(QHostAddress::LocalHost, port), 1);
     QTcpServer late;
     QVERIFY(late.listen(QHostAddress::LocalHost, port));
-    QVERIFY(es::test::waitUntil([&] {
-      prober.retryDue();
-      return prober.reached(QHostAddress::LocalHost, port);
-    }, 10000));
+    QVERIFY(es::test::waitUntil(
+        [&] {
+          prober.retryDue();
+          return prober.reached(QHostAddress::LocalHost, port);
+        },
+        10000));
     QVERIFY(prober.failures(QHostAddress::LocalHost, port) >= 1);  // reached on a retry, not the first try
   }
 };

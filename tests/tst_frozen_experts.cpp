@@ -48,9 +48,9 @@ class FrozenExpertsTest : public QObject {
       const auto expert = model::expertOf(p.key());
       const bool same = torch::equal(p.value(), before[p.key()]);
       if (expert && expert->expert >= 2) {
-        QVERIFY2(same, p.key().c_str());                         // bit-identical
+        QVERIFY2(same, p.key().c_str());  // bit-identical
         QVERIFY2(!p.value().requires_grad(), p.key().c_str());
-        QVERIFY2(!p.value().grad().defined(), p.key().c_str());  // no gradient
+        QVERIFY2(!p.value().grad().defined(), p.key().c_str());    // no gradient
         QVERIFY2(trainable.count(p.key()) == 0, p.key().c_str());  // no optimizer state
         ++frozenChecked;
       } else {

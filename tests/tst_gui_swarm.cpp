@@ -32,7 +32,8 @@ std::set<int> intsOf(const QJsonValue& array) {
 QString blankness(const QString& path) {
   QImage image(path);
   if (image.isNull()) return "cannot read " + path;
-  if (image.width() < 600 || image.height() < 400) return QString("too small: %1x%2").arg(image.width()).arg(image.height());
+  if (image.width() < 600 || image.height() < 400)
+    return QString("too small: %1x%2").arg(image.width()).arg(image.height());
   std::map<QRgb, int> counts;
   for (int y = 0; y < image.height(); y += 2)
     for (int x = 0; x < image.width(); x += 2) ++counts[image.pixel(x, y)];
@@ -54,8 +55,8 @@ class GuiSwarm : public QObject {
   QTemporaryDir dir_;
 
   QStringList peerArgs(const QString& name, const QString& listen, const QString& bootstrap, int rounds) const {
-    QStringList a{"--data-dir", dir_.filePath(name), "--listen", listen, "--sync-every", "5", "--eval-every", "5",
-                  "--rounds", QString::number(rounds), "--threads", "1"};
+    QStringList a{"--data-dir", dir_.filePath(name),     "--listen",  listen, "--sync-every", "5", "--eval-every", "5",
+                  "--rounds",   QString::number(rounds), "--threads", "1"};
     if (!bootstrap.isEmpty()) a << "--bootstrap" << bootstrap;
     return a;
   }
@@ -78,7 +79,8 @@ class GuiSwarm : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    if (QStandardPaths::findExecutable("xvfb-run").isEmpty()) QFAIL("xvfb-run is not installed (scripts/setup installs xvfb)");
+    if (QStandardPaths::findExecutable("xvfb-run").isEmpty())
+      QFAIL("xvfb-run is not installed (scripts/setup installs xvfb)");
   }
 
   void windowFollowsThreePeersAndKeepsHistory() {
@@ -101,7 +103,8 @@ class GuiSwarm : public QObject {
       QVERIFY2(p->finishedWith(0), qPrintable(p->name()));
       QCOMPARE(int(p->rounds().size()), 3);
     }
-    QVERIFY2(gui->logContains("Bandwidth caps: upload 8192 KiB/s, download unlimited"), "the settings' cap did not reach the engine");
+    QVERIFY2(gui->logContains("Bandwidth caps: upload 8192 KiB/s, download unlimited"),
+             "the settings' cap did not reach the engine");
     for (int r = 1; r <= 3; ++r) {
       QCOMPARE(gui->rounds().at(r).peers, 3);
       QCOMPARE(gui->rounds().at(r).merged, a.rounds().at(r).merged);

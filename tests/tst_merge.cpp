@@ -85,9 +85,8 @@ NamedTensors referenceWarmup(const NamedTensors& weights, int layers, int expert
       std::vector<int> others;
       for (int j = 0; j < experts; ++j)
         if (j != e) others.push_back(j);
-      std::sort(others.begin(), others.end(), [&](int a, int b) {
-        return cosine(e, a) != cosine(e, b) ? cosine(e, a) > cosine(e, b) : a < b;
-      });
+      std::sort(others.begin(), others.end(),
+                [&](int a, int b) { return cosine(e, a) != cosine(e, b) ? cosine(e, a) > cosine(e, b) : a < b; });
       others.resize(k);
       for (const char* part : {"w1", "w2", "w3"}) {
         const std::vector<double> self = flat(l, e, part);
@@ -115,11 +114,9 @@ class MergeTest : public QObject {
   void initTestCase() { torch::set_num_threads(1); }
 
   void sharedTensorIsBasePlusMeanOfAllDeltas() {
-    const auto merged = aggregate(smallBase(),
-                                  {{"a", {{kShared, vec({0.5f, -1})}}},
-                                   {"b", {{kShared, vec({1.5f, 3})}}},
-                                   {"c", {{kShared, vec({1, 1})}}}},
-                                  {});
+    const auto merged = aggregate(
+        smallBase(),
+        {{"a", {{kShared, vec({0.5f, -1})}}}, {"b", {{kShared, vec({1.5f, 3})}}}, {"c", {{kShared, vec({1, 1})}}}}, {});
     // mean delta = ([0.5, -1] + [1.5, 3] + [1, 1]) / 3 = [1, 1]
     QVERIFY(torch::equal(find(merged, kShared), vec({2, 3})));
   }
@@ -132,25 +129,22 @@ class MergeTest : public QObject {
   }
 
   void eachExpertIsTakenFromItsOwner() {
-    const auto merged = aggregate(smallBase(),
-                                  {{"a", {{expert(0), vec({1, 1})}}}, {"b", {{expert(1), vec({2, -2})}}}},
+    const auto merged = aggregate(smallBase(), {{"a", {{expert(0), vec({1, 1})}}}, {"b", {{expert(1), vec({2, -2})}}}},
                                   {{0, {"a"}}, {1, {"b"}}});
     QVERIFY(torch::equal(find(merged, expert(0)), vec({11, 21})));
     QVERIFY(torch::equal(find(merged, expert(1)), vec({32, 38})));
   }
 
   void replicasOfOneExpertAreAveraged() {
-    const auto merged = aggregate(smallBase(),
-                                  {{"a", {{expert(0), vec({1, 2})}}}, {"b", {{expert(0), vec({3, 6})}}}},
+    const auto merged = aggregate(smallBase(), {{"a", {{expert(0), vec({1, 2})}}}, {"b", {{expert(0), vec({3, 6})}}}},
                                   {{0, {"a", "b"}}});
     QVERIFY(torch::equal(find(merged, expert(0)), vec({12, 24})));
   }
 
   void expertWithoutAnArrivingOwnerIsUnchanged() {
     // Expert 2's owner "c" sent nothing; expert 1 has no owner at all this round.
-    const auto merged = aggregate(smallBase(),
-                                  {{"a", {{kShared, vec({1, 1})}, {expert(0), vec({1, 1})}}}},
-                                  {{0, {"a"}}, {2, {"c"}}});
+    const auto merged =
+        aggregate(smallBase(), {{"a", {{kShared, vec({1, 1})}, {expert(0), vec({1, 1})}}}}, {{0, {"a"}}, {2, {"c"}}});
     QVERIFY(sameBits(find(merged, expert(1)), vec({30, 40})));
     QVERIFY(sameBits(find(merged, expert(2)), vec({50, 60})));
     QVERIFY(torch::equal(find(merged, expert(0)), vec({11, 21})));
@@ -159,10 +153,11 @@ class MergeTest : public QObject {
   void expertTensorFromANonOwnerIsIgnoredForThatExpert() {
     // "b" owns expert 1 but also sends expert 0: only "a"'s delta counts for expert 0, while
     // both still count for the shared tensor.
-    const auto merged = aggregate(smallBase(),
-                                  {{"a", {{kShared, vec({1, 1})}, {expert(0), vec({1, 1})}}},
-                                   {"b", {{kShared, vec({3, 3})}, {expert(0), vec({100, 100})}, {expert(1), vec({1, 1})}}}},
-                                  {{0, {"a"}}, {1, {"b"}}});
+    const auto merged =
+        aggregate(smallBase(),
+                  {{"a", {{kShared, vec({1, 1})}, {expert(0), vec({1, 1})}}},
+                   {"b", {{kShared, vec({3, 3})}, {expert(0), vec({100, 100})}, {expert(1), vec({1, 1})}}}},
+                  {{0, {"a"}}, {1, {"b"}}});
     QVERIFY(torch::equal(find(merged, expert(0)), vec({11, 21})));
     QVERIFY(torch::equal(find(merged, expert(1)), vec({31, 41})));
     QVERIFY(torch::equal(find(merged, kShared), vec({3, 4})));
@@ -193,8 +188,7 @@ class MergeTest : public QObject {
   }
 
   void twoContributionsFromOneSenderAreACallerError() {
-    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
-                             aggregate(smallBase(), {{"a", {}}, {"a", {}}}, {}));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, aggregate(smallBase(), {{"a", {}}, {"a", {}}}, {}));
   }
 
   void warmupBlendsEachExpertTowardsItsMostSimilarExpert() {
@@ -219,7 +213,8 @@ class MergeTest : public QObject {
     NamedTensors weights{{kShared, torch::randn({2})}};
     for (int l = 0; l < 2; ++l)
       for (int e = 0; e < 4; ++e)
-        for (const char* part : {"w1", "w2", "w3"}) weights.emplace_back(expertTensorName(l, e, part), torch::randn({2, 2}));
+        for (const char* part : {"w1", "w2", "w3"})
+          weights.emplace_back(expertTensorName(l, e, part), torch::randn({2, 2}));
     const auto out = applyMergingWarmup(weights, config, 0.3, 2);
     const auto expected = referenceWarmup(weights, 2, 4, 0.3, 2);
     QCOMPARE(out.size(), expected.size());
@@ -246,7 +241,8 @@ class MergeTest : public QObject {
     // donors: 0 <- 1, 1 <- 2, 2 <- 1, 3 <- 1; w2 = e+1
     const float w2[] = {1.5f, 2.5f, 2.5f, 3.0f};
     for (int e = 0; e < 4; ++e)
-      QVERIFY2(torch::equal(find(out, expertTensorName(0, e, "w2")), torch::full({2, 2}, w2[e])), qPrintable(QString::number(e)));
+      QVERIFY2(torch::equal(find(out, expertTensorName(0, e, "w2")), torch::full({2, 2}, w2[e])),
+               qPrintable(QString::number(e)));
   }
 
   void warmupWithZeroAlphaChangesNothing() {

@@ -44,7 +44,8 @@ class MoeModelTest : public QObject {
     std::set<std::string> expected = {"tok_emb.weight", "norm.weight", "lm_head.weight"};
     for (int l = 0; l < 2; ++l) {
       const std::string prefix = "layers." + std::to_string(l) + ".";
-      for (const char* s : {"attn_norm.weight", "attn.wqkv.weight", "attn.wo.weight", "ffn_norm.weight", "moe.router.weight"})
+      for (const char* s :
+           {"attn_norm.weight", "attn.wqkv.weight", "attn.wo.weight", "ffn_norm.weight", "moe.router.weight"})
         expected.insert(prefix + s);
       for (int e = 0; e < 4; ++e)
         for (const char* w : {"w1", "w2", "w3"}) expected.insert(expertTensorName(l, e, w));
@@ -95,7 +96,8 @@ class MoeModelTest : public QObject {
     changed.index_put_({torch::indexing::Slice(), 10}, (tokens.index({torch::indexing::Slice(), 10}) + 1) % 64);
     auto a = model->forward(tokens).logits, b = model->forward(changed).logits;
     const auto before = torch::indexing::Slice(0, 10);
-    QVERIFY(torch::allclose(a.index({torch::indexing::Slice(), before}), b.index({torch::indexing::Slice(), before}), 1e-5, 1e-6));
+    QVERIFY(torch::allclose(a.index({torch::indexing::Slice(), before}), b.index({torch::indexing::Slice(), before}),
+                            1e-5, 1e-6));
     QVERIFY(!torch::allclose(a.index({torch::indexing::Slice(), 10}), b.index({torch::indexing::Slice(), 10})));
   }
 
@@ -123,8 +125,8 @@ class MoeModelTest : public QObject {
     torch::NoGradGuard g;
     auto tokens = torch::randint(0, config.vocabSize, {2, 64}, torch::kLong);
     auto logits = model->forward(tokens).logits;
-    const double ce = torch::nn::functional::cross_entropy(logits.reshape({-1, config.vocabSize}),
-                                                           tokens.reshape({-1})).item<double>();
+    const double ce = torch::nn::functional::cross_entropy(logits.reshape({-1, config.vocabSize}), tokens.reshape({-1}))
+                          .item<double>();
     QVERIFY2(std::abs(ce - std::log(double(config.vocabSize))) < 0.1, qPrintable(QString::number(ce)));
     for (const auto& p : model->named_parameters()) {
       if (p.value().dim() < 2) {

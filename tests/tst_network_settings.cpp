@@ -61,7 +61,8 @@ bool isPrivateTestHost(const QString& endpoint) {
 }
 
 void verifyPrivate(const Outcome& o, const char* what) {
-  for (const auto& node : bootstrapOf(o.pack)) QVERIFY2(isPrivateTestHost(node), qPrintable(QString(what) + ": " + node));
+  for (const auto& node : bootstrapOf(o.pack))
+    QVERIFY2(isPrivateTestHost(node), qPrintable(QString(what) + ": " + node));
   QVERIFY2(!o.pack.get_bool(lt::settings_pack::enable_upnp), what);
   QVERIFY2(!o.pack.get_bool(lt::settings_pack::enable_natpmp), what);
   QVERIFY2(!o.pack.get_bool(lt::settings_pack::enable_lsd), what);
@@ -124,9 +125,11 @@ class TestNetworkSettings : public QObject {
     CommandLine second = parsed("--no-gui");
     es::app::applyNetworkSettings(second, again, &store);
     QCOMPARE(second.listen, first.listen);
-    QCOMPARE(QString::fromStdString(outcome("--no-gui", again).pack.get_str(lt::settings_pack::listen_interfaces)), first.listen);
+    QCOMPARE(QString::fromStdString(outcome("--no-gui", again).pack.get_str(lt::settings_pack::listen_interfaces)),
+             first.listen);
     // An explicit --listen is kept exactly.
-    QCOMPARE(QString::fromStdString(outcome("--no-gui --listen 127.0.0.1:7000").swarm.listen), QStringLiteral("127.0.0.1:7000"));
+    QCOMPARE(QString::fromStdString(outcome("--no-gui --listen 127.0.0.1:7000").swarm.listen),
+             QStringLiteral("127.0.0.1:7000"));
   }
 
   // The command lines the tests and benches use (peers on 127.0.0.1) stay private even on a

@@ -80,7 +80,8 @@ class Package : public QObject {
           "./usr/lib/systemd/user/expertswarm.service", "./usr/share/doc/expertswarm/copyright",
           "./usr/share/doc/expertswarm/changelog.gz"})
       QVERIFY2(contents.out.contains(QString(" ") + path), path);
-    QVERIFY2(!contents.out.contains(" ./home") && !contents.out.contains("/build/"), "build paths leaked into the package");
+    QVERIFY2(!contents.out.contains(" ./home") && !contents.out.contains("/build/"),
+             "build paths leaked into the package");
   }
 
   void lintianFindsNoErrors() {
@@ -98,10 +99,12 @@ class Package : public QObject {
     QVERIFY(!deb_.isEmpty());
     root_ = dir_.filePath("root");
     QCOMPARE(run("dpkg-deb", {"-x", deb_, root_}).code, 0);
-    const auto desktop = run("desktop-file-validate", {root_ + "/usr/share/applications/io.github.expertswarm.ExpertSwarm.desktop"});
+    const auto desktop =
+        run("desktop-file-validate", {root_ + "/usr/share/applications/io.github.expertswarm.ExpertSwarm.desktop"});
     QVERIFY2(desktop.code == 0 && desktop.out.trimmed().isEmpty(), qPrintable(desktop.out));
     const auto appstream =
-        run("appstreamcli", {"validate", "--no-net", "--pedantic", root_ + "/usr/share/metainfo/io.github.expertswarm.ExpertSwarm.metainfo.xml"});
+        run("appstreamcli", {"validate", "--no-net", "--pedantic",
+                             root_ + "/usr/share/metainfo/io.github.expertswarm.ExpertSwarm.metainfo.xml"});
     QVERIFY2(appstream.code == 0, qPrintable(appstream.out));
     // The user unit: restart on failure, a polite SIGTERM; systemd finds `expertswarm` on its own
     // search path. systemd-analyze checks that the command exists, so the closest check here is
@@ -144,7 +147,8 @@ class Package : public QObject {
     // with the installed run.json moved away it names the installed path.
     const QString runJson = root_ + "/usr/share/expertswarm/runs/default/run.json";
     QVERIFY(QFile::rename(runJson, runJson + ".away"));
-    const auto missing = run(binary, {"--no-gui", "--data-dir", dir_.filePath("data-missing"), "--listen", "127.0.0.1:0"});
+    const auto missing =
+        run(binary, {"--no-gui", "--data-dir", dir_.filePath("data-missing"), "--listen", "127.0.0.1:0"});
     QVERIFY(QFile::rename(runJson + ".away", runJson));
     QCOMPARE(missing.code, 2);
     QVERIFY2(missing.out.contains(root_ + "/usr/bin/../share/expertswarm/runs/default"), qPrintable(missing.out));

@@ -173,7 +173,8 @@ class PeerRecordTest : public QObject {
     negative.seq = -1;
     QVERIFY(!es::p2p::signRecord(negative, alice_).ok());
     // A merged-state fingerprint is 16–64 lower-case hex digits, nothing else.
-    for (const std::string& fingerprint : std::vector<std::string>{"0123456789ABCDEF", "0123456789abcde", std::string(65, 'a'), "0123456789abcdeg"}) {
+    for (const std::string& fingerprint :
+         std::vector<std::string>{"0123456789ABCDEF", "0123456789abcde", std::string(65, 'a'), "0123456789abcdeg"}) {
       PeerRecord badFingerprint = sampleRecord(alice_);
       badFingerprint.merged[12] = fingerprint;
       QVERIFY2(!es::p2p::signRecord(badFingerprint, alice_).ok(), fingerprint.c_str());
@@ -388,7 +389,8 @@ class PeerRecordTest : public QObject {
     QCOMPARE(book.wireBytes(alice_.publicKey()), std::optional<std::string>(current));
   }
 
-  void bookCountsSameSeqWithOtherBytesAsConflict() {
+  // Equivocation: the key is banned (tests/tst_record_book.cpp has the rest of the rule).
+  void bookCountsSameSeqWithOtherBytesAsConflictAndBansTheKey() {
     RecordBook book(kRun);
     const std::string first = signedBytes(sampleRecord(alice_, 7), alice_);
     book.offer(first, "peer-1");
@@ -397,7 +399,8 @@ class PeerRecordTest : public QObject {
     const auto result = book.offer(signedBytes(other, alice_), "peer-2");
     QCOMPARE(result.outcome, OfferOutcome::Conflict);
     QCOMPARE(book.dropsFrom("peer-2"), 1);
-    QCOMPARE(book.wireBytes(alice_.publicKey()), std::optional<std::string>(first));
+    QVERIFY(!book.wireBytes(alice_.publicKey()));
+    QVERIFY(book.isBanned(alice_.publicKey()));
   }
 
   void bookCountsRejectionsPerSender() {

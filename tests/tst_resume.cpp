@@ -19,10 +19,13 @@ namespace {
 constexpr int kSteps = 6;
 
 QStringList trainArgs(const QString& dataDir, int steps) {
-  return {QStringLiteral("--no-gui"), QStringLiteral("--local-only"), QStringLiteral("--threads"), QStringLiteral("1"),
-          QStringLiteral("--experts"), QStringLiteral("2,5"), QStringLiteral("--steps"), QString::number(steps),
-          QStringLiteral("--log-every"), QStringLiteral("2"), QStringLiteral("--eval-every"), QStringLiteral("4"),
-          QStringLiteral("--data-dir"), dataDir};
+  return {QStringLiteral("--no-gui"),     QStringLiteral("--local-only"),
+          QStringLiteral("--threads"),    QStringLiteral("1"),
+          QStringLiteral("--experts"),    QStringLiteral("2,5"),
+          QStringLiteral("--steps"),      QString::number(steps),
+          QStringLiteral("--log-every"),  QStringLiteral("2"),
+          QStringLiteral("--eval-every"), QStringLiteral("4"),
+          QStringLiteral("--data-dir"),   dataDir};
 }
 
 std::string statePath(const QString& dataDir) {
@@ -60,7 +63,8 @@ class ResumeTest : public QObject {
     QVERIFY2(second.err.contains(QStringLiteral("Resumed. Step: %1").arg(kSteps)), qPrintable(second.err));
 
     // Progress lines: one per log interval, val_loss at eval points.
-    const QRegularExpression line(QStringLiteral(R"(^step=(\d+) loss=[0-9.]+ lr=[0-9.e+-]+ tok/s=\d+( val_loss=[0-9.]+)?$)"));
+    const QRegularExpression line(
+        QStringLiteral(R"(^step=(\d+) loss=[0-9.]+ lr=[0-9.e+-]+ tok/s=\d+( val_loss=[0-9.]+)?$)"));
     const auto lines = straight.out.trimmed().split(QLatin1Char('\n'));
     QCOMPARE(lines.size(), kSteps);  // steps 2, 4, ..., 12
     for (const QString& l : lines) {

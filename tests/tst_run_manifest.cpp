@@ -129,11 +129,16 @@ class RunManifestTest : public QObject {
   void corpusPathsThatLeaveTheRunAreRefused_data() {
     QTest::addColumn<QString>("field");
     QTest::addColumn<QString>("path");
-    QTest::newRow("absolute") << "data.train_corpus" << "/etc/passwd";
-    QTest::newRow("climbs out") << "data.train_corpus" << "corpus/../../x";
-    QTest::newRow("device") << "data.train_corpus" << "/dev/zero";
-    QTest::newRow("val absolute") << "data.val_corpus" << "/etc/passwd";
-    QTest::newRow("val parent") << "data.val_corpus" << "../run.json";
+    QTest::newRow("absolute") << "data.train_corpus"
+                              << "/etc/passwd";
+    QTest::newRow("climbs out") << "data.train_corpus"
+                                << "corpus/../../x";
+    QTest::newRow("device") << "data.train_corpus"
+                            << "/dev/zero";
+    QTest::newRow("val absolute") << "data.val_corpus"
+                                  << "/etc/passwd";
+    QTest::newRow("val parent") << "data.val_corpus"
+                                << "../run.json";
   }
   void corpusPathsThatLeaveTheRunAreRefused() {
     QFETCH(QString, field);
@@ -204,8 +209,9 @@ class RunManifestTest : public QObject {
     QVERIFY(QFile::copy(kBundledRun + "/run.json", source_ + "/run.json"));
     QVERIFY(QFile::link(kBundledRun + "/corpus", source_ + "/corpus"));
     expectRefusedWithNothingCreated("outside the run folder");  // without the allowance
-    const auto prepared = prepareRunData(source_.toStdString(), runDir_.toStdString(), [](const std::string&) {},
-                                         (kBundledRun + "/corpus").toStdString());
+    const auto prepared = prepareRunData(
+        source_.toStdString(), runDir_.toStdString(), [](const std::string&) {},
+        (kBundledRun + "/corpus").toStdString());
     QVERIFY2(prepared.ok(), prepared.ok() ? "" : prepared.error().c_str());
     QVERIFY(QFileInfo::exists(runDir_ + "/prepared.json"));
   }
@@ -235,6 +241,13 @@ class RunManifestTest : public QObject {
     QTest::newRow("warmup alpha0 above one") << "swarm.merge_warmup.alpha0" << QJsonValue(2);
     QTest::newRow("warmup decay negative") << "swarm.merge_warmup.decay_steps" << QJsonValue(-1000);
     QTest::newRow("warmup topk zero") << "swarm.merge_warmup.topk" << QJsonValue(0);
+    QTest::newRow("aggregate rule unknown") << "swarm.aggregate.rule" << QJsonValue("median");
+    QTest::newRow("aggregate rule not a string") << "swarm.aggregate.rule" << QJsonValue(1);
+    QTest::newRow("clip iterations zero") << "swarm.aggregate.clip_iterations" << QJsonValue(0);
+    QTest::newRow("clip iterations huge") << "swarm.aggregate.clip_iterations" << QJsonValue(1000000);
+    QTest::newRow("clip tau factor zero") << "swarm.aggregate.clip_tau_factor" << QJsonValue(0);
+    QTest::newRow("clip tau factor huge") << "swarm.aggregate.clip_tau_factor" << QJsonValue(1e300);
+    QTest::newRow("unknown aggregate key") << "swarm.aggregate.trim" << QJsonValue(0.1);
     QTest::newRow("unknown swarm key") << "swarm.gossip_every" << QJsonValue(3);
     QTest::newRow("unknown deadline key") << "swarm.deadline.median" << QJsonValue(3);
     QTest::newRow("d_model huge") << "model.d_model" << QJsonValue(1 << 20);
@@ -261,6 +274,22 @@ class RunManifestTest : public QObject {
     QVERIFY2(m.error().find(named.toStdString()) != std::string::npos, m.error().c_str());
     makeSource(manifest);
     expectRefusedWithNothingCreated(named);
+  }
+
+  void theAggregateIsReadAndDefaultsToCenteredClipping() {
+    const auto absent = parseRunManifest(text(bundledManifest()));
+    QVERIFY(absent.ok());
+    QCOMPARE(absent->swarm.aggregate, std::string("centered_clip"));
+    const auto mean = parseRunManifest(text(bundledWith("swarm.aggregate.rule", "mean")));
+    QVERIFY(mean.ok());
+    QCOMPARE(mean->swarm.aggregate, std::string("mean"));
+    auto manifest = bundledWith("swarm.aggregate.rule", "centered_clip");
+    manifest = withValue(manifest, {"swarm", "aggregate", "clip_iterations"}, 5);
+    const auto m = parseRunManifest(text(withValue(manifest, {"swarm", "aggregate", "clip_tau_factor"}, 2.5)));
+    QVERIFY2(m.ok(), m.ok() ? "" : m.error().c_str());
+    QCOMPARE(m->swarm.aggregate, std::string("centered_clip"));
+    QCOMPARE(m->swarm.clipIterations, 5);
+    QCOMPARE(m->swarm.clipTauFactor, 2.5);
   }
 
   void aModelOverTheParameterCapIsRefused() {

@@ -43,12 +43,14 @@ at::Tensor randomBits(at::ScalarType type, std::vector<std::int64_t> shape, std:
 
 // Float tensor holding explicit special bit patterns (quiet/signalling NaN payloads, ±inf, -0).
 at::Tensor specialFloats(at::ScalarType type) {
-  const std::vector<std::uint32_t> f32 = {0x7fc00001, 0xffa00abc, 0x7f800001, 0x7f800000, 0xff800000, 0x80000000, 0x00000001};
+  const std::vector<std::uint32_t> f32 = {0x7fc00001, 0xffa00abc, 0x7f800001, 0x7f800000,
+                                          0xff800000, 0x80000000, 0x00000001};
   const std::vector<std::uint16_t> f16 = {0x7e01, 0xfd55, 0x7c01, 0x7c00, 0xfc00, 0x8000, 0x0001};
   const std::vector<std::uint16_t> bf16 = {0x7fc1, 0xffa1, 0x7f81, 0x7f80, 0xff80, 0x8000, 0x0001};
   at::Tensor t = at::empty({7}, at::TensorOptions().dtype(type));
-  const void* src = type == at::kFloat ? static_cast<const void*>(f32.data())
-                                       : type == at::kHalf ? static_cast<const void*>(f16.data()) : bf16.data();
+  const void* src = type == at::kFloat  ? static_cast<const void*>(f32.data())
+                    : type == at::kHalf ? static_cast<const void*>(f16.data())
+                                        : bf16.data();
   std::memcpy(t.data_ptr(), src, 7 * t.element_size());
   return t;
 }
@@ -60,7 +62,9 @@ QByteArray withLength(quint64 n, const QByteArray& rest) {
 }
 
 // A hand-made file: correct length prefix, the given header text, `dataBytes` bytes of data.
-QByteArray craft(const QByteArray& header, int dataBytes) { return withLength(header.size(), header + QByteArray(dataBytes, 'x')); }
+QByteArray craft(const QByteArray& header, int dataBytes) {
+  return withLength(header.size(), header + QByteArray(dataBytes, 'x'));
+}
 
 void writeBytes(const QString& path, const QByteArray& bytes) {
   QFile f(path);
@@ -100,7 +104,8 @@ NamedTensors TstSafetensors::everyDtypeTensors() {
   const std::vector<std::vector<std::int64_t>> shapes = {{}, {0}, {3, 0, 2}, {5}, {2, 3, 4}};
   for (const auto type : kAllTypes) {
     const std::string base = std::string(c10::toString(type));
-    for (std::size_t i = 0; i < shapes.size(); ++i) tensors.emplace_back(base + ".s" + std::to_string(i), randomBits(type, shapes[i], rng));
+    for (std::size_t i = 0; i < shapes.size(); ++i)
+      tensors.emplace_back(base + ".s" + std::to_string(i), randomBits(type, shapes[i], rng));
     if (at::isFloatingType(type)) tensors.emplace_back(base + ".special", specialFloats(type));
   }
   return tensors;
@@ -134,9 +139,8 @@ void TstSafetensors::roundTripsEveryDtypeBitExactly() {
 
 void TstSafetensors::roundTripsNonContiguousAndGradTensors() {
   const at::Tensor base = at::arange(24, at::kFloat).reshape({4, 6});
-  const NamedTensors tensors = {{"transposed", base.t()},
-                                {"strided", base.slice(1, 0, 6, 2)},
-                                {"grad", at::ones({3}).set_requires_grad(true)}};
+  const NamedTensors tensors = {
+      {"transposed", base.t()}, {"strided", base.slice(1, 0, 6, 2)}, {"grad", at::ones({3}).set_requires_grad(true)}};
   const std::string path = dir_.filePath("views.safetensors").toStdString();
   QVERIFY(saveSafetensors(path, tensors).ok());
   const auto loaded = loadSafetensors(path);
@@ -176,7 +180,8 @@ void TstSafetensors::independentPythonReaderAgreesWithWrittenFile() {
 
   const QJsonObject pyMetadata = result.value("metadata").toObject();
   QCOMPARE(pyMetadata.size(), static_cast<qsizetype>(metadata.size()));
-  for (const auto& [key, value] : metadata) QCOMPARE(pyMetadata.value(QString::fromStdString(key)).toString(), QString::fromStdString(value));
+  for (const auto& [key, value] : metadata)
+    QCOMPARE(pyMetadata.value(QString::fromStdString(key)).toString(), QString::fromStdString(value));
 
   NamedTensors sorted = tensors;
   std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -226,7 +231,8 @@ void TstSafetensors::rejectsMalformedFileWithClearError_data() {
 
   const QByteArray u8x8 = R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]}})";
   auto entry = [](const char* name, const char* dtype, const char* shape, const char* offsets) {
-    return QByteArray("\"") + name + R"(":{"dtype":)" + dtype + R"(,"shape":)" + shape + R"(,"data_offsets":)" + offsets + "}";
+    return QByteArray("\"") + name + R"(":{"dtype":)" + dtype + R"(,"shape":)" + shape + R"(,"data_offsets":)" +
+           offsets + "}";
   };
   auto one = [&](const char* dtype, const char* shape, const char* offsets) {
     return "{" + entry("a", dtype, shape, offsets) + "}";
@@ -244,15 +250,20 @@ void TstSafetensors::rejectsMalformedFileWithClearError_data() {
   QTest::newRow("header not UTF-8") << craft("{\"\xff\":1}", 0) << "not valid JSON";
   QTest::newRow("header is JSON array") << craft("[1,2]", 0) << "JSON object";
   QTest::newRow("entry not object") << craft(R"({"a":[1]})", 0) << "must be a JSON object";
-  QTest::newRow("overlapping offsets")
-      << craft("{" + entry("a", "\"U8\"", "[8]", "[0,8]") + "," + entry("b", "\"U8\"", "[8]", "[4,12]") + "}", 12) << "overlap";
+  QTest::newRow("overlapping offsets") << craft("{" + entry("a", "\"U8\"", "[8]", "[0,8]") + "," +
+                                                    entry("b", "\"U8\"", "[8]", "[4,12]") + "}",
+                                                12)
+                                       << "overlap";
   QTest::newRow("out-of-range offsets") << craft(one("\"U8\"", "[8]", "[100,108]"), 8) << "out of range";
-  QTest::newRow("offsets near 2^64") << craft(one("\"U8\"", "[1]", "[18446744073709551614,18446744073709551615]"), 1) << "out of range";
+  QTest::newRow("offsets near 2^64") << craft(one("\"U8\"", "[1]", "[18446744073709551614,18446744073709551615]"), 1)
+                                     << "out of range";
   QTest::newRow("offsets begin after end") << craft(one("\"U8\"", "[0]", "[8,0]"), 8) << "begin after end";
   QTest::newRow("offsets not a pair") << craft(one("\"U8\"", "[0]", "[0]"), 0) << "data_offsets";
   QTest::newRow("negative offset") << craft(one("\"U8\"", "[0]", "[-1,0]"), 0) << "data_offsets";
-  QTest::newRow("hole between tensors")
-      << craft("{" + entry("a", "\"U8\"", "[4]", "[0,4]") + "," + entry("b", "\"U8\"", "[4]", "[8,12]") + "}", 12) << "hole";
+  QTest::newRow("hole between tensors") << craft("{" + entry("a", "\"U8\"", "[4]", "[0,4]") + "," +
+                                                     entry("b", "\"U8\"", "[4]", "[8,12]") + "}",
+                                                 12)
+                                        << "hole";
   QTest::newRow("hole at start") << craft(one("\"U8\"", "[4]", "[4,8]"), 8) << "hole";
   QTest::newRow("trailing bytes") << craft(one("\"U8\"", "[4]", "[0,4]"), 8) << "trailing";
   QTest::newRow("unknown dtype") << craft(one("\"F64\"", "[1]", "[0,8]"), 8) << "unknown dtype";
@@ -263,7 +274,8 @@ void TstSafetensors::rejectsMalformedFileWithClearError_data() {
       << "duplicate tensor name";
   QTest::newRow("duplicate key in entry")
       << craft(R"({"a":{"dtype":"U8","dtype":"U8","shape":[1],"data_offsets":[0,1]}})", 1) << "duplicate key";
-  QTest::newRow("unexpected key") << craft(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":0}})", 1) << "unexpected key";
+  QTest::newRow("unexpected key") << craft(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":0}})", 1)
+                                  << "unexpected key";
   QTest::newRow("missing key") << craft(R"({"a":{"dtype":"U8","shape":[1]}})", 1) << "missing key";
   QTest::newRow("non-string metadata value") << craft(R"({"__metadata__":{"k":1}})", 0) << "not a string";
   QTest::newRow("metadata not an object") << craft(R"({"__metadata__":"k"})", 0) << "__metadata__";
@@ -272,8 +284,10 @@ void TstSafetensors::rejectsMalformedFileWithClearError_data() {
   QTest::newRow("shape not array") << craft(one("\"U8\"", "4", "[0,4]"), 4) << "shape";
   QTest::newRow("dimension beyond int64") << craft(one("\"U8\"", "[9223372036854775808]", "[0,0]"), 0) << "too large";
   // Wrapping 64-bit products would match these offsets: 2^32 * 2^32 = 0, 4 * (2^62 + 1) = 4.
-  QTest::newRow("overflowing shape wraps to 0") << craft(one("\"U8\"", "[4294967296,4294967296]", "[0,0]"), 0) << "overflow";
-  QTest::newRow("overflowing byte count wraps to 4") << craft(one("\"F32\"", "[4611686018427387905]", "[0,4]"), 4) << "overflow";
+  QTest::newRow("overflowing shape wraps to 0")
+      << craft(one("\"U8\"", "[4294967296,4294967296]", "[0,0]"), 0) << "overflow";
+  QTest::newRow("overflowing byte count wraps to 4")
+      << craft(one("\"F32\"", "[4611686018427387905]", "[0,4]"), 4) << "overflow";
 }
 
 void TstSafetensors::rejectsMalformedFileWithClearError() {
@@ -287,7 +301,8 @@ void TstSafetensors::rejectsMalformedFileWithClearError() {
   const QString error = QString::fromStdString(header.error());
   QVERIFY2(error.contains(keyword, Qt::CaseInsensitive), qPrintable("error lacks \"" + keyword + "\": " + error));
   // Errors about one tensor name it, so a user can find the culprit.
-  if (error.startsWith(QString::fromStdString("\"" + path.toStdString() + "\": tensor "))) QVERIFY(error.contains("\"a\""));
+  if (error.startsWith(QString::fromStdString("\"" + path.toStdString() + "\": tensor ")))
+    QVERIFY(error.contains("\"a\""));
 
   const auto loaded = loadSafetensors(path.toStdString());
   QVERIFY(!loaded.ok());
@@ -297,12 +312,9 @@ void TstSafetensors::rejectsMalformedFileWithClearError() {
 void TstSafetensors::refusesToSaveInvalidTensors() {
   const at::Tensor t = at::zeros({2});
   const std::vector<std::pair<NamedTensors, QString>> cases = {
-      {{{"a", t}, {"a", t}}, "duplicate"},
-      {{{"", t}}, "empty name"},
-      {{{"__metadata__", t}}, "reserved"},
-      {{{"d", at::zeros({2}, at::kDouble)}}, "unsupported dtype"},
-      {{{"u", at::Tensor()}}, "undefined"},
-      {{{"\xff", t}}, "UTF-8"},
+      {{{"a", t}, {"a", t}}, "duplicate"},  {{{"", t}}, "empty name"},
+      {{{"__metadata__", t}}, "reserved"},  {{{"d", at::zeros({2}, at::kDouble)}}, "unsupported dtype"},
+      {{{"u", at::Tensor()}}, "undefined"}, {{{"\xff", t}}, "UTF-8"},
   };
   for (const auto& [tensors, keyword] : cases) {
     const QString path = dir_.filePath("refused.safetensors");

@@ -3,7 +3,7 @@
 // bit-identical weights; an expert changes only through its owners' contributions (exactly
 // base + the owner's decoded delta), an expert nobody owns never changes, shared tensors are the
 // mean; the warm-up comes after the aggregate; FedAvg averages every tensor; the centralized
-// baseline sees the same tokens.
+// baseline sees the same tokens; centered clipping keeps the peers identical.
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
 #include "core/model/tensor_names.h"
 #include "core/sim/simulated_swarm.h"
@@ -72,7 +72,8 @@ struct Checks {
 };
 
 sim::SimResult run(sim::Strategy strategy, const sim::SimConfig& config, const sim::MergeObserver& observer = {}) {
-  auto result = sim::runSimulation(strategy, config, test::defaultRunData(), [](const std::string&) {}, observer);
+  auto result = sim::runSimulation(
+      strategy, config, test::defaultRunData(), [](const std::string&) {}, observer);
   if (!result) qFatal("simulation failed: %s", result.error().c_str());
   return std::move(*result);
 }
@@ -121,19 +122,22 @@ class SpesSimTest : public QObject {
         for (const auto& [name, t] : r.base) {  // exactly shared ∪ the sender's own experts
           const auto e = model::expertOf(name);
           const bool expected = !e || own.count(e->expert);
-          checks.expect(deltaOf[c.sender].count(name) == (expected ? 1u : 0u), QString::fromStdString(c.sender + " sent " + name));
+          checks.expect(deltaOf[c.sender].count(name) == (expected ? 1u : 0u),
+                        QString::fromStdString(c.sender + " sent " + name));
         }
         for (const auto& [name, t] : r.local[p]) {  // nobody else's expert moved on this peer
           const auto e = model::expertOf(name);
-          if (e && !own.count(e->expert)) checks.expect(torch::equal(t, base.at(name)), QString::fromStdString(name + " moved locally"));
+          if (e && !own.count(e->expert))
+            checks.expect(torch::equal(t, base.at(name)), QString::fromStdString(name + " moved locally"));
         }
       }
       for (const auto& [name, before] : base) {
         const auto e = model::expertOf(name);
         if (!e) {  // shared: the mean of both peers' deltas
           const bool both = deltaOf["peer-0"].count(name) && deltaOf["peer-1"].count(name);
-          checks.expect(both && close(merged.at(name), basePlusMean(before, {deltaOf["peer-0"][name], deltaOf["peer-1"][name]})),
-                        QString::fromStdString(name + " is not the mean"));
+          checks.expect(
+              both && close(merged.at(name), basePlusMean(before, {deltaOf["peer-0"][name], deltaOf["peer-1"][name]})),
+              QString::fromStdString(name + " is not the mean"));
           continue;
         }
         const auto owners = r.owners.find(e->expert);
@@ -154,7 +158,7 @@ class SpesSimTest : public QObject {
     const auto result = run(sim::Strategy::Spes, config, observer);
     QVERIFY2(checks.failures.isEmpty(), qPrintable(checks.report()));
     QCOMPARE(merges, 3);
-    QVERIFY(checks.checked > 3 * 2 * 40);  // every tensor of every merge was looked at
+    QVERIFY(checks.checked > 3 * 2 * 40);                     // every tensor of every merge was looked at
     QCOMPARE(initialUnowned.size(), std::size_t(2 * 2 * 3));  // experts 2, 3 × 2 layers × w1 w2 w3
     QCOMPARE(result.merges, 3);
     QVERIFY(result.peersIdenticalAfterEveryMerge);
@@ -190,7 +194,8 @@ class SpesSimTest : public QObject {
         for (const auto& owner : r.owners.at(e->expert))
           if (deltaOf[owner].count(name)) deltas.push_back(deltaOf[owner][name]);
         checks.expect(deltas.size() == 2, "two owners' deltas");
-        checks.expect(!deltas.empty() && close(merged.at(name), basePlusMean(before, deltas)), QString::fromStdString(name));
+        checks.expect(!deltas.empty() && close(merged.at(name), basePlusMean(before, deltas)),
+                      QString::fromStdString(name));
       }
     };
     const auto result = run(sim::Strategy::Spes, config, observer);
@@ -248,6 +253,19 @@ class SpesSimTest : public QObject {
     QCOMPARE(result.optimizerStateBytesPerPeer, 8 * config.model.totalParameters());
   }
 
+  // Centered clipping through the whole path (int8, 4 peers, each merging in its own arrival
+  // order): peers stay bit-identical, nothing honest is rejected, the loss falls.
+  void centeredClipKeepsPeersIdentical() {
+    auto config = tinyConfig(4, 8, 4);
+    config.codec = sync::Codec::Int8;
+    config.aggregate = {sync::SharedRule::CenteredClip, 3, 1.0};
+    const auto result = run(sim::Strategy::Spes, config);
+    QVERIFY(result.peersIdenticalAfterEveryMerge);
+    QCOMPARE(result.rejectedContributions, 0);
+    qInfo("val loss %.4f -> %.4f", result.initialValLoss, result.finalValLoss);
+    QVERIFY(result.finalValLoss < result.initialValLoss - 0.2);
+  }
+
   // Centralized: the same initial weights, the same tokens (P× the batch), all experts' state.
   void centralizedSeesTheSameTokens() {
     const auto config = tinyConfig(2, 8, 4);
@@ -258,7 +276,8 @@ class SpesSimTest : public QObject {
     QCOMPARE(spes.tokensTrained, tokens);
     QCOMPARE(central.initialValLoss, spes.initialValLoss);  // same weights, same validation slice
     QCOMPARE(central.curve.size(), spes.curve.size());
-    qInfo("val loss %.4f -> centralized %.4f, spes %.4f", central.initialValLoss, central.finalValLoss, spes.finalValLoss);
+    qInfo("val loss %.4f -> centralized %.4f, spes %.4f", central.initialValLoss, central.finalValLoss,
+          spes.finalValLoss);
     QVERIFY(central.finalValLoss < central.initialValLoss - 0.2);
     QCOMPARE(central.merges, 0);
     QVERIFY(central.bytes.empty());

@@ -68,8 +68,8 @@ es::store::RoundRow roundRow(std::int64_t round) {
 
 constexpr const char* kWriterFlag = "--write-rounds-until-killed";
 
-// The crash child (this binary run with kWriterFlag): records rounds (three contributions, claims, metrics, then the round) as fast as
-// it can until it is killed. Flushes after every other round so bursts hold one or two rounds.
+// The crash child (this binary run with kWriterFlag): records rounds (three contributions, claims, metrics, then the
+// round) as fast as it can until it is killed. Flushes after every other round so bursts hold one or two rounds.
 [[noreturn]] void writeRoundsUntilKilled(const std::string& path) {
   auto ledger = Ledger::open(path, kMigrations);
   auto reader = ledger ? LedgerReader::open(path) : es::makeError("not opened");
@@ -104,10 +104,10 @@ class StoreTest : public QObject {
     QVERIFY2(migrations.ok(), why(migrations));
 
     Db db = rawOpen(path);
-    for (const char* table : {"runs", "peers", "records", "rounds", "contributions", "metrics", "claims",
-                              "transfers", "schema_migrations"}) {
-      const std::string sql = std::string("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '") +
-                              table + "'";
+    for (const char* table : {"runs", "peers", "records", "rounds", "contributions", "metrics", "claims", "transfers",
+                              "schema_migrations"}) {
+      const std::string sql =
+          std::string("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '") + table + "'";
       QVERIFY2(integerOf(db, sql.c_str()) == 1, table);
     }
     QCOMPARE(integerOf(db, "PRAGMA user_version"), static_cast<std::int64_t>(migrations->back().version));
@@ -127,7 +127,9 @@ class StoreTest : public QObject {
       QVERIFY((*ledger)->flush().ok());
     }
     Db db = rawOpen(path);
-    QCOMPARE(integerOf(db, "SELECT count(*) FROM schema_migrations"), std::int64_t{1});
+    const auto migrations = es::store::listMigrations(kMigrations);
+    QVERIFY(migrations.ok());
+    QCOMPARE(integerOf(db, "SELECT count(*) FROM schema_migrations"), static_cast<std::int64_t>(migrations->size()));
     QCOMPARE(integerOf(db, "SELECT count(*) FROM rounds"), std::int64_t{3});
   }
 
@@ -141,8 +143,7 @@ class StoreTest : public QObject {
     }
     auto ledger = Ledger::open(path, kMigrations);
     QVERIFY(!ledger.ok());
-    QVERIFY2(contains(ledger.error(), "created by a newer ExpertSwarm") && contains(ledger.error(), path),
-             why(ledger));
+    QVERIFY2(contains(ledger.error(), "created by a newer ExpertSwarm") && contains(ledger.error(), path), why(ledger));
     Db db = rawOpen(path);
     QCOMPARE(integerOf(db, "PRAGMA user_version"), std::int64_t{99});
   }
@@ -157,8 +158,7 @@ class StoreTest : public QObject {
     for (const std::string& path : {foreign, anonymous}) {
       auto ledger = Ledger::open(path, kMigrations);
       QVERIFY(!ledger.ok());
-      QVERIFY2(contains(ledger.error(), "another application") && contains(ledger.error(), path),
-               why(ledger));
+      QVERIFY2(contains(ledger.error(), "another application") && contains(ledger.error(), path), why(ledger));
       auto reader = LedgerReader::open(path);
       QVERIFY(!reader.ok());
       Db db = rawOpen(path);
@@ -336,6 +336,38 @@ class StoreTest : public QObject {
     QCOMPARE(peers->at(0).firstSeen, std::int64_t{100});
     QCOMPARE(peers->at(0).lastSeen, std::int64_t{150});
     QCOMPARE((*reader)->lastCommittedRound(kRun)->value(), std::int64_t{5});
+  }
+
+  // Schema 2 gives bans a time (they expire: core/node/bans.h). A ban made under schema 1 takes
+  // its row's last_seen; bans made since carry the time banPeer ran.
+  void bansGetTheirTimeAndOldOnesTheirLastSeen() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("expertswarm.db").toStdString();
+    const std::string migrations = copyFirstMigration(dir);
+    QVERIFY(Ledger::open(path, migrations).ok());  // schema 1
+    {
+      Db db = rawOpen(path);
+      QVERIFY(db.exec("INSERT INTO runs(run_id, joined_at) VALUES('run-1', 1)").ok());
+      QVERIFY(db.exec("INSERT INTO peers(run_id, peer_id, first_seen, last_seen, banned, ban_reason) "
+                      "VALUES('run-1', 'peer-old', 10, 20, 1, 'claimed expert 9')")
+                  .ok());
+    }
+    std::filesystem::copy_file(kMigrations + "/02-ban-time.sql", migrations + "/02-ban-time.sql");
+    auto ledger = Ledger::open(path, migrations);
+    QVERIFY2(ledger.ok(), why(ledger));
+    const std::int64_t before = es::store::nowMs();
+    (*ledger)->banPeer(kRun, "peer-new", "norm 3.1e6 > bound 4.2");
+    QVERIFY((*ledger)->flush().ok());
+    auto reader = LedgerReader::open(path);
+    QVERIFY2(reader.ok(), why(reader));
+    auto bans = (*reader)->bansSince(kRun, 0);
+    QVERIFY2(bans.ok(), why(bans));
+    QCOMPARE(bans->size(), std::size_t{2});
+    QCOMPARE(bans->at(0).peerId, std::string("peer-new"));
+    QVERIFY(bans->at(0).bannedAt >= before);
+    QCOMPARE(bans->at(1).bannedAt, std::int64_t{20});
+    QCOMPARE(bans->at(1).banReason, std::string("claimed expert 9"));
+    QCOMPARE((*reader)->bansSince(kRun, 21)->size(), std::size_t{1});
   }
 
   void bannedPeerIsVisibleToTheReaderWithItsReason() {

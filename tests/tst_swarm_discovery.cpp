@@ -54,30 +54,37 @@ class SwarmDiscovery : public QObject {
   }
 
   void everyPeerHoldsEveryRecordWithin30Seconds() {
-    bootstrap_ = std::make_unique<Probe>("bootstrap", QStringList{"--listen", "127.0.0.1:0", "--key", dir_.filePath("bootstrap.key")});
+    bootstrap_ = std::make_unique<Probe>(
+        "bootstrap", QStringList{"--listen", "127.0.0.1:0", "--key", dir_.filePath("bootstrap.key")});
     QVERIFY(waitUntil([&] { return !bootstrap_->find([](auto& e) { return isEvent(e, "ready"); }).isEmpty(); }, 10000));
     const auto node = bootstrap_->find([](auto& e) { return isEvent(e, "ready"); }).value("endpoint").toString();
 
     QElapsedTimer clock;
     clock.start();
     for (int i = 0; i < kPeers; ++i)
-      peers_.push_back(std::make_unique<Probe>(QString("peer%1").arg(i),
-          QStringList{"--listen", "127.0.0.1:0", "--bootstrap", node, "--key", dir_.filePath(QString("peer%1.key").arg(i)),
-                      "--run", dir_.filePath("run.torrent"), "--run-dir", dir_.filePath(QString("peer%1/run").arg(i))}));
+      peers_.push_back(std::make_unique<Probe>(
+          QString("peer%1").arg(i),
+          QStringList{"--listen", "127.0.0.1:0", "--bootstrap", node, "--key",
+                      dir_.filePath(QString("peer%1.key").arg(i)), "--run", dir_.filePath("run.torrent"), "--run-dir",
+                      dir_.filePath(QString("peer%1/run").arg(i))}));
     for (auto& p : peers_) {
-      QVERIFY2(waitUntil([&] { return !p->find([](auto& e) { return isEvent(e, "ready"); }).isEmpty(); }, 10000), qPrintable(p->name()));
+      QVERIFY2(waitUntil([&] { return !p->find([](auto& e) { return isEvent(e, "ready"); }).isEmpty(); }, 10000),
+               qPrintable(p->name()));
       keys_.push_back(p->find([](auto& e) { return isEvent(e, "ready"); }).value("pk").toString());
     }
     // Each peer claims expert i of 8 for rounds 0..10.
     for (int i = 0; i < kPeers; ++i) peers_[i]->send(QString("record 1 0 %1 10").arg(i));
-    const bool all = waitUntil([&] {
-      for (int i = 0; i < kPeers; ++i)
-        for (int j = 0; j < kPeers; ++j)
-          if (i != j && recordsSeen(*peers_[i], keys_[j], 1) == 0) return false;
-      return true;
-    }, 30000);
+    const bool all = waitUntil(
+        [&] {
+          for (int i = 0; i < kPeers; ++i)
+            for (int j = 0; j < kPeers; ++j)
+              if (i != j && recordsSeen(*peers_[i], keys_[j], 1) == 0) return false;
+          return true;
+        },
+        30000);
     const double seconds = clock.elapsed() / 1000.0;
-    qInfo("discovery: all %d peers hold all %d records %.2f s after the processes were started", kPeers, kPeers, seconds);
+    qInfo("discovery: all %d peers hold all %d records %.2f s after the processes were started", kPeers, kPeers,
+          seconds);
     QVERIFY2(all, "some peer lacks some record after 30 s");
     for (auto& p : peers_) {
       const auto status = ask(*p, "status", "status");
@@ -90,24 +97,29 @@ class SwarmDiscovery : public QObject {
     QVERIFY(peers_.size() == kPeers);
     std::vector<double> latencies;
     for (int i = 0; i < kPeers; ++i) {
-      const auto sentAt = ask(*peers_[i], QString("record 2 1 %1 11").arg(i), "published-record").value("t").toInteger();
+      const auto sentAt =
+          ask(*peers_[i], QString("record 2 1 %1 11").arg(i), "published-record").value("t").toInteger();
       QVERIFY(sentAt > 0);
-      QVERIFY2(waitUntil([&] {
-        for (int j = 0; j < kPeers; ++j)
-          if (j != i && recordsSeen(*peers_[j], keys_[i], 2) == 0) return false;
-        return true;
-      }, 15000), qPrintable(QString("update of peer %1 did not reach everyone in 15 s").arg(i)));
+      QVERIFY2(waitUntil(
+                   [&] {
+                     for (int j = 0; j < kPeers; ++j)
+                       if (j != i && recordsSeen(*peers_[j], keys_[i], 2) == 0) return false;
+                     return true;
+                   },
+                   15000),
+               qPrintable(QString("update of peer %1 did not reach everyone in 15 s").arg(i)));
       for (int j = 0; j < kPeers; ++j)
         if (j != i) latencies.push_back(double(firstRecord(*peers_[j], keys_[i], 2).value("t").toInteger() - sentAt));
     }
     const double worst = *std::max_element(latencies.begin(), latencies.end());
-    qInfo("record update latency over %zu deliveries: median %.0f ms, max %.0f ms", latencies.size(), median(latencies), worst);
+    qInfo("record update latency over %zu deliveries: median %.0f ms, max %.0f ms", latencies.size(), median(latencies),
+          worst);
   }
 
   void allPeersComputeTheSameLeaseMap() {
     QJsonArray first;
     for (int i = 0; i < kPeers; ++i) {
-      const auto owners = ask(*peers_[i], "leases 1 8", "leases").value("owners").toArray();
+      const auto owners = ask(*peers_[i], "leases 1 8 10", "leases").value("owners").toArray();
       QCOMPARE(owners.size(), 8);
       for (int e = 0; e < 8; ++e) {
         QCOMPARE(owners[e].toArray().size(), 1);
@@ -116,8 +128,9 @@ class SwarmDiscovery : public QObject {
       if (i == 0) first = owners;
       QCOMPARE(owners, first);
     }
-    // Leases end: in round 12 (past lease 11) nobody owns anything.
-    const auto expired = ask(*peers_[3], "leases 12 8", "leases").value("owners").toArray();
+    // Leases end: in round 12 (past lease 11) nobody owns anything. (The records say round 1, lease
+    // 11: lease_rounds 10 keeps them within the longest lease; see es::leaseHolds.)
+    const auto expired = ask(*peers_[3], "leases 12 8 10", "leases").value("owners").toArray();
     for (const auto& owners : expired) QVERIFY(owners.toArray().isEmpty());
   }
 
@@ -145,15 +158,18 @@ class SwarmDiscovery : public QObject {
     auto stolenBytes = es::p2p::recordPayload(stolen);
     const auto forgedSig = forger.sign(stolenBytes);
     // Canonical form: "sig" sorts between "seq" and "snapshot".
-    stolenBytes.insert(stolenBytes.find("8:snapshot"), "3:sig64:" + std::string(reinterpret_cast<const char*>(forgedSig.data()), 64));
-    const std::vector<std::string> bad = {"garbage, not bencode", std::string(1500, 'x'), *replay, badSig, *wrongRun, stolenBytes};
+    stolenBytes.insert(stolenBytes.find("8:snapshot"),
+                       "3:sig64:" + std::string(reinterpret_cast<const char*>(forgedSig.data()), 64));
+    const std::vector<std::string> bad = {
+        "garbage, not bencode", std::string(1500, 'x'), *replay, badSig, *wrongRun, stolenBytes};
     std::vector<std::size_t> before;
     for (auto& p : peers_) before.push_back(p->events().size());
     for (const auto& b : bad) peers_[7]->send("inject " + QByteArray::fromStdString(b).toHex());
     auto reasonsOf = [&](int i) {
       QStringList reasons;
       for (std::size_t k = before[i]; k < peers_[i]->events().size(); ++k)
-        if (isEvent(peers_[i]->events()[k], "dropped")) reasons << peers_[i]->events()[k].value("reason").toString().section(':', 0, 0);
+        if (isEvent(peers_[i]->events()[k], "dropped"))
+          reasons << peers_[i]->events()[k].value("reason").toString().section(':', 0, 0);
       return reasons;
     };
     // The bad bytes reach peer 7's direct neighbours; nobody relays what it refused, so each
@@ -163,11 +179,13 @@ class SwarmDiscovery : public QObject {
       for (int i = 0; i < kPeers - 1; ++i) n += reasonsOf(i).isEmpty() ? 0 : 1;
       return n;
     };
-    const bool dropped = waitUntil([&] {
-      for (int i = 0; i < kPeers - 1; ++i)
-        if (!reasonsOf(i).isEmpty() && reasonsOf(i).size() < int(bad.size())) return false;
-      return neighbours() >= 1;
-    }, 15000);
+    const bool dropped = waitUntil(
+        [&] {
+          for (int i = 0; i < kPeers - 1; ++i)
+            if (!reasonsOf(i).isEmpty() && reasonsOf(i).size() < int(bad.size())) return false;
+          return neighbours() >= 1;
+        },
+        15000);
     for (int i = 0; i < kPeers - 1; ++i) qInfo() << peers_[i]->name() << "dropped:" << reasonsOf(i);
     qInfo("%d of %d peers were connected to the forger and dropped its records", neighbours(), kPeers - 1);
     QVERIFY2(dropped, "the forger's neighbours did not drop all six bad records within 15 s");
@@ -185,11 +203,13 @@ class SwarmDiscovery : public QObject {
     }
     // The swarm still works: a fresh update from peer 0 reaches everyone.
     peers_[0]->send("record 3 2 0 12");
-    QVERIFY(waitUntil([&] {
-      for (int j = 1; j < kPeers; ++j)
-        if (recordsSeen(*peers_[j], keys_[0], 3) == 0) return false;
-      return true;
-    }, 15000));
+    QVERIFY(waitUntil(
+        [&] {
+          for (int j = 1; j < kPeers; ++j)
+            if (recordsSeen(*peers_[j], keys_[0], 3) == 0) return false;
+          return true;
+        },
+        15000));
   }
 
   void cleanupTestCase() {

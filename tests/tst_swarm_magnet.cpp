@@ -1,4 +1,5 @@
-// Joining a run by its magnet link (ARCHITECTURE §6, `--run MAGNET`): a peer that knows only the
+// Joining a run by its magnet link (`--run MAGNET`; docs/ARCHITECTURE.md, "Joining by magnet
+// link"): a peer that knows only the
 // run's link and one DHT node fetches the run's manifest from the run's peers, prepares it with the
 // bundled corpus, and trains with them — the same merged state every round. While it still waits
 // for the manifest, SIGTERM stops it cleanly.
@@ -15,7 +16,7 @@ class SwarmMagnet : public QObject {
 
   QStringList args(const QString& name, const QString& listen) const {
     return {"--no-gui", "--data-dir", dir_.filePath(name), "--listen", listen, "--sync-every", "5", "--eval-every", "5",
-            "--rounds", "2", "--threads", "1"};
+            "--rounds", "2",          "--threads",         "1"};
   }
 
  private Q_SLOTS:
@@ -25,12 +26,16 @@ class SwarmMagnet : public QObject {
     const QString first = QString("127.0.0.1:%1").arg(port);
     SwarmClient a("a", args("a", first));
     // The link the first peer prints for others.
-    static const QRegularExpression linkLine(QStringLiteral("join this run with --run (magnet:\\?xt=urn:btmh:1220[0-9a-f]{64})"));
+    static const QRegularExpression linkLine(
+        QStringLiteral("join this run with --run (magnet:\\?xt=urn:btmh:1220[0-9a-f]{64})"));
     QString link;
-    QVERIFY2(waitUntil([&] {
-               link = linkLine.match(a.log().join('\n')).captured(1);
-               return !link.isEmpty() || !a.running();
-             }, 120000), "the first peer printed no magnet link");
+    QVERIFY2(waitUntil(
+                 [&] {
+                   link = linkLine.match(a.log().join('\n')).captured(1);
+                   return !link.isEmpty() || !a.running();
+                 },
+                 120000),
+             "the first peer printed no magnet link");
     QVERIFY2(!link.isEmpty(), qPrintable(a.log().join('\n')));
     SwarmClient b("b", args("b", "127.0.0.1:0") << "--run" << link << "--bootstrap" << first);
     const bool done = waitUntil([&] { return !a.running() && !b.running(); }, 400000);

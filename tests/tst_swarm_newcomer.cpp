@@ -16,30 +16,48 @@ class SwarmNewcomer : public QObject {
   QTemporaryDir dir_;
 
   QStringList args(int i, const QString& run, const QString& bootstrap, bool first) const {
-    QStringList a{"--no-gui", "--run", run, "--data-dir", dir_.filePath(QString("peer%1").arg(i)), "--listen",
-                  first ? bootstrap : QString("127.0.0.1:0"), "--sync-every", "5", "--eval-every", "5", "--rounds", QString::number(kRounds),
-                  "--threads", "1"};
+    QStringList a{"--no-gui",
+                  "--run",
+                  run,
+                  "--data-dir",
+                  dir_.filePath(QString("peer%1").arg(i)),
+                  "--listen",
+                  first ? bootstrap : QString("127.0.0.1:0"),
+                  "--sync-every",
+                  "5",
+                  "--eval-every",
+                  "5",
+                  "--rounds",
+                  QString::number(kRounds),
+                  "--threads",
+                  "1"};
     if (!first) a << "--bootstrap" << bootstrap;
     return a;
   }
 
  private Q_SLOTS:
   void newcomerStartsFromTheSnapshotAndContributes() {
-    const auto run = customRun(dir_.filePath("run"), {{"snapshot_every", 1},
-                                                      {"deadline", QJsonObject{{"factor", 2.0}, {"min_seconds", 10}, {"max_seconds", 40}}}});
+    const auto run = customRun(
+        dir_.filePath("run"),
+        {{"snapshot_every", 1}, {"deadline", QJsonObject{{"factor", 2.0}, {"min_seconds", 10}, {"max_seconds", 40}}}});
     QVERIFY(!run.isEmpty());
     const QString bootstrap = QString("127.0.0.1:%1").arg(freeLoopbackPort());
     std::vector<std::unique_ptr<SwarmClient>> peers;
-    for (int i = 0; i < 3; ++i) peers.push_back(std::make_unique<SwarmClient>(QString("peer%1").arg(i), args(i, run, bootstrap, i == 0)));
+    for (int i = 0; i < 3; ++i)
+      peers.push_back(std::make_unique<SwarmClient>(QString("peer%1").arg(i), args(i, run, bootstrap, i == 0)));
     QVERIFY2(waitUntil([&] { return peers[0]->rounds().count(2) > 0; }, 300000), "round 2 did not close");
     peers.push_back(std::make_unique<SwarmClient>("newcomer", args(3, run, bootstrap, false)));
     auto& newcomer = *peers[3];
-    const bool done = waitUntil([&] {
-      for (auto& p : peers)
-        if (p->running()) return false;
-      return true;
-    }, 500000);
-    for (auto& p : peers) qInfo().noquote() << p->name() << p->log().filter(QRegularExpression("Claim|snapshot|Snapshot|closed|step")).join("\n  ");
+    const bool done = waitUntil(
+        [&] {
+          for (auto& p : peers)
+            if (p->running()) return false;
+          return true;
+        },
+        500000);
+    for (auto& p : peers)
+      qInfo().noquote() << p->name()
+                        << p->log().filter(QRegularExpression("Claim|snapshot|Snapshot|closed|step")).join("\n  ");
     QVERIFY2(done, "the swarm did not finish");
     for (auto& p : peers) QVERIFY2(p->finishedWith(0), qPrintable(p->name()));
 
@@ -70,7 +88,8 @@ class SwarmNewcomer : public QObject {
     int joinedRound = 0;
     for (int r = snapshotRound + 1; r <= kRounds && !joinedRound; ++r)
       if (peers[0]->rounds().count(r) && peers[0]->rounds().at(r).peers == 4) joinedRound = r;
-    qInfo("newcomer took the snapshot of round %d; first round merged with its contribution: %d", snapshotRound, joinedRound);
+    qInfo("newcomer took the snapshot of round %d; first round merged with its contribution: %d", snapshotRound,
+          joinedRound);
     QVERIFY2(joinedRound > 0, "no round merged the newcomer's contribution");
     QVERIFY(joinedRound <= snapshotRound + 3);
     for (int r = joinedRound; r <= kRounds; ++r) {

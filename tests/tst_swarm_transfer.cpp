@@ -48,13 +48,15 @@ class SwarmTransfer : public QObject {
  private Q_SLOTS:
   void initTestCase() {
     QVERIFY(dir_.isValid());
-    bootstrap_ = std::make_unique<Probe>("bootstrap", QStringList{"--listen", "127.0.0.1:0", "--key", dir_.filePath("bootstrap.key")});
+    bootstrap_ = std::make_unique<Probe>(
+        "bootstrap", QStringList{"--listen", "127.0.0.1:0", "--key", dir_.filePath("bootstrap.key")});
     QVERIFY(waitUntil([&] { return !bootstrap_->find([](auto& e) { return isEvent(e, "ready"); }).isEmpty(); }, 10000));
     const auto node = bootstrap_->find([](auto& e) { return isEvent(e, "ready"); }).value("endpoint").toString();
     for (int i = 0; i < kPeers; ++i) {
       QDir().mkpath(dir_.filePath(QString("peer%1").arg(i)));
       peers_.push_back(std::make_unique<Probe>(QString("peer%1").arg(i),
-          QStringList{"--listen", "127.0.0.1:0", "--bootstrap", node, "--key", dir_.filePath(QString("peer%1.key").arg(i))}));
+                                               QStringList{"--listen", "127.0.0.1:0", "--bootstrap", node, "--key",
+                                                           dir_.filePath(QString("peer%1.key").arg(i))}));
     }
     for (auto& p : peers_)
       QVERIFY(waitUntil([&] { return !p->find([](auto& e) { return isEvent(e, "ready"); }).isEmpty(); }, 10000));
@@ -71,14 +73,18 @@ class SwarmTransfer : public QObject {
     peers_[0]->send(QString("limit %1 %2").arg(hash).arg(16 << 20));
     QElapsedTimer clock;
     clock.start();
-    for (int i = 1; i < kPeers; ++i) peers_[i]->send(QString("fetch %1 %2").arg(hash, dir_.filePath(QString("peer%1").arg(i))));
-    const bool all = waitUntil([&] {
-      for (int i = 1; i < kPeers; ++i)
-        if (finished(*peers_[i], hash).isEmpty()) return false;
-      return true;
-    }, 120000);
+    for (int i = 1; i < kPeers; ++i)
+      peers_[i]->send(QString("fetch %1 %2").arg(hash, dir_.filePath(QString("peer%1").arg(i))));
+    const bool all = waitUntil(
+        [&] {
+          for (int i = 1; i < kPeers; ++i)
+            if (finished(*peers_[i], hash).isEmpty()) return false;
+          return true;
+        },
+        120000);
     QVERIFY2(all, "not every peer finished the 64 MiB download within 120 s");
-    qInfo("64 MiB to 7 peers: %.2f s (a star at the publisher's 16 MiB/s would need >= 28 s)", clock.elapsed() / 1000.0);
+    qInfo("64 MiB to 7 peers: %.2f s (a star at the publisher's 16 MiB/s would need >= 28 s)",
+          clock.elapsed() / 1000.0);
     for (int i = 1; i < kPeers; ++i) QCOMPARE(finished(*peers_[i], hash).value("sha256").toString().toLatin1(), sha);
     qint64 fromDownloaders = 0;
     int uploaders = 0;
@@ -88,7 +94,8 @@ class SwarmTransfer : public QObject {
       uploaders += up > 0 ? 1 : 0;
     }
     const double share = double(fromDownloaders) / double(7ll * (64 << 20));
-    qInfo("downloaders uploaded %lld bytes to each other (%.0f%% of what they received); %d of 7 uploaded", fromDownloaders, 100 * share, uploaders);
+    qInfo("downloaders uploaded %lld bytes to each other (%.0f%% of what they received); %d of 7 uploaded",
+          fromDownloaders, 100 * share, uploaders);
     QVERIFY2(uploaders >= 2 && share > 0.1, "the downloaders did not upload to each other: a star, not a swarm");
   }
 
@@ -99,7 +106,8 @@ class SwarmTransfer : public QObject {
     const auto path = writeRandomFile("contribution.safetensors", 8 << 20, &sha);
     const auto hash = publish(path);
     for (int i : {1, 2}) peers_[i]->send(QString("fetch %1 %2").arg(hash, dir_.filePath(QString("peer%1/c").arg(i))));
-    QVERIFY(waitUntil([&] { return !finished(*peers_[1], hash).isEmpty() && !finished(*peers_[2], hash).isEmpty(); }, 60000));
+    QVERIFY(waitUntil([&] { return !finished(*peers_[1], hash).isEmpty() && !finished(*peers_[2], hash).isEmpty(); },
+                      60000));
     {
       QFile damaged(finished(*peers_[2], hash).value("path").toString());
       QVERIFY(damaged.open(QIODevice::ReadWrite));
@@ -112,12 +120,16 @@ class SwarmTransfer : public QObject {
       }
     }
     for (int i : {0, 1}) peers_[i]->send(QString("limit %1 %2").arg(hash).arg(1 << 20));
-    for (int i = 3; i < kPeers; ++i) peers_[i]->send(QString("fetch %1 %2").arg(hash, dir_.filePath(QString("peer%1/c").arg(i))));
-    QVERIFY2(waitUntil([&] {
-      for (int i = 3; i < kPeers; ++i)
-        if (finished(*peers_[i], hash).isEmpty()) return false;
-      return true;
-    }, 120000), "a download did not complete from the honest peers within 120 s");
+    for (int i = 3; i < kPeers; ++i)
+      peers_[i]->send(QString("fetch %1 %2").arg(hash, dir_.filePath(QString("peer%1/c").arg(i))));
+    QVERIFY2(waitUntil(
+                 [&] {
+                   for (int i = 3; i < kPeers; ++i)
+                     if (finished(*peers_[i], hash).isEmpty()) return false;
+                   return true;
+                 },
+                 120000),
+             "a download did not complete from the honest peers within 120 s");
     int hashFailures = 0;
     for (int i = 3; i < kPeers; ++i) {
       QCOMPARE(finished(*peers_[i], hash).value("sha256").toString().toLatin1(), sha);  // never the damaged bytes

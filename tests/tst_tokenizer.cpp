@@ -30,11 +30,21 @@ std::string readCorpus(const std::string& name) {
 // Inputs a tokenizer must survive: every byte value, NULs, broken UTF-8, random noise, text mixed
 // with noise (so learned merges fire next to garbage) and one chunk too long for quadratic code.
 std::vector<std::string> awkwardInputs(const std::string& text) {
-  std::vector<std::string> inputs = {"", " ", "\n", std::string(1, '\0'), std::string(100, '\0'),
-                                     "\xC3", "\x80\x80\xBF", "\xFF\xFE\xFD", "\xC0\xAF", "\xED\xA0\x80",
+  std::vector<std::string> inputs = {"",
+                                     " ",
+                                     "\n",
+                                     std::string(1, '\0'),
+                                     std::string(100, '\0'),
+                                     "\xC3",
+                                     "\x80\x80\xBF",
+                                     "\xFF\xFE\xFD",
+                                     "\xC0\xAF",
+                                     "\xED\xA0\x80",
                                      "caf\xC3\xA9 na\xC3\xAFve \xE2\x80\x94 \xF0\x9F\x98\x80!",
-                                     "it's   they'll  'tis\t\r\n  \n x", std::string(5000, ' ') + "word",
-                                     std::string(100000, 'a'), std::string(20000, '\n')};
+                                     "it's   they'll  'tis\t\r\n  \n x",
+                                     std::string(5000, ' ') + "word",
+                                     std::string(100000, 'a'),
+                                     std::string(20000, '\n')};
   std::string allBytes;
   for (int b = 0; b < 256; ++b) allBytes += static_cast<char>(b);
   inputs.push_back(allBytes);
@@ -117,7 +127,8 @@ class TokenizerTest : public QObject {
       const std::string body = bytes[0] == ' ' ? bytes.substr(1) : bytes;
       QVERIFY2(!body.empty(), bytes.c_str());
       for (const char c : body) {
-        QVERIFY2(!isWhitespace(c) && wordClass(c) == wordClass(body[0]), qPrintable("token '" + QString::fromStdString(bytes) + "'"));
+        QVERIFY2(!isWhitespace(c) && wordClass(c) == wordClass(body[0]),
+                 qPrintable("token '" + QString::fromStdString(bytes) + "'"));
       }
     }
   }
@@ -164,7 +175,8 @@ class TokenizerTest : public QObject {
   }
 
   void trainingRejectsVocabSizeOutsideTheUint16Range() {
-    for (const int bad : {-1, 0, 255, 65537}) QVERIFY2(!BpeTokenizer::train("abab", bad).ok(), qPrintable(QString::number(bad)));
+    for (const int bad : {-1, 0, 255, 65537})
+      QVERIFY2(!BpeTokenizer::train("abab", bad).ok(), qPrintable(QString::number(bad)));
     QCOMPARE(BpeTokenizer::train(train_.substr(0, 1000), 256)->vocabSize(), 256);
     QVERIFY(BpeTokenizer::train(train_.substr(0, 1000), 65536).ok());
   }
@@ -219,7 +231,8 @@ class TokenizerTest : public QObject {
   }
 
   void fromJsonAcceptsAMinimalTokenizer() {
-    const auto parsed = BpeTokenizer::fromJson(R"({"type":"byte-bpe","version":1,"vocab_size":257,"merges":[[97,98]]})");
+    const auto parsed =
+        BpeTokenizer::fromJson(R"({"type":"byte-bpe","version":1,"vocab_size":257,"merges":[[97,98]]})");
     QVERIFY2(parsed.ok(), parsed.ok() ? "" : parsed.error().c_str());
     QCOMPARE(parsed->encode("abab"), (std::vector<TokenId>{256, 256}));
   }

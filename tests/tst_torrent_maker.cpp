@@ -26,7 +26,8 @@ class TorrentMaker : public QObject {
     QByteArray bytes(700 * 1024, 'a');
     for (int i = 0; i < bytes.size(); ++i) bytes[i] = char(i * 31 % 251);
     const auto a = makeTorrent(write("one/model.safetensors", bytes).toStdString());
-    QFile::setPermissions(write("two/model.safetensors", bytes), QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+    QFile::setPermissions(write("two/model.safetensors", bytes),
+                          QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
     const auto b = makeTorrent(dir_.filePath("two/model.safetensors").toStdString());
     QVERIFY(a.ok() && b.ok());
     QCOMPARE(a->infoHashV2, b->infoHashV2);  // other folder, other mode bits, other mtime

@@ -11,9 +11,9 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <sys/resource.h>
 #include <csignal>
 #include <random>
-#include <sys/resource.h>
 
 using namespace es::ckpt;
 
@@ -142,7 +142,8 @@ void TstTrainingState::roundTripsWithoutRngState() {
 void TstTrainingState::rejectsExpAvgWithoutMatchingExpAvgSq() {
   const QString path = dir_.filePath("unpaired.safetensors");
   const at::Tensor t = at::zeros({2});
-  writeRaw(path, {{"model.w", t}, {"model.v", t}, {"adam.exp_avg.w", t}, {"adam.exp_avg_sq.w", t}, {"adam.exp_avg.v", t}});
+  writeRaw(path,
+           {{"model.w", t}, {"model.v", t}, {"adam.exp_avg.w", t}, {"adam.exp_avg_sq.w", t}, {"adam.exp_avg.v", t}});
   auto loaded = loadTrainingState(path.toStdString());
   QVERIFY(!loaded.ok());
   QVERIFY2(QString::fromStdString(loaded.error()).contains("adam.exp_avg_sq.v"), loaded.error().c_str());
@@ -180,7 +181,8 @@ void TstTrainingState::rejectsNonIntegerStepOrCursor_data() {
   for (const char* bad : {"12x", "", " 1", "+1", "1.5", "0x10", "99999999999999999999"}) {
     QTest::addRow("step \"%s\"", bad) << "step" << bad;
   }
-  for (const char* bad : {"-1", "abc", "18446744073709551616", "1 "}) QTest::addRow("data_cursor \"%s\"", bad) << "data_cursor" << bad;
+  for (const char* bad : {"-1", "abc", "18446744073709551616", "1 "})
+    QTest::addRow("data_cursor \"%s\"", bad) << "data_cursor" << bad;
 }
 
 void TstTrainingState::rejectsNonIntegerStepOrCursor() {
@@ -227,7 +229,8 @@ void TstTrainingState::failedSaveLeavesNoTempFileAndKeepsOldFile() {
   // A path in a directory that does not exist: an error, and nothing created anywhere.
   const auto missingDir = saveTrainingState(dir.filePath("missing/state.safetensors").toStdString(), sampleState());
   QVERIFY(!missingDir.ok());
-  QVERIFY2(QString::fromStdString(missingDir.error()).contains("missing/state.safetensors"), missingDir.error().c_str());
+  QVERIFY2(QString::fromStdString(missingDir.error()).contains("missing/state.safetensors"),
+           missingDir.error().c_str());
   QVERIFY(!QDir(dir.filePath("missing")).exists());
 
   // A write that fails halfway (file size limit: EFBIG) while replacing the old file. Tests run as

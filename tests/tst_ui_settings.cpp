@@ -40,6 +40,7 @@ ClientSettings everyFieldChanged() {
   s.device = QStringLiteral("cuda:1");
   s.gpuMemoryCapMiB = 6144;
   s.claimSize = 12;
+  s.diskQuotaMiB = 3000;
   s.dataDir = QStringLiteral("/srv/expertswarm data");
   s.uploadLimitKiB = 512;
   s.downloadLimitKiB = 2048;
@@ -67,6 +68,7 @@ QStringList differingFields(const ClientSettings& a, const ClientSettings& b) {
   check(a.device == b.device, "device");
   check(a.gpuMemoryCapMiB == b.gpuMemoryCapMiB, "gpuMemoryCapMiB");
   check(a.claimSize == b.claimSize, "claimSize");
+  check(a.diskQuotaMiB == b.diskQuotaMiB, "diskQuotaMiB");
   check(a.dataDir == b.dataDir, "dataDir");
   check(a.uploadLimitKiB == b.uploadLimitKiB, "uploadLimitKiB");
   check(a.downloadLimitKiB == b.downloadLimitKiB, "downloadLimitKiB");
@@ -93,7 +95,7 @@ class TestUiSettings : public QObject {
  private Q_SLOTS:
   void settingsRoundTripThroughQSettings() {
     const ClientSettings changed = everyFieldChanged();
-    QCOMPARE(differingFields(changed, ClientSettings{}).size(), 18);
+    QCOMPARE(differingFields(changed, ClientSettings{}).size(), 19);
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
     const QString path = dir.filePath(QStringLiteral("expertswarm.ini"));
@@ -109,9 +111,9 @@ class TestUiSettings : public QObject {
     QCOMPARE(keys, QStringList({"desktop/firstRunDone", "desktop/startAtLogin", "donation/idleMinutes",
                                 "donation/pauseWhenUserActive", "donation/scheduleEnabled", "donation/scheduleEnd",
                                 "donation/scheduleStart", "engine/claimSize", "engine/dataDir", "engine/device",
-                                "engine/gpuMemoryCapMiB", "network/bootstrap", "network/downloadLimitKiB",
-                                "network/listenPort", "network/portMapping", "network/public", "network/uploadLimitKiB",
-                                "run/source"}));
+                                "engine/diskQuotaMiB", "engine/gpuMemoryCapMiB", "network/bootstrap",
+                                "network/downloadLimitKiB", "network/listenPort", "network/portMapping",
+                                "network/public", "network/uploadLimitKiB", "run/source"}));
     QCOMPARE(store.value("donation/scheduleStart").toString(), QStringLiteral("09:30"));
     const ClientSettings loaded = ClientSettings::load(store);
     QCOMPARE(differingFields(loaded, changed), QStringList());
@@ -255,7 +257,7 @@ class TestUiSettings : public QObject {
   void defaultsAreOptInAndNameThePublicRouters() {
     const ClientSettings d;
     QVERIFY(!d.publicNetwork && !d.portMapping && d.listenPort == 0);
-    // The list itself is in docs/DESIGN.md ("Network defaults"); tests never spell those hosts.
+    // The list itself is in docs/ARCHITECTURE.md ("Network defaults"); tests never spell those hosts.
     QVERIFY(!ClientSettings::publicRouters().isEmpty());
     QCOMPARE(d.bootstrapNodes, ClientSettings::publicRouters());
     for (int i = 0; i < 50; ++i) {

@@ -16,8 +16,8 @@
 
 #include <QAction>
 #include <QLabel>
-#include <QStatusBar>
 #include <QSettings>
+#include <QStatusBar>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -106,7 +106,8 @@ class UiWindow : public QObject {
   void statusBarShowsWhereWeStandOnTheNetwork() {
     test::FakeEngine engine;
     auto app = makeApp(engine, "network");
-    const QString summary = QStringLiteral("reachable via port mapping · external 198.18.1.2:40001 · listening on 10.0.0.2:40001");
+    const QString summary =
+        QStringLiteral("reachable via port mapping · external 198.18.1.2:40001 · listening on 10.0.0.2:40001");
     Q_EMIT engine.networkStatus(summary);
     QCOMPARE(app->window()->networkLabel()->text(), summary);
     QVERIFY(app->window()->statusBar()->isAncestorOf(app->window()->networkLabel()));

@@ -1,5 +1,5 @@
 // Validation of contributions: every rejection case with its reason, the round's median, the
-// update norm, and the base-state fingerprint.
+// per-tensor bounds, the update norm, and the base-state fingerprint.
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
 #include "core/model/tensor_names.h"
 #include "core/sync/validate.h"
@@ -44,11 +44,11 @@ Verdict check(const NamedTensors& deltas, const ContributionHeader& h = header()
   return validate(h, deltas, base(), claims, context(), median, policy);
 }
 
-#define QVERIFY_REJECTED(verdict, text)                                                                   \
-  do {                                                                                                    \
-    const Verdict v_ = (verdict);                                                                         \
-    QVERIFY2(!v_.accepted, "accepted, expected a rejection");                                             \
-    QVERIFY2(v_.reason.find(text) != std::string::npos, ("reason: " + v_.reason).c_str());                \
+#define QVERIFY_REJECTED(verdict, text)                                                    \
+  do {                                                                                     \
+    const Verdict v_ = (verdict);                                                          \
+    QVERIFY2(!v_.accepted, "accepted, expected a rejection");                              \
+    QVERIFY2(v_.reason.find(text) != std::string::npos, ("reason: " + v_.reason).c_str()); \
   } while (false)
 
 }  // namespace
@@ -67,7 +67,8 @@ class ValidateTest : public QObject {
   void expertTensorNotClaimedBySenderIsRejected() {
     auto deltas = honest();
     deltas.emplace_back(expert(1), torch::zeros({2, 2}));
-    QVERIFY_REJECTED(check(deltas), "tensor \"layers.0.moe.experts.1.w1\" belongs to expert 1, not claimed by the sender");
+    QVERIFY_REJECTED(check(deltas),
+                     "tensor \"layers.0.moe.experts.1.w1\" belongs to expert 1, not claimed by the sender");
   }
 
   void unknownNameIsRejected() {
@@ -84,7 +85,8 @@ class ValidateTest : public QObject {
 
   void wrongShapeIsRejected() {
     QVERIFY_REJECTED(check({{kShared, torch::zeros({3})}}), "shape [3] of \"norm.weight\", expected [4]");
-    QVERIFY_REJECTED(check({{expert(0), torch::zeros({4, 1})}}), "shape [4, 1] of \"layers.0.moe.experts.0.w1\", expected [2, 2]");
+    QVERIFY_REJECTED(check({{expert(0), torch::zeros({4, 1})}}),
+                     "shape [4, 1] of \"layers.0.moe.experts.0.w1\", expected [2, 2]");
   }
 
   void wrongDtypeIsRejected() {
@@ -157,8 +159,7 @@ class ValidateTest : public QObject {
 
   void outlierInARoundOfTwoIsRejected() {
     // The low median of {0.283, 2.83e5} is 0.283, so the outlier cannot raise its own bound.
-    const auto verdicts =
-        validateRound({header(), header()}, {honest(), honest(1e6f)}, base(), {{0}, {0}}, context());
+    const auto verdicts = validateRound({header(), header()}, {honest(), honest(1e6f)}, base(), {{0}, {0}}, context());
     QVERIFY(verdicts[0].accepted);
     QVERIFY(!verdicts[1].accepted);
   }
@@ -177,6 +178,42 @@ class ValidateTest : public QObject {
     QVERIFY_REJECTED(verdicts[2], "norm 4.24 > bound 2.83");
     QVERIFY_REJECTED(verdicts[3], "wrong run");
     QVERIFY_REJECTED(verdicts[4], "wrong run");
+  }
+
+  void aBudgetSpentOnOneTensorIsRejectedByItsOwnBound() {
+    // Honest norms: 0.2 per tensor, 0.283 in all (bound 2.83). The poisoner's 2.4 in norm.weight
+    // alone passes the global bound but is 12 × that tensor's median (bound 2).
+    const std::vector<ContributionHeader> headers(4, header());
+    const NamedTensors poisoned{{kShared, torch::full({4}, 1.2f)}, {expert(0), torch::zeros({2, 2})}};
+    const std::vector<NamedTensors> deltas = {honest(), honest(), honest(), poisoned};
+    const auto verdicts = validateRound(headers, deltas, base(), std::vector<std::set<int>>(4, {0}), context());
+    for (int i = 0; i < 3; ++i) QVERIFY2(verdicts[i].accepted, verdicts[i].reason.c_str());
+    QVERIFY(updateNorm(poisoned) < 10 * updateNorm(honest()));  // inside the global bound
+    QVERIFY_REJECTED(verdicts[3], "norm 2.4 of \"norm.weight\" > bound 2 (10 x its median 0.2)");
+  }
+
+  void aTensorNobodyChangedHasNoBoundOfItsOwn() {
+    // expert 0's median is 0 (two of three leave it at zero): only the global bound applies.
+    const NamedTensors still{{kShared, torch::full({4}, 0.1f)}, {expert(0), torch::zeros({2, 2})}};
+    const NamedTensors moved{{kShared, torch::full({4}, 0.1f)}, {expert(0), torch::full({2, 2}, 0.01f)}};
+    const auto verdicts = validateRound(std::vector<ContributionHeader>(3, header()), {still, still, moved}, base(),
+                                        std::vector<std::set<int>>(3, {0}), context());
+    for (const auto& v : verdicts) QVERIFY2(v.accepted, v.reason.c_str());
+  }
+
+  void aTensorIsBoundedByTheContributionsThatCarryIt() {
+    // Only two carry expert 1: its low median is the smaller one's (0.02), so 1.0 is refused,
+    // although it is inside the global bound (10 × the round's median 0.2).
+    const std::vector<ContributionHeader> headers(4, header());
+    const NamedTensors small{{kShared, torch::full({4}, 0.1f)}, {expert(1), torch::full({2, 2}, 0.01f)}};
+    const NamedTensors big{{kShared, torch::full({4}, 0.1f)}, {expert(1), torch::full({2, 2}, 0.5f)}};
+    const NamedTensors sharedOnly{{kShared, torch::full({4}, 0.1f)}};
+    const std::vector<NamedTensors> deltas = {small, big, sharedOnly, sharedOnly};
+    const auto verdicts = validateRound(headers, deltas, base(), std::vector<std::set<int>>(4, {1}), context());
+    QVERIFY(verdicts[0].accepted);
+    QVERIFY(verdicts[2].accepted);
+    QVERIFY(verdicts[3].accepted);
+    QVERIFY_REJECTED(verdicts[1], "norm 1 of \"" + expert(1) + "\" > bound 0.2");
   }
 
   void updateNormIsTheL2NormOverAllDeltas() {

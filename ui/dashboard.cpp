@@ -13,8 +13,8 @@
 #include <QLineSeries>
 #include <QProgressBar>
 #include <QScatterSeries>
-#include <QValueAxis>
 #include <QVBoxLayout>
+#include <QValueAxis>
 
 #include <algorithm>
 #include <cmath>
@@ -150,9 +150,10 @@ void Dashboard::addStep(const node::StepReport& r) {
 }
 
 void Dashboard::addRound(const node::RoundSummary& s) {
-  addValPoint(s.round * syncEvery_, s.valLoss);
+  if (!s.valLoss) return;  // not an eval round: the chart and the label keep what was measured
+  addValPoint(s.round * syncEvery_, *s.valLoss);
   fitAxes();
-  loss_->setText(tr("%1 (validation, round %2)").arg(s.valLoss, 0, 'f', 3).arg(s.round));
+  loss_->setText(tr("%1 (validation, round %2)").arg(*s.valLoss, 0, 'f', 3).arg(s.round));
 }
 
 void Dashboard::showSwarm(const node::SwarmView& v) {

@@ -31,9 +31,14 @@
 
 namespace es::ui {
 
-DesktopApp::DesktopApp(EngineControl& engine, QSettings& store, QString executable, QString snapshotDir, QObject* parent)
-    : QObject(parent), engine_(engine), store_(store), executable_(std::move(executable)),
-      snapshotDir_(std::move(snapshotDir)), settings_(settings::ClientSettings::load(store)),
+DesktopApp::DesktopApp(EngineControl& engine, QSettings& store, QString executable, QString snapshotDir,
+                       QObject* parent)
+    : QObject(parent),
+      engine_(engine),
+      store_(store),
+      executable_(std::move(executable)),
+      snapshotDir_(std::move(snapshotDir)),
+      settings_(settings::ClientSettings::load(store)),
       idle_(std::make_unique<ScreenSaverIdleSource>()),
       donation_(std::make_unique<DonationController>(engine, idle_.get())),
       window_(std::make_unique<MainWindow>(engine, *donation_)) {

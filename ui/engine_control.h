@@ -19,10 +19,10 @@ class EngineControl : public QObject {
   ~EngineControl() override = default;
 
   // Commands, called on the GUI thread; implementations forward them to the engine.
-  virtual void setPaused(bool paused) = 0;          // pause/resume training (between two steps)
-  virtual void finishRoundThenPause() = 0;          // pause once this round's contribution is out
+  virtual void setPaused(bool paused) = 0;  // pause/resume training (between two steps)
+  virtual void finishRoundThenPause() = 0;  // pause once this round's contribution is out
   virtual void setRateLimits(int uploadBytesPerSecond, int downloadBytesPerSecond) = 0;  // 0 = none
-  virtual void quit() = 0;                          // finish the step, persist, leave; then finished()
+  virtual void quit() = 0;  // finish the step, persist, leave; then finished()
 
  Q_SIGNALS:
   void started(const es::node::RunInfo& info);

@@ -60,8 +60,10 @@ void PeersView::showSwarm(const es::node::SwarmView& view) {
                   p.claims.empty() ? noExpertColor() : expertColor(p.claims.front(), view.nExperts));
 
     reusedCell(table_, row, Round)->setText(QString::number(p.round));
-    reusedCell(table_, row, Experts)->setText(experts.isEmpty() ? QStringLiteral("—") : experts.join(QStringLiteral(", ")));
-    reusedCell(table_, row, LeaseUntil)->setText(p.leaseUntil > 0 ? QString::number(p.leaseUntil) : QStringLiteral("—"));
+    reusedCell(table_, row, Experts)
+        ->setText(experts.isEmpty() ? QStringLiteral("—") : experts.join(QStringLiteral(", ")));
+    reusedCell(table_, row, LeaseUntil)
+        ->setText(p.leaseUntil > 0 ? QString::number(p.leaseUntil) : QStringLiteral("—"));
     reusedCell(table_, row, Steps)->setText(QString::number(p.steps));
     reusedCell(table_, row, Loss)->setText(p.steps > 0 ? QString::number(p.loss, 'f', 3) : QStringLiteral("—"));
     reusedCell(table_, row, TokensPerSecond)->setText(QString::number(p.tokensPerSecond, 'f', 0));

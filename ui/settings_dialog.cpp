@@ -78,6 +78,12 @@ QWidget* SettingsDialog::buildComputeTab() {
   gpuMemoryCap_ = spin(page, "gpuMemoryCap", 0, 1024 * 1024, QStringLiteral(" MiB"), QStringLiteral("no cap"));
   gpuMemoryCap_->setSingleStep(256);
   form->addRow(QStringLiteral("GPU memory cap:"), gpuMemoryCap_);
+  diskQuota_ = spin(page, "diskQuota", 0, 64 * 1024 * 1024, QStringLiteral(" MiB"), QStringLiteral("auto"));
+  diskQuota_->setSingleStep(1024);
+  diskQuota_->setToolTip(
+      QStringLiteral("Most the run folder may hold; at the quota no new contribution is fetched "
+                     "(training goes on). auto: from the run's model size"));
+  form->addRow(QStringLiteral("Disk quota:"), diskQuota_);
   claimSize_ = spin(page, "claimSize", 0, 64, QStringLiteral(" experts"), QStringLiteral("auto"));
   claimSize_->setToolTip(
       QStringLiteral("How many experts this computer trains; auto fits the run's default in memory"));
@@ -96,19 +102,23 @@ QWidget* SettingsDialog::buildNetworkTab() {
   form->addRow(QStringLiteral("Upload limit:"), uploadLimit_);
   form->addRow(QStringLiteral("Download limit:"), downloadLimit_);
   publicNetwork_ = named(new QCheckBox(QStringLiteral("Join the public ExpertSwarm network"), page), "publicNetwork");
-  publicNetwork_->setToolTip(QStringLiteral("Find peers through the DHT routers below, map the port on your router "
-                                            "(UPnP, NAT-PMP) and let peers on the internet connect to the listen port"));
+  publicNetwork_->setToolTip(
+      QStringLiteral("Find peers through the DHT routers below, map the port on your router "
+                     "(UPnP, NAT-PMP) and let peers on the internet connect to the listen port"));
   form->addRow(publicNetwork_);
-  portMapping_ = named(new QCheckBox(QStringLiteral("Map the listen port on my router (UPnP, NAT-PMP)"), page), "portMapping");
+  portMapping_ =
+      named(new QCheckBox(QStringLiteral("Map the listen port on my router (UPnP, NAT-PMP)"), page), "portMapping");
   portMapping_->setToolTip(QStringLiteral("Always on when joining the public network"));
   form->addRow(portMapping_);
   bootstrap_ = named(new QLineEdit(page), "bootstrap");
-  bootstrap_->setToolTip(QStringLiteral("DHT nodes to start from (HOST:PORT, comma-separated), contacted only when "
-                                        "joining the public network"));
+  bootstrap_->setToolTip(
+      QStringLiteral("DHT nodes to start from (HOST:PORT, comma-separated), contacted only when "
+                     "joining the public network"));
   form->addRow(QStringLiteral("DHT bootstrap nodes:"), bootstrap_);
   listenPort_ = spin(page, "listenPort", 0, 65535, QString(), QStringLiteral("choose at the next start"));
-  listenPort_->setToolTip(QStringLiteral("TCP and UDP, on every interface: forward both on your router if it does "
-                                         "not map ports itself"));
+  listenPort_->setToolTip(
+      QStringLiteral("TCP and UDP, on every interface: forward both on your router if it does "
+                     "not map ports itself"));
   form->addRow(QStringLiteral("Listen port:"), listenPort_);
   connect(publicNetwork_, &QCheckBox::toggled, this, &SettingsDialog::updateEnabled);
   return page;
@@ -162,6 +172,7 @@ settings::ClientSettings SettingsDialog::settings() const {
   settings::ClientSettings s = base_;
   s.device = device_->currentText().trimmed();
   s.gpuMemoryCapMiB = gpuMemoryCap_->value();
+  s.diskQuotaMiB = diskQuota_->value();
   s.claimSize = claimSize_->value();
   s.uploadLimitKiB = uploadLimit_->value();
   s.downloadLimitKiB = downloadLimit_->value();
@@ -185,6 +196,7 @@ void SettingsDialog::setSettings(const settings::ClientSettings& s) {
   base_ = s;
   device_->setCurrentText(s.device);
   gpuMemoryCap_->setValue(s.gpuMemoryCapMiB);
+  diskQuota_->setValue(s.diskQuotaMiB);
   claimSize_->setValue(s.claimSize);
   uploadLimit_->setValue(s.uploadLimitKiB);
   downloadLimit_->setValue(s.downloadLimitKiB);

@@ -41,6 +41,7 @@ class SettingsDialog : public QDialog {
   settings::ClientSettings base_;
   QComboBox* device_ = nullptr;
   QSpinBox* gpuMemoryCap_ = nullptr;
+  QSpinBox* diskQuota_ = nullptr;
   QSpinBox* claimSize_ = nullptr;
   QSpinBox* uploadLimit_ = nullptr;
   QSpinBox* downloadLimit_ = nullptr;

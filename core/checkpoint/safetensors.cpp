@@ -4,11 +4,11 @@
 
 #include <ATen/ATen.h>
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
-#include <unistd.h>
 
 // safetensors stores little-endian bytes and we write/read raw tensor memory.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors I/O assumes a little-endian host");
@@ -43,9 +43,11 @@ Expected<std::vector<std::pair<TensorInfo, at::Tensor>>> plan(const NamedTensors
   out.reserve(tensors.size());
   for (const auto& [name, tensor] : tensors) {
     if (name.empty()) return makeError("cannot save a tensor with an empty name");
-    if (name == "__metadata__") return makeError("cannot save a tensor named \"__metadata__\" (reserved by the format)");
+    if (name == "__metadata__")
+      return makeError("cannot save a tensor named \"__metadata__\" (reserved by the format)");
     if (!tensor.defined()) return makeError("cannot save tensor " + quoteName(name) + ": it is undefined");
-    if (tensor.layout() != at::kStrided) return makeError("cannot save tensor " + quoteName(name) + ": not a dense tensor");
+    if (tensor.layout() != at::kStrided)
+      return makeError("cannot save tensor " + quoteName(name) + ": not a dense tensor");
     const auto dtype = toDType(tensor.scalar_type());
     if (!dtype) {
       return makeError("cannot save tensor " + quoteName(name) + ": unsupported dtype " +
@@ -59,9 +61,33 @@ Expected<std::vector<std::pair<TensorInfo, at::Tensor>>> plan(const NamedTensors
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first.name < b.first.name; });
   for (std::size_t i = 1; i < out.size(); ++i) {
-    if (out[i].first.name == out[i - 1].first.name) return makeError("duplicate tensor name " + quoteName(out[i].first.name));
+    if (out[i].first.name == out[i - 1].first.name)
+      return makeError("duplicate tensor name " + quoteName(out[i].first.name));
   }
   return out;
+}
+
+// Fills fresh CPU tensors for every entry of `header`; `read(dst, size, absoluteOffset)` returns
+// "" or what went wrong. Shared by the file and the in-memory loader.
+template <typename Read>
+Expected<SafetensorsFile> readTensors(Header& header, const std::string& where, Read&& read) {
+  SafetensorsFile file;
+  file.metadata = std::move(header.metadata);
+  try {
+    for (const TensorInfo& info : header.tensors) {
+      at::Tensor tensor = at::empty(info.shape, at::TensorOptions().dtype(toScalarType(info.dtype)));
+      const std::uint64_t bytes = info.end - info.begin;
+      if (bytes > 0) {
+        const std::string error = read(static_cast<char*>(tensor.data_ptr()), bytes, header.dataStart + info.begin);
+        if (!error.empty()) return makeError(error + " (tensor " + quoteName(info.name) + ")");
+      }
+      file.tensors.emplace_back(info.name, std::move(tensor));
+    }
+  } catch (const std::exception& e) {  // e.g. allocation failure for a huge declared tensor
+    return makeError("cannot load " + where + ": " + e.what());
+  }
+  std::sort(file.tensors.begin(), file.tensors.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return file;
 }
 
 }  // namespace
@@ -115,30 +141,29 @@ Expected<SafetensorsFile> loadSafetensors(const std::string& path) {
     ~Closer() { ::close(fd); }
   } closer{fd};
 
-  SafetensorsFile file;
-  file.metadata = std::move(header->metadata);
-  try {
-    for (const TensorInfo& info : header->tensors) {
-      at::Tensor tensor = at::empty(info.shape, at::TensorOptions().dtype(toScalarType(info.dtype)));
-      char* p = static_cast<char*>(tensor.data_ptr());
-      std::uint64_t left = info.end - info.begin;
-      std::uint64_t offset = header->dataStart + info.begin;
-      while (left > 0) {
-        const ssize_t n = ::pread(fd, p, left, static_cast<off_t>(offset));
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return makeError("cannot read \"" + path + "\": " + std::strerror(errno));
-        if (n == 0) return makeError("\"" + path + "\" is truncated: short read in tensor " + quoteName(info.name));
-        p += n;
-        left -= static_cast<std::uint64_t>(n);
-        offset += static_cast<std::uint64_t>(n);
-      }
-      file.tensors.emplace_back(info.name, std::move(tensor));
+  const std::string where = "\"" + path + "\"";
+  return readTensors(*header, where, [&](char* p, std::uint64_t left, std::uint64_t offset) -> std::string {
+    while (left > 0) {
+      const ssize_t n = ::pread(fd, p, left, static_cast<off_t>(offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return "cannot read " + where + ": " + std::strerror(errno);
+      if (n == 0) return where + " is truncated";
+      p += n;
+      left -= static_cast<std::uint64_t>(n);
+      offset += static_cast<std::uint64_t>(n);
     }
-  } catch (const std::exception& e) {  // e.g. allocation failure for a huge declared tensor
-    return makeError("cannot load \"" + path + "\": " + e.what());
-  }
-  std::sort(file.tensors.begin(), file.tensors.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  return file;
+    return {};
+  });
+}
+
+Expected<SafetensorsFile> parseSafetensors(std::string_view bytes) {
+  auto header = parseFileHeader(bytes, bytes.size());
+  if (!header) return makeError(header.error());
+  // parseHeader checked that every tensor lies inside the file, so the copies stay in `bytes`.
+  return readTensors(*header, "safetensors bytes", [&](char* p, std::uint64_t size, std::uint64_t offset) {
+    std::memcpy(p, bytes.data() + offset, size);
+    return std::string();
+  });
 }
 
 }  // namespace es::ckpt

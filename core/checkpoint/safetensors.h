@@ -9,6 +9,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -30,5 +31,8 @@ Status saveSafetensors(const std::string& path, const NamedTensors& tensors, con
 
 // Loads every tensor into fresh CPU tensors.
 Expected<SafetensorsFile> loadSafetensors(const std::string& path);
+
+// The same from a whole file held in memory (fuzzing; the strict rules are identical).
+Expected<SafetensorsFile> parseSafetensors(std::string_view bytes);
 
 }  // namespace es::ckpt

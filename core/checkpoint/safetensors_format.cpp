@@ -1,14 +1,18 @@
 #include "core/checkpoint/safetensors_format.h"
 
+#include "core/common/safe_quote.h"
+
+#include "core/common/json_depth.h"
+
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <set>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace es::ckpt {
 namespace {
@@ -16,6 +20,7 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kMetadataKey = "__metadata__";
+constexpr std::size_t kMaxHeaderDepth = 8;
 
 struct DTypeEntry {
   DType dtype;
@@ -27,8 +32,6 @@ constexpr DTypeEntry kDTypes[] = {
     {DType::F32, "F32", 4}, {DType::BF16, "BF16", 2}, {DType::F16, "F16", 2}, {DType::I8, "I8", 1},
     {DType::U8, "U8", 1},   {DType::I32, "I32", 4},   {DType::I64, "I64", 8},
 };
-
-std::string quoteName(const std::string& s) { return "\"" + s + "\""; }
 
 std::string shapeText(const std::vector<std::int64_t>& shape) {
   std::string out = "[";
@@ -63,8 +66,8 @@ Expected<json> parseJsonRejectingDuplicates(std::string_view text) {
     return makeError(std::string("safetensors header is not valid JSON: ") + e.what());
   }
   if (!duplicate.empty()) {
-    return makeError(duplicateIsTensor ? "safetensors header has duplicate tensor name " + quoteName(duplicate)
-                                       : "safetensors header has duplicate key " + quoteName(duplicate));
+    return makeError(duplicateIsTensor ? "safetensors header has duplicate tensor name " + safeQuote(duplicate)
+                                       : "safetensors header has duplicate key " + safeQuote(duplicate));
   }
   return parsed;
 }
@@ -74,7 +77,7 @@ Expected<Metadata> parseMetadata(const json& value) {
   Metadata metadata;
   for (const auto& [key, item] : value.items()) {
     if (!item.is_string()) {
-      return makeError("safetensors \"__metadata__\" value of " + quoteName(key) + " is not a string (got " +
+      return makeError("safetensors \"__metadata__\" value of " + safeQuote(key) + " is not a string (got " +
                        std::string(item.type_name()) + ")");
     }
     metadata.emplace(key, item.get<std::string>());
@@ -85,13 +88,14 @@ Expected<Metadata> parseMetadata(const json& value) {
 // One tensor entry: exactly {"dtype","shape","data_offsets"}, each well-typed, and a byte count
 // that matches the shape. Range and layout checks against the data section come later.
 Expected<TensorInfo> parseEntry(const std::string& name, const json& entry, std::uint64_t dataSize) {
-  const std::string where = "tensor " + quoteName(name) + ": ";
+  const std::string where = "tensor " + safeQuote(name) + ": ";
   if (!entry.is_object()) return makeError(where + "entry must be a JSON object");
   for (const auto& [key, value] : entry.items()) {
-    if (key != "dtype" && key != "shape" && key != "data_offsets") return makeError(where + "unexpected key " + quoteName(key));
+    if (key != "dtype" && key != "shape" && key != "data_offsets")
+      return makeError(where + "unexpected key " + safeQuote(key));
   }
   for (const char* key : {"dtype", "shape", "data_offsets"}) {
-    if (!entry.contains(key)) return makeError(where + "missing key " + quoteName(key));
+    if (!entry.contains(key)) return makeError(where + "missing key " + safeQuote(key));
   }
 
   TensorInfo info;
@@ -113,7 +117,8 @@ Expected<TensorInfo> parseEntry(const std::string& name, const json& entry, std:
       return makeError(where + "negative dimension " + dim.dump() + " in shape " + shape.dump());
     }
     const std::uint64_t d = dim.is_number_unsigned() ? dim.get<std::uint64_t>() : 0;  // signed here means "-0"
-    if (d > static_cast<std::uint64_t>(INT64_MAX)) return makeError(where + "dimension " + dim.dump() + " is too large");
+    if (d > static_cast<std::uint64_t>(INT64_MAX))
+      return makeError(where + "dimension " + dim.dump() + " is too large");
     info.shape.push_back(static_cast<std::int64_t>(d));
     // Checked multiply: a wrapped product could otherwise match small offsets and pass.
     overflow = overflow || __builtin_mul_overflow(bytes, d, &bytes);
@@ -121,20 +126,22 @@ Expected<TensorInfo> parseEntry(const std::string& name, const json& entry, std:
   if (overflow) return makeError(where + "byte size of shape " + shape.dump() + " overflows 64 bits");
 
   const json& offsets = entry["data_offsets"];
-  if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned()) {
+  if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+      !offsets[1].is_number_unsigned()) {
     return makeError(where + "data_offsets must be [begin, end] with non-negative integers, got " + offsets.dump());
   }
   info.begin = offsets[0].get<std::uint64_t>();
   info.end = offsets[1].get<std::uint64_t>();
-  if (info.begin > info.end) return makeError(where + "data_offsets " + offsets.dump() + " are out of order: begin after end");
+  if (info.begin > info.end)
+    return makeError(where + "data_offsets " + offsets.dump() + " are out of order: begin after end");
   if (info.end > dataSize) {
     return makeError(where + "data_offsets " + offsets.dump() + " are out of range: the data section has only " +
                      std::to_string(dataSize) + " bytes (truncated file?)");
   }
   if (info.end - info.begin != bytes) {
-    return makeError(where + "size mismatch: shape " + shapeText(info.shape) + " of " + std::string(dtypeName(info.dtype)) +
-                     " needs " + std::to_string(bytes) + " bytes but data_offsets span " +
-                     std::to_string(info.end - info.begin));
+    return makeError(where + "size mismatch: shape " + shapeText(info.shape) + " of " +
+                     std::string(dtypeName(info.dtype)) + " needs " + std::to_string(bytes) +
+                     " bytes but data_offsets span " + std::to_string(info.end - info.begin));
   }
   return info;
 }
@@ -148,11 +155,12 @@ Status checkLayout(std::vector<TensorInfo>& tensors, std::uint64_t dataSize) {
   const TensorInfo* previous = nullptr;
   for (const TensorInfo& t : tensors) {
     if (t.begin < expected) {
-      return makeError("tensors " + quoteName(previous->name) + " and " + quoteName(t.name) + " overlap in the data section");
+      return makeError("tensors " + safeQuote(previous->name) + " and " + safeQuote(t.name) +
+                       " overlap in the data section");
     }
     if (t.begin > expected) {
       return makeError("hole of " + std::to_string(t.begin - expected) + " bytes in the data section before tensor " +
-                       quoteName(t.name));
+                       safeQuote(t.name));
     }
     expected = t.end;
     previous = &t;
@@ -180,6 +188,26 @@ bool preadAll(int fd, void* buffer, std::size_t size, std::uint64_t offset) {
     offset += static_cast<std::uint64_t>(n);
   }
   return true;
+}
+
+// The header length from a file's first 8 bytes (`prefix`), checked against the file size before
+// anything is allocated: the length is untrusted input.
+Expected<std::uint64_t> checkedHeaderLength(std::string_view prefix, std::uint64_t fileSize) {
+  if (fileSize < 8 || prefix.size() < 8) {
+    return makeError("safetensors file is truncated: " + std::to_string(fileSize) +
+                     " bytes, less than the 8-byte header length");
+  }
+  std::uint64_t headerSize = 0;
+  for (int i = 7; i >= 0; --i) headerSize = (headerSize << 8) | static_cast<unsigned char>(prefix[i]);  // little-endian
+  if (headerSize > kMaxHeaderBytes) {
+    return makeError("safetensors header length " + std::to_string(headerSize) + " is too large (limit " +
+                     std::to_string(kMaxHeaderBytes) + ")");
+  }
+  if (headerSize > fileSize - 8) {
+    return makeError("safetensors header length " + std::to_string(headerSize) + " runs past the end of the file of " +
+                     std::to_string(fileSize) + " bytes (truncated file?)");
+  }
+  return headerSize;
 }
 
 }  // namespace
@@ -216,6 +244,11 @@ Expected<Header> parseHeader(std::string_view headerJson, std::uint64_t fileSize
     return makeError("safetensors header runs past the end of the file (truncated file?)");
   }
   const std::uint64_t dataSize = fileSize - 8 - headerSize;
+  // A header is {name: {"shape": [...]}}: 3 levels. Deeper is an attack on the recursive dump()
+  // of our error messages (json_depth.h).
+  if (jsonNestingDepth(headerJson) > kMaxHeaderDepth) {
+    return makeError("safetensors header nests deeper than " + std::to_string(kMaxHeaderDepth) + " levels");
+  }
 
   auto parsed = parseJsonRejectingDuplicates(headerJson);
   if (!parsed) return makeError(parsed.error());
@@ -241,6 +274,13 @@ Expected<Header> parseHeader(std::string_view headerJson, std::uint64_t fileSize
   return header;
 }
 
+Expected<Header> parseFileHeader(std::string_view bytes, std::uint64_t fileSize) {
+  auto headerSize = checkedHeaderLength(bytes, fileSize);
+  if (!headerSize) return makeError(headerSize.error());
+  if (bytes.size() - 8 < *headerSize) return makeError("safetensors header runs past the end of the given bytes");
+  return parseHeader(bytes.substr(8, *headerSize), fileSize);
+}
+
 Expected<Header> readHeader(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return makeError(errnoText("cannot open", path));
@@ -254,26 +294,13 @@ Expected<Header> readHeader(const std::string& path) {
   const auto fileSize = static_cast<std::uint64_t>(st.st_size);
   const std::string where = "\"" + path + "\": ";
 
-  unsigned char prefix[8];
-  if (fileSize < 8) {
-    return makeError(where + "safetensors file is truncated: " + std::to_string(fileSize) +
-                     " bytes, less than the 8-byte header length");
-  }
-  if (!preadAll(fd, prefix, 8, 0)) return makeError(errnoText("cannot read", path));
-  std::uint64_t headerSize = 0;
-  for (int i = 7; i >= 0; --i) headerSize = (headerSize << 8) | prefix[i];  // little-endian
-
-  // Size checks before allocating: the length is untrusted input.
-  if (headerSize > kMaxHeaderBytes) {
-    return makeError(where + "safetensors header length " + std::to_string(headerSize) + " is too large (limit " +
-                     std::to_string(kMaxHeaderBytes) + ")");
-  }
-  if (headerSize > fileSize - 8) {
-    return makeError(where + "safetensors header length " + std::to_string(headerSize) +
-                     " runs past the end of the file of " + std::to_string(fileSize) + " bytes (truncated file?)");
-  }
-  std::string headerJson(headerSize, '\0');
-  if (!preadAll(fd, headerJson.data(), headerJson.size(), 8)) return makeError(errnoText("cannot read header of", path));
+  char prefix[8] = {};
+  if (fileSize >= 8 && !preadAll(fd, prefix, 8, 0)) return makeError(errnoText("cannot read", path));
+  auto headerSize = checkedHeaderLength({prefix, fileSize >= 8 ? 8u : 0u}, fileSize);
+  if (!headerSize) return makeError(where + headerSize.error());
+  std::string headerJson(*headerSize, '\0');
+  if (!preadAll(fd, headerJson.data(), headerJson.size(), 8))
+    return makeError(errnoText("cannot read header of", path));
   auto header = parseHeader(headerJson, fileSize);
   if (!header) return makeError(where + header.error());
   return header;

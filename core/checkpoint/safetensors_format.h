@@ -39,7 +39,7 @@ using Metadata = std::map<std::string, std::string>;
 struct Header {
   std::vector<TensorInfo> tensors;  // in data-offset order
   Metadata metadata;
-  std::uint64_t dataStart = 0;      // absolute file offset of the data section (8 + N)
+  std::uint64_t dataStart = 0;  // absolute file offset of the data section (8 + N)
 };
 
 // Largest header we accept (the reference implementation's limit is 100 MB).
@@ -47,6 +47,10 @@ constexpr std::uint64_t kMaxHeaderBytes = 100u * 1000u * 1000u;
 
 // Parses the JSON header of a file of `fileSize` bytes whose header is `headerJson`.
 Expected<Header> parseHeader(std::string_view headerJson, std::uint64_t fileSize);
+
+// Parses the header of a file of `fileSize` bytes from its first bytes: `bytes` holds at least
+// the 8-byte length and the header (any data after it is ignored). The fuzz target's entry point.
+Expected<Header> parseFileHeader(std::string_view bytes, std::uint64_t fileSize);
 
 // Reads and parses the header of the file at `path` (only the header is read).
 Expected<Header> readHeader(const std::string& path);

@@ -123,7 +123,8 @@ Expected<TrainingState> loadTrainingState(const std::string& path) {
   const std::set<std::string> avg = namesOf(state.expAvg);
   const std::set<std::string> avgSq = namesOf(state.expAvgSq);
   for (const auto& name : avg) {
-    if (!avgSq.count(name)) return makeError(where + "adam.exp_avg." + name + " has no matching adam.exp_avg_sq." + name);
+    if (!avgSq.count(name))
+      return makeError(where + "adam.exp_avg." + name + " has no matching adam.exp_avg_sq." + name);
   }
   for (const auto& name : avgSq) {
     if (!avg.count(name)) return makeError(where + "adam.exp_avg_sq." + name + " has no matching adam.exp_avg." + name);

@@ -14,13 +14,13 @@
 namespace es::ckpt {
 
 struct TrainingState {
-  NamedTensors weights;     // every model tensor
-  NamedTensors expAvg;      // AdamW first moments, trainable tensors only
-  NamedTensors expAvgSq;    // AdamW second moments, same names as expAvg
+  NamedTensors weights;   // every model tensor
+  NamedTensors expAvg;    // AdamW first moments, trainable tensors only
+  NamedTensors expAvgSq;  // AdamW second moments, same names as expAvg
   std::int64_t step = 0;
   std::uint64_t dataCursor = 0;
-  at::Tensor rngState;      // torch CPU generator state (U8), may be undefined
-  Metadata extra;           // caller-defined; keys must not collide with the reserved ones
+  at::Tensor rngState;  // torch CPU generator state (U8), may be undefined
+  Metadata extra;       // caller-defined; keys must not collide with the reserved ones
 };
 
 Status saveTrainingState(const std::string& path, const TrainingState& state);

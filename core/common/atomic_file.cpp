@@ -1,12 +1,12 @@
 #include "core/common/atomic_file.h"
 
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
-#include <fstream>
-#include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 
 namespace es {
 namespace {
@@ -50,12 +50,19 @@ Status writeFileAtomically(const std::string& path, const std::function<std::str
     ::unlink(tmp.c_str());
     return makeError(error);
   }
-  // Make the rename itself durable.
-  const int dirFd = ::open(parentDir(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dirFd >= 0) {
-    ::fsync(dirFd);
-    ::close(dirFd);
-  }
+  // Make the rename itself durable. Best effort, as always here: the file is complete and in place;
+  // a directory fsync that fails (some file systems refuse it) must not fail the write.
+  (void)syncDirectory(parentDir(path));
+  return {};
+}
+
+Status syncDirectory(const std::string& dir) {
+  const int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirFd < 0) return makeError(errnoText("cannot open", dir));
+  const bool synced = ::fsync(dirFd) == 0;
+  const std::string error = synced ? std::string() : errnoText("fsync failed on", dir);
+  ::close(dirFd);
+  if (!synced) return makeError(error);
   return {};
 }
 

@@ -18,6 +18,9 @@ Status writeFileAtomically(const std::string& path, const std::function<std::str
 
 Status writeFileAtomically(const std::string& path, std::string_view bytes);
 
+// fsync(2) on a directory: makes the renames and creations inside it durable.
+Status syncDirectory(const std::string& dir);
+
 // write(2) until done, retrying on EINTR and short writes. Returns an error message or "".
 std::string writeAll(int fd, const void* data, std::size_t size);
 

@@ -15,11 +15,12 @@ struct Error {
 
 inline Error makeError(std::string message) { return Error{std::move(message)}; }
 
+// [[nodiscard]]: an ignored result is a dropped error (a warning; an error in CI, -Werror).
 template <typename T>
-class Expected {
+class [[nodiscard]] Expected {
  public:
-  Expected(T value) : state_(std::move(value)) {}        // NOLINT: implicit by design
-  Expected(Error error) : state_(std::move(error)) {}    // NOLINT: implicit by design
+  Expected(T value) : state_(std::move(value)) {}      // NOLINT: implicit by design
+  Expected(Error error) : state_(std::move(error)) {}  // NOLINT: implicit by design
 
   bool ok() const { return std::holds_alternative<T>(state_); }
   explicit operator bool() const { return ok(); }
@@ -40,7 +41,7 @@ class Expected {
 
 // Expected<void>: success or an error message.
 template <>
-class Expected<void> {
+class [[nodiscard]] Expected<void> {
  public:
   Expected() = default;
   Expected(Error error) : error_(std::move(error.message)) {}  // NOLINT: implicit by design

@@ -1,7 +1,7 @@
 #include "core/common/openmp_policy.h"
 
-#include <cstdlib>
 #include <unistd.h>
+#include <cstdlib>
 
 namespace es {
 

@@ -1,5 +1,7 @@
 #include "core/model/model_config.h"
 
+#include "core/common/json_depth.h"
+
 #include <nlohmann/json.hpp>
 
 namespace es::model {
@@ -16,10 +18,10 @@ std::string ModelConfig::validate() const {
     if (v >= 1 && v <= hi) return {};
     return std::string(field) + " must be in [1, " + std::to_string(hi) + "], got " + std::to_string(v);
   };
-  for (const auto& problem : {within("vocab_size", vocabSize, 65536), within("d_model", dModel, 8192),
-                              within("n_layers", nLayers, 256), within("n_heads", nHeads, 128),
-                              within("n_experts", nExperts, 1024), within("expert_hidden", expertHidden, 65536),
-                              within("seq_len", seqLen, 8192)})
+  for (const auto& problem :
+       {within("vocab_size", vocabSize, 65536), within("d_model", dModel, 8192), within("n_layers", nLayers, 256),
+        within("n_heads", nHeads, 128), within("n_experts", nExperts, 1024),
+        within("expert_hidden", expertHidden, 65536), within("seq_len", seqLen, 8192)})
     if (!problem.empty()) return problem;
   if (dModel % nHeads != 0) return "d_model must be divisible by n_heads";
   if (headDim() % 2 != 0) return "d_model / n_heads must be even (RoPE rotates pairs)";
@@ -32,15 +34,13 @@ std::string ModelConfig::validate() const {
   return {};
 }
 
-std::int64_t ModelConfig::expertParameters() const {
-  return 3LL * dModel * expertHidden;
-}
+std::int64_t ModelConfig::expertParameters() const { return 3LL * dModel * expertHidden; }
 
 std::int64_t ModelConfig::totalParameters() const {
   const std::int64_t d = dModel;
-  const std::int64_t perLayer = 2 * d                       // two RMSNorms
-                                + 4 * d * d                 // wqkv + wo
-                                + nExperts * d              // router
+  const std::int64_t perLayer = 2 * d           // two RMSNorms
+                                + 4 * d * d     // wqkv + wo
+                                + nExperts * d  // router
                                 + nExperts * expertParameters();
   return 2LL * vocabSize * d + nLayers * perLayer + d;
 }
@@ -52,18 +52,23 @@ std::int64_t ModelConfig::activeParametersPerToken() const {
 }
 
 std::string ModelConfig::toJson() const {
-  json j = {{"vocab_size", vocabSize}, {"d_model", dModel},       {"n_layers", nLayers},
-            {"n_heads", nHeads},       {"n_experts", nExperts},   {"top_k", topK},
-            {"expert_hidden", expertHidden}, {"seq_len", seqLen}, {"rope_theta", ropeTheta},
-            {"norm_eps", normEps}};
+  json j = {{"vocab_size", vocabSize}, {"d_model", dModel},  {"n_layers", nLayers},           {"n_heads", nHeads},
+            {"n_experts", nExperts},   {"top_k", topK},      {"expert_hidden", expertHidden}, {"seq_len", seqLen},
+            {"rope_theta", ropeTheta}, {"norm_eps", normEps}};
   return j.dump();
 }
 
 Expected<ModelConfig> ModelConfig::fromJson(std::string_view text) {
+  // A config is one flat object, but it also arrives inside a snapshot's metadata from a
+  // stranger: refuse deep nesting before the value.dump() below can recurse on it (json_depth.h).
+  if (jsonNestingDepth(text) > 8) return makeError("model config: nests deeper than 8 levels");
   const json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return makeError("model config: not a JSON object");
   ModelConfig c;
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    // Not a structured binding: clang (the fuzz build) cannot capture one in the lambdas below.
+    const std::string& key = item.key();
+    const json& value = item.value();
     auto readInt = [&](int& out) -> bool {
       if (!value.is_number_integer()) return false;
       const auto v = value.get<std::int64_t>();
@@ -77,17 +82,28 @@ Expected<ModelConfig> ModelConfig::fromJson(std::string_view text) {
       return true;
     };
     bool ok = true;
-    if (key == "vocab_size") ok = readInt(c.vocabSize);
-    else if (key == "d_model") ok = readInt(c.dModel);
-    else if (key == "n_layers") ok = readInt(c.nLayers);
-    else if (key == "n_heads") ok = readInt(c.nHeads);
-    else if (key == "n_experts") ok = readInt(c.nExperts);
-    else if (key == "top_k") ok = readInt(c.topK);
-    else if (key == "expert_hidden") ok = readInt(c.expertHidden);
-    else if (key == "seq_len") ok = readInt(c.seqLen);
-    else if (key == "rope_theta") ok = readDouble(c.ropeTheta);
-    else if (key == "norm_eps") ok = readDouble(c.normEps);
-    else return makeError("model config: unknown key \"" + key + "\"");
+    if (key == "vocab_size")
+      ok = readInt(c.vocabSize);
+    else if (key == "d_model")
+      ok = readInt(c.dModel);
+    else if (key == "n_layers")
+      ok = readInt(c.nLayers);
+    else if (key == "n_heads")
+      ok = readInt(c.nHeads);
+    else if (key == "n_experts")
+      ok = readInt(c.nExperts);
+    else if (key == "top_k")
+      ok = readInt(c.topK);
+    else if (key == "expert_hidden")
+      ok = readInt(c.expertHidden);
+    else if (key == "seq_len")
+      ok = readInt(c.seqLen);
+    else if (key == "rope_theta")
+      ok = readDouble(c.ropeTheta);
+    else if (key == "norm_eps")
+      ok = readDouble(c.normEps);
+    else
+      return makeError("model config: unknown key \"" + key + "\"");
     if (!ok) return makeError("model config: bad value for \"" + key + "\": " + value.dump());
   }
   if (auto problem = c.validate(); !problem.empty()) return makeError("model config: " + problem);
@@ -95,10 +111,9 @@ Expected<ModelConfig> ModelConfig::fromJson(std::string_view text) {
 }
 
 bool ModelConfig::operator==(const ModelConfig& o) const {
-  return vocabSize == o.vocabSize && dModel == o.dModel && nLayers == o.nLayers &&
-         nHeads == o.nHeads && nExperts == o.nExperts && topK == o.topK &&
-         expertHidden == o.expertHidden && seqLen == o.seqLen && ropeTheta == o.ropeTheta &&
-         normEps == o.normEps;
+  return vocabSize == o.vocabSize && dModel == o.dModel && nLayers == o.nLayers && nHeads == o.nHeads &&
+         nExperts == o.nExperts && topK == o.topK && expertHidden == o.expertHidden && seqLen == o.seqLen &&
+         ropeTheta == o.ropeTheta && normEps == o.normEps;
 }
 
 }  // namespace es::model

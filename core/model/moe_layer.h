@@ -26,9 +26,9 @@ class ExpertImpl : public torch::nn::Module {
 TORCH_MODULE(Expert);
 
 struct MoeOutput {
-  torch::Tensor y;            // [n, d]
-  torch::Tensor loadBalance;  // scalar: E · Σ_e w_e · f_e · P_e (Switch Transformer)
-  torch::Tensor zLoss;        // scalar: mean over tokens of logsumexp(router logits)²
+  torch::Tensor y;                // [n, d]
+  torch::Tensor loadBalance;      // scalar: E · Σ_e w_e · f_e · P_e (Switch Transformer)
+  torch::Tensor zLoss;            // scalar: mean over tokens of logsumexp(router logits)²
   torch::Tensor tokensPerExpert;  // [E] int64, assignments (token, slot) per expert
 };
 

@@ -9,9 +9,7 @@
 namespace es::model {
 namespace {
 
-torch::nn::Linear linear(int in, int out) {
-  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
-}
+torch::nn::Linear linear(int in, int out) { return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)); }
 
 // Rotates channel pairs (i, i + h/2) of x: [B, H, T, h] by the angles in cos/sin: [T, h/2].
 torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
@@ -27,9 +25,7 @@ bool endsWith(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-RmsNormImpl::RmsNormImpl(int dim, double eps) : eps_(eps) {
-  weight = register_parameter("weight", torch::ones({dim}));
-}
+RmsNormImpl::RmsNormImpl(int dim, double eps) : eps_(eps) { weight = register_parameter("weight", torch::ones({dim})); }
 
 torch::Tensor RmsNormImpl::forward(const torch::Tensor& x) {
   return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps_) * weight;
@@ -68,7 +64,7 @@ BlockImpl::BlockImpl(const ModelConfig& config) {
 BlockOutput BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                                const torch::Tensor& mask, const torch::Tensor& lbWeights) {
   auto h = x + attn->forward(attnNorm->forward(x), cos, sin, mask);  // [B, T, d]
-  auto flat = ffnNorm->forward(h).reshape({-1, h.size(-1)});          // [B·T, d]
+  auto flat = ffnNorm->forward(h).reshape({-1, h.size(-1)});         // [B·T, d]
   auto moeOut = moe->forward(flat, lbWeights);
   return {h + moeOut.y.view_as(h), moeOut.loadBalance, moeOut.zLoss};
 }
@@ -91,8 +87,8 @@ MoeTransformerImpl::MoeTransformerImpl(const ModelConfig& config) : config_(conf
   auto angles = torch::outer(torch::arange(0, config.seqLen, torch::kDouble), inv).to(torch::kFloat);
   ropeCos_ = register_buffer("rope_cos", angles.cos());  // [seq, h/2]
   ropeSin_ = register_buffer("rope_sin", angles.sin());
-  causalMask_ = register_buffer(
-      "causal_mask", torch::full({config.seqLen, config.seqLen}, -INFINITY).triu(1));  // [seq, seq]
+  causalMask_ =
+      register_buffer("causal_mask", torch::full({config.seqLen, config.seqLen}, -INFINITY).triu(1));  // [seq, seq]
 
   torch::NoGradGuard noGrad;
   const double residualStd = 0.02 / std::sqrt(2.0 * config.nLayers);

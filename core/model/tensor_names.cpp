@@ -33,8 +33,7 @@ std::optional<ExpertRef> expertOf(std::string_view name) {
 }
 
 std::string expertTensorName(int layer, int expert, std::string_view part) {
-  return "layers." + std::to_string(layer) + ".moe.experts." + std::to_string(expert) + "." +
-         std::string(part);
+  return "layers." + std::to_string(layer) + ".moe.experts." + std::to_string(expert) + "." + std::string(part);
 }
 
 }  // namespace es::model

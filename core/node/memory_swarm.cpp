@@ -1,7 +1,10 @@
 #include "core/node/memory_swarm.h"
 
+#include "core/common/lease_terms.h"
+
 #include <QCryptographicHash>
 #include <QFile>
+#include <QFileInfo>
 #include <QTimer>
 
 #include <algorithm>
@@ -29,6 +32,8 @@ Status MemorySwarm::announce(const Announcement& a) {
   p.steps = a.steps;
   p.loss = a.loss;
   p.tokensPerSecond = a.tokensPerSecond;
+  const auto old = hub_.records_.find(selfId_);
+  p.seq = old == hub_.records_.end() ? 1 : old->second.seq + 1;  // as a signed record's would
   hub_.records_[selfId_] = std::move(p);
   for (auto* member : hub_.members_)
     if (member != this)
@@ -57,10 +62,21 @@ Expected<std::string> MemorySwarm::publish(const std::string& path) {
   return id;
 }
 
-Status MemorySwarm::fetch(const std::string& contentId, const std::string&) {
+// The limits are checked as the p2p layer checks a torrent's metadata: on the file's size, before
+// it is handed over (a refused fetch never reports `fetched`).
+Status MemorySwarm::fetch(const std::string& contentId, const std::string&, const FetchLimits& limits) {
   auto it = hub_.files_.find(contentId);
   if (it == hub_.files_.end()) return makeError("unknown content " + contentId);
+  limits_[contentId] = limits;
   if (withheld_ && withheld_(contentId)) return {};
+  const auto size = QFileInfo(QString::fromStdString(it->second)).size();
+  if (!limits.sizes.empty() && std::find(limits.sizes.begin(), limits.sizes.end(), size) == limits.sizes.end()) {
+    QTimer::singleShot(0, &context_, [this, contentId, size] {
+      if (events_.fetchFailed)
+        events_.fetchFailed(contentId, "one file of " + std::to_string(size) + " bytes, not the predicted size", true);
+    });
+    return {};
+  }
   QTimer::singleShot(0, &context_, [this, contentId, path = it->second] {
     if (events_.fetched) events_.fetched(contentId, path);
   });
@@ -70,10 +86,14 @@ Status MemorySwarm::fetch(const std::string& contentId, const std::string&) {
 // Files stay (other nodes of the hub may still read them); what was retired is remembered.
 void MemorySwarm::retire(const std::string& contentId, bool) { retired_.insert(contentId); }
 
-std::vector<int> MemorySwarm::chooseClaims(std::int64_t round, int nExperts, int count) const {
+// The same owners as p2p::chooseClaims (one lease rule, the excluded own nothing); ties by expert
+// index instead of a per-key hash (no libsodium in core/).
+std::vector<int> MemorySwarm::chooseClaims(const ClaimRequest& request) const {
+  const int nExperts = request.nExperts, count = request.count;
+  if (nExperts <= 0 || count <= 0) return {};
   std::vector<int> owners(static_cast<std::size_t>(nExperts), 0);
   for (const auto& p : peers())
-    if (p.leaseUntil >= round)
+    if (!request.excluded.count(p.id) && leaseHolds(p.round, p.leaseUntil, request.round, request.leaseRounds))
       for (int e : p.claims)
         if (e >= 0 && e < nExperts) ++owners[static_cast<std::size_t>(e)];
   std::vector<int> order(static_cast<std::size_t>(nExperts));

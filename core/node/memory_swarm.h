@@ -26,8 +26,8 @@ class MemorySwarmHub {
  private:
   friend class MemorySwarm;
   std::string runId_;
-  std::map<std::string, SwarmPeer> records_;      // peer id → what it announced
-  std::map<std::string, std::string> files_;      // content id → path
+  std::map<std::string, SwarmPeer> records_;  // peer id → what it announced
+  std::map<std::string, std::string> files_;  // content id → path
   std::vector<MemorySwarm*> members_;
 };
 
@@ -42,22 +42,28 @@ class MemorySwarm : public Swarm {
   Status announce(const Announcement& announcement) override;
   std::vector<SwarmPeer> peers() const override;
   Expected<std::string> publish(const std::string& path) override;
-  Status fetch(const std::string& contentId, const std::string& dir) override;
+  Status fetch(const std::string& contentId, const std::string& dir, const FetchLimits& limits) override;
   void retire(const std::string& contentId, bool deleteFile) override;
-  std::vector<int> chooseClaims(std::int64_t round, int nExperts, int count) const override;
+  std::vector<int> chooseClaims(const ClaimRequest& request) const override;
   int connections() const override { return static_cast<int>(hub_.members_.size()) - 1; }
+  SwarmTraffic traffic() const override { return traffic_ ? traffic_() : SwarmTraffic{}; }
+  // Tests: what traffic() reports (the transfers' progress the deadline looks at).
+  void reportTraffic(std::function<SwarmTraffic()> traffic) { traffic_ = std::move(traffic); }
   // Tests: fetches of content for which `never` says true never complete (a contribution that
   // cannot reach this peer in time, as after a partition).
   void withhold(std::function<bool(const std::string& contentId)> never) { withheld_ = std::move(never); }
   const std::set<std::string>& retired() const { return retired_; }
-
+  // The limits each fetch came with (content id → limits), as the p2p layer would check them.
+  const std::map<std::string, FetchLimits>& fetchLimits() const { return limits_; }
 
  private:
   MemorySwarmHub& hub_;
   std::string selfId_;
   SwarmEvents events_;
   std::function<bool(const std::string&)> withheld_;
+  std::function<SwarmTraffic()> traffic_;
   std::set<std::string> retired_;
+  std::map<std::string, FetchLimits> limits_;
   QObject context_;  // queued callbacks die with this swarm
 };
 

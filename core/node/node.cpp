@@ -1,5 +1,6 @@
 #include "core/node/node.h"
 #include "core/node/node_util.h"
+#include "core/node/peer_rules.h"
 
 #include <QDateTime>
 #include <QDir>
@@ -15,7 +16,12 @@ using detail::q;
 
 Node::Node(Swarm& swarm, NodeConfig config, std::shared_ptr<const std::vector<std::uint16_t>> train,
            std::shared_ptr<const std::vector<std::uint16_t>> val, store::Ledger* ledger, QObject* parent)
-    : QObject(parent), swarm_(swarm), config_(std::move(config)), ledger_(ledger), train_(std::move(train)), val_(std::move(val)) {
+    : QObject(parent),
+      swarm_(swarm),
+      config_(std::move(config)),
+      ledger_(ledger),
+      train_(std::move(train)),
+      val_(std::move(val)) {
   deadline_.setSingleShot(true);
   joinWindow_.setSingleShot(true);
   connect(&deadline_, &QTimer::timeout, this, [this] {
@@ -30,11 +36,14 @@ Node::Node(Swarm& swarm, NodeConfig config, std::shared_ptr<const std::vector<st
     closeRound(true);
   });
   connect(&joinWindow_, &QTimer::timeout, this, [this] { decideClaims(); });
+  resyncWatchdog_.setSingleShot(true);
+  connect(&resyncWatchdog_, &QTimer::timeout, this, [this] { onResyncWatchdog(); });
 }
 
 Node::~Node() {
   if (worker_) {
-    QMetaObject::invokeMethod(worker_, [w = worker_] { w->stop(); }, Qt::BlockingQueuedConnection);
+    QMetaObject::invokeMethod(
+        worker_, [w = worker_] { w->stop(); }, Qt::BlockingQueuedConnection);
     worker_->deleteLater();
   }
   trainerThread_.quit();
@@ -43,11 +52,16 @@ Node::~Node() {
 
 void Node::start() {
   if (ledger_) ledger_->joinRun(swarm_.runId(), config_.runName);
+  cleanRunFolder(true);
+  loadBans();
   SwarmEvents events;
   events.peersChanged = [this] {
-    if (ledger_) {
+    if (ledger_) {  // only what changed, at most once a minute per peer (core/node/peer_sightings.h)
       const auto now = QDateTime::currentMSecsSinceEpoch();
-      for (const auto& p : swarm_.peers()) ledger_->seePeer(swarm_.runId(), p.id, p.publicKey, now);
+      sightings_.begin();
+      for (const auto& p : swarm_.peers())
+        if (sightings_.due(p.id, p.seq, now)) ledger_->seePeer(swarm_.runId(), p.id, p.publicKey, now);
+      sightings_.end();
     }
     checkAgreement();
     if (resyncWanted_ && pendingSnapshot_.empty()) tryResync();
@@ -56,28 +70,25 @@ void Node::start() {
   events.fetched = [this](const std::string& id, const std::string& path) {
     if (!pendingSnapshot_.empty() && id == pendingSnapshot_) {
       Q_EMIT message(QStringLiteral("Snapshot fetched; adopting it"));
-      QMetaObject::invokeMethod(worker_, [w = worker_, p = q(path)] { w->adoptSnapshot(p); }, Qt::QueuedConnection);
+      QMetaObject::invokeMethod(
+          worker_, [w = worker_, p = q(path), r = pendingSnapshotRound_] { w->adoptSnapshot(p, r); },
+          Qt::QueuedConnection);
       return;
     }
-    if (!gather_) return;
-    auto it = gather_->fetching.find(id);
-    if (it == gather_->fetching.end()) return;
-    const auto& [sender, claims] = it->second;
-    gather_->arrived[sender] = {sender, path, claims};
-    gather();
+    onContributionFetched(id, path);
   };
-  events.fetchFailed = [this](const std::string& id, const std::string& reason) {
-    Q_EMIT message(QStringLiteral("Fetch failed. Content: \"%1\". Reason: \"%2\"").arg(q(id).left(16), q(reason)));
-    // Drop the transfer and its partial file; the next gather() starts it afresh (a few times).
-    if (!gather_ || !gather_->fetching.count(id) || ++fetchRetries_[id] > 3) return;
-    gather_->fetching.erase(id);
-    swarm_.retire(id, true);
-    QTimer::singleShot(500, this, [this] { gather(); });
+  events.fetchFailed = [this](const std::string& id, const std::string& reason, bool refused) {
+    onFetchFailed(id, reason, refused);
+  };
+  events.peerBanned = [this](const std::string& id, const std::string& reason) {
+    ban(id, reason);
+    Q_EMIT message(QStringLiteral("Peer %1 banned: %2").arg(q(id).left(16), q(reason)));
   };
   swarm_.setEvents(std::move(events));
   announce();  // present ourselves (no claims yet) so others count us before they claim
   Q_EMIT message(QStringLiteral("Joined run %1 as peer %2; listening for peers for %3 s")
-                     .arg(q(swarm_.runId()).left(16), q(swarm_.selfId()).left(16)).arg(config_.policy.joinWindowMs / 1000.0));
+                     .arg(q(swarm_.runId()).left(16), q(swarm_.selfId()).left(16))
+                     .arg(config_.policy.joinWindowMs / 1000.0));
   joinWindow_.start(config_.policy.joinWindowMs);
 }
 
@@ -85,7 +96,8 @@ void Node::start() {
 void Node::startTrainer() {
   auto peerConfig = config_.peer;
   peerConfig.trainer.localExperts = claims_;
-  worker_ = new TrainerWorker(peerConfig, train_, val_, config_.contribDir, config_.snapshotDir, config_.policy.snapshotEvery);
+  worker_ = new TrainerWorker(peerConfig, train_, val_, config_.contribDir, config_.snapshotDir,
+                              config_.policy.snapshotEvery);
   worker_->moveToThread(&trainerThread_);
   connect(worker_, &TrainerWorker::ready, this, &Node::onReady);
   connect(worker_, &TrainerWorker::failed, this, [this](const QString& e) { Q_EMIT failed(e); });
@@ -113,13 +125,17 @@ void Node::startTrainer() {
     Q_EMIT pausedChanged(paused);
   });
   if (paused_ || pauseAfterRound_)  // asked before the trainer existed
-    QMetaObject::invokeMethod(worker_, [w = worker_, now = paused_] { now ? w->setPaused(true) : w->pauseAfterRound(); },
-                              Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        worker_, [w = worker_, now = paused_] { now ? w->setPaused(true) : w->pauseAfterRound(); },
+        Qt::QueuedConnection);
   trainerThread_.start();
-  QMetaObject::invokeMethod(worker_, [w = worker_] { w->start(); }, Qt::QueuedConnection);
+  QMetaObject::invokeMethod(
+      worker_, [w = worker_] { w->start(); }, Qt::QueuedConnection);
 }
 
-void Node::onReady(qint64 mergedRound, qint64 step, bool resumed, const QString& baseFingerprint) {
+void Node::onReady(qint64 mergedRound, qint64 step, bool resumed, const QString& baseFingerprint,
+                   const QString& resumeNote) {
+  if (!resumeNote.isEmpty()) Q_EMIT message(QStringLiteral("Saved state: ") + resumeNote);
   round_ = mergedRound + 1;
   mergedRound_ = mergedRound;
   steps_ = step;
@@ -144,10 +160,16 @@ void Node::announce() {
   if (auto s = swarm_.announce(a); !s) Q_EMIT message(QStringLiteral("Announce failed: %1").arg(q(s.error())));
 }
 
-std::vector<SwarmPeer> Node::livePeers(qint64 round) const {
-  std::vector<SwarmPeer> live;
-  for (const auto& p : swarm_.peers())
-    if (!p.claims.empty() && p.leaseUntil >= round && !banned_.count(p.id)) live.push_back(p);
+std::vector<SwarmPeer> Node::livePeers(qint64 round, bool withNoShows) const {
+  auto live = livePeersOf(swarm_.peers(), round, config_.policy.leaseRounds, banned_,
+                          QDateTime::currentMSecsSinceEpoch(), claimingSince_);
+  if (!withNoShows)
+    live.erase(std::remove_if(live.begin(), live.end(),
+                              [this](const SwarmPeer& p) {
+                                const auto it = noShows_.find(p.id);
+                                return it != noShows_.end() && it->second >= kNoShowRounds;
+                              }),
+               live.end());
   return live;
 }
 
@@ -156,14 +178,15 @@ void Node::onRoundTrained(const RoundTrained& trained) {
   // trainer at the boundary until the snapshot lands (it then starts the next round afresh).
   if (resyncWanted_) {
     tryResync();
-    if (resyncWanted_) return;
+    if (resyncWanted_) return void(held_ = trained);  // published if we give up waiting (giveUpResync)
   }
   lastLoss_ = trained.meanLoss;
   lastTokensPerSecond_ = trained.tokensPerSecond;
   auto id = swarm_.publish(trained.contribution.path);
   if (!id) return Q_EMIT failed(QStringLiteral("publishing round %1: %2").arg(trained.round).arg(q(id.error())));
   // A round trained again after a resync replaces the contribution built on the old base.
-  if (auto old = contrib_.find(trained.round); old != contrib_.end() && old->second != *id) swarm_.retire(old->second, true);
+  if (auto old = contrib_.find(trained.round); old != contrib_.end() && old->second != *id)
+    swarm_.retire(old->second, true);
   contrib_[trained.round] = *id;
   round_ = trained.round;
   announce();
@@ -183,55 +206,6 @@ void Node::onRoundTrained(const RoundTrained& trained) {
   gather();
 }
 
-bool Node::fetchesProgressing() {
-  std::map<std::string, std::int64_t> done;
-  for (const auto& t : swarm_.traffic().transfers) done[t.contentId] = t.doneBytes;
-  bool progressing = false;
-  for (const auto& [id, from] : gather_->fetching) {
-    if (gather_->arrived.count(from.first)) continue;
-    const auto now = done.count(id) ? done[id] : 0;
-    const auto before = gather_->doneAtLastCheck.count(id) ? gather_->doneAtLastCheck[id] : -1;
-    progressing = progressing || now > before;
-    gather_->doneAtLastCheck[id] = now;
-  }
-  return progressing;
-}
-
-void Node::gather() {
-  if (!gather_ || gather_->closing) return;
-  const qint64 r = gather_->round;
-  const QString dir = QDir(config_.fetchDir).filePath(QString::number(r));
-  gather_->expected = {swarm_.selfId()};
-  for (const auto& p : livePeers(r)) {
-    gather_->expected.insert(p.id);
-    auto c = p.contrib.find(r);
-    if (c == p.contrib.end()) continue;
-    dropSuperseded(p.id, c->second);
-    if (gather_->arrived.count(p.id) || gather_->fetching.count(c->second)) continue;
-    gather_->fetching[c->second] = {p.id, std::set<int>(p.claims.begin(), p.claims.end())};
-    fetched_[r].insert(c->second);
-    if (auto s = swarm_.fetch(c->second, dir.toStdString()); !s)
-      Q_EMIT message(QStringLiteral("Cannot fetch from %1: %2").arg(q(p.id).left(16), q(s.error())));
-  }
-  for (const auto& id : gather_->expected)
-    if (!gather_->arrived.count(id)) return;
-  closeRound(false);
-}
-
-// A peer that resynced mid-round trains the round again on the swarm's base and announces a new
-// contribution for it: the one it announced last is the one to merge (the first is stale).
-void Node::dropSuperseded(const std::string& sender, const std::string& current) {
-  for (auto it = gather_->fetching.begin(); it != gather_->fetching.end();) {
-    if (it->second.first != sender || it->first == current) {
-      ++it;
-      continue;
-    }
-    gather_->arrived.erase(sender);
-    swarm_.retire(it->first, true);
-    it = gather_->fetching.erase(it);
-  }
-}
-
 void Node::closeRound(bool deadline) {
   if (!gather_ || gather_->closing) return;
   gather_->closing = true;
@@ -247,56 +221,71 @@ void Node::closeRound(bool deadline) {
   sinceRoundClosed_.start();
   if (deadline)
     Q_EMIT message(QStringLiteral("Round %1 closed by its deadline after %2 s with %3 of %4 contributions")
-                       .arg(gather_->round).arg(seconds, 0, 'f', 1).arg(gather_->arrived.size()).arg(gather_->expected.size()));
+                       .arg(gather_->round)
+                       .arg(seconds, 0, 'f', 1)
+                       .arg(gather_->arrived.size())
+                       .arg(gather_->expected.size()));
   std::vector<IncomingContribution> list;
   for (const auto& [sender, c] : gather_->arrived) list.push_back(c);
   contentOf_.clear();
-  for (const auto& [id, from] : gather_->fetching) contentOf_[from.first] = id;
+  for (const auto& [key, claims] : gather_->fetching) contentOf_[key.first] = key.second;
+  countNoShows();
   contentOf_[swarm_.selfId()] = contrib_[gather_->round];
   const qint64 r = gather_->round;
   nextClaims_ = plannedClaims(r + 1);
-  QMetaObject::invokeMethod(worker_, [w = worker_, r, list, claims = nextClaims_] { w->merge(r, list, claims); },
-                            Qt::QueuedConnection);
+  QMetaObject::invokeMethod(
+      worker_, [w = worker_, r, list, claims = nextClaims_] { w->merge(r, list, claims); }, Qt::QueuedConnection);
   gather_->gatherSecondsHint = seconds;
   gather_->deadlineHit = deadline;
 }
 
+// The round is merged: its summary, verdicts, what the ledger will record, the agreement check,
+// then on to the next round. Each step is one function (below, and node_record.cpp).
 void Node::onMerged(const RoundMerged& merged) {
-  RoundSummary s;
-  s.round = merged.result.round;
-  s.peers = merged.result.accepted;
-  s.valLoss = merged.valLoss;
-  s.merge = merged.result;
-  s.step = merged.step;
-  if (gather_) {
-    std::set<int> updated;
-    for (const auto& v : merged.result.verdicts) {
-      auto it = gather_->arrived.find(v.sender);
-      if (v.accepted && it != gather_->arrived.end()) updated.insert(it->second.claims.begin(), it->second.claims.end());
-    }
-    s.updatedExperts.assign(updated.begin(), updated.end());
-    s.expected = static_cast<int>(gather_->expected.size());
-    s.loss = gather_->own.meanLoss;
-    s.tokensPerSecond = gather_->own.tokensPerSecond;
-    s.gatherSeconds = gather_->gatherSecondsHint;
-    s.deadlineHit = gather_->deadlineHit;
-  }
-  for (const auto& v : merged.result.verdicts) {
-    if (v.accepted || v.stale || v.sender == swarm_.selfId()) continue;
-    banned_.insert(v.sender);
-    if (ledger_) ledger_->banPeer(swarm_.runId(), v.sender, v.reason);
-    Q_EMIT message(QStringLiteral("Contribution rejected, peer banned. Peer: \"%1\". Reason: \"%2\"").arg(q(v.sender).left(16), q(v.reason)));
-  }
-  unrecorded_[s.round] = {s, merged.step};  // committed to the ledger once its state is durable
+  const RoundSummary s = summarize(merged);
+  for (const auto& v : merged.result.verdicts)
+    if (!v.accepted && !v.stale && v.sender != swarm_.selfId()) banSender(v.sender, v.reason);
+  unrecorded_[s.round] = captureForLedger(s, merged.step);  // committed once its state is durable
   mergedRound_ = s.round;
   noteFingerprint(s.round, s.merge.fingerprint);
   if (!merged.snapshotPath.isEmpty()) publishSnapshot(s.round, merged.snapshotPath);
-  // Most others built on a base we do not hold: we merged a different set of contributions
-  // (a deadline hit us but not them). Take the majority's snapshot instead of drifting apart.
+  resyncIfOutOfStep(merged.result);
+  retireUnarrived();
+  gather_.reset();
+  retireOldContent(s.round);
+  cleanRunFolder(false);
+  advanceRound(s);
+}
+
+RoundSummary Node::summarize(const RoundMerged& merged) const {
+  RoundSummary s;
+  s.round = merged.result.round;
+  s.peers = merged.result.accepted;
+  s.valLoss = merged.result.valLoss;
+  s.merge = merged.result;
+  s.step = merged.step;
+  if (!gather_) return s;
+  std::set<int> updated;
+  for (const auto& v : merged.result.verdicts) {
+    auto it = gather_->arrived.find(v.sender);
+    if (v.accepted && it != gather_->arrived.end()) updated.insert(it->second.claims.begin(), it->second.claims.end());
+  }
+  s.updatedExperts.assign(updated.begin(), updated.end());
+  s.expected = static_cast<int>(gather_->expected.size());
+  s.loss = gather_->own.meanLoss;
+  s.tokensPerSecond = gather_->own.tokensPerSecond;
+  s.gatherSeconds = gather_->gatherSecondsHint;
+  s.deadlineHit = gather_->deadlineHit;
+  return s;
+}
+
+// Most others built on a base we do not hold: we merged a different set of contributions (a
+// deadline hit us but not them). Take the majority's snapshot instead of drifting apart.
+void Node::resyncIfOutOfStep(const MergeResult& result) {
   int othersAccepted = 0, othersStale = 0, largestStaleGroup = 0;
   std::string staleSender;
   std::map<std::string, int> staleBases;  // base hash → others that built on it
-  for (const auto& v : merged.result.verdicts) {
+  for (const auto& v : result.verdicts) {
     if (v.sender == swarm_.selfId()) continue;
     othersAccepted += v.accepted ? 1 : 0;
     othersStale += v.stale ? 1 : 0;
@@ -307,30 +296,41 @@ void Node::onMerged(const RoundMerged& merged) {
   }
   // Two peers that disagree see the same picture: only the larger id gives in.
   const bool tie = othersAccepted == 0 && othersStale == 1 && swarm_.selfId() < staleSender;
-  if (othersStale > othersAccepted && !tie) {
-    Q_EMIT message(QStringLiteral("Out of step: %1 of %2 contributions of round %3 were built on another base; resyncing")
-                       .arg(othersStale).arg(othersStale + othersAccepted).arg(s.round));
-    resyncWanted_ = true;
-    // Two or more others agree on a state we do not hold: they are the swarm, we are the odd one
-    // out, and their snapshot is what we wait for (never "keep ours as the reference").
-    majorityElsewhere_ = largestStaleGroup >= 2;
-    tryResync();
-  }
-  gather_.reset();
-  // Keep our last two contributions seeding for late fetchers; older ones are retired. Others'
-  // contributions likewise: seeded two rounds (a peer catching up gathers them again), then
-  // removed with their files, so incoming/ holds at most three rounds.
-  for (auto it = contrib_.begin(); it != contrib_.end() && it->first + 2 <= s.round;) {
+  if (othersStale <= othersAccepted || tie) return;
+  Q_EMIT message(QStringLiteral("Out of step: %1 of %2 contributions of round %3 were built on another base; resyncing")
+                     .arg(othersStale)
+                     .arg(othersStale + othersAccepted)
+                     .arg(result.round));
+  resyncWanted_ = true;
+  // Two or more others agree on a state we do not hold: they are the swarm, we are the odd one
+  // out, and their snapshot is what we wait for (never "keep ours as the reference").
+  majorityElsewhere_ = largestStaleGroup >= 2;
+  tryResync();
+}
+
+// Keep our last two contributions seeding for late fetchers; older ones are retired. Others'
+// contributions likewise: seeded two rounds (a peer catching up gathers them again), then removed
+// with their files, so incoming/ holds at most three rounds.
+void Node::retireOldContent(qint64 mergedRound) {
+  for (auto it = contrib_.begin(); it != contrib_.end() && it->first + 2 <= mergedRound;) {
     swarm_.retire(it->second, true);
     it = contrib_.erase(it);
   }
-  for (auto it = fetched_.begin(); it != fetched_.end() && it->first + 2 <= s.round;) {
-    for (const auto& id : it->second) swarm_.retire(id, true);
+  for (auto it = fetched_.begin(); it != fetched_.end() && it->first + 2 <= mergedRound;) {
+    for (const auto& id : it->second) {
+      swarm_.retire(id, true);
+      fetchRetries_.erase(id);
+    }
     it = fetched_.erase(it);
   }
+}
+
+void Node::advanceRound(const RoundSummary& s) {
   round_ = s.round + 1;
   if (!nextClaims_.empty() && nextClaims_ != claims_) {
-    Q_EMIT message(QStringLiteral("Claims change for round %1: %2 -> %3").arg(round_).arg(joinInts(claims_), joinInts(nextClaims_)));
+    Q_EMIT message(QStringLiteral("Claims change for round %1: %2 -> %3")
+                       .arg(round_)
+                       .arg(joinInts(claims_), joinInts(nextClaims_)));
     claims_ = nextClaims_;
   }
   announce();
@@ -356,39 +356,9 @@ double Node::meanRoundSeconds() const {
 Status Node::exportModel(const QString& path) {
   if (!worker_) return makeError("no model yet: the node never started training");
   Status result = makeError("export did not run");
-  QMetaObject::invokeMethod(worker_, [&] { result = worker_->exportTo(path); }, Qt::BlockingQueuedConnection);
+  QMetaObject::invokeMethod(
+      worker_, [&] { result = worker_->exportTo(path); }, Qt::BlockingQueuedConnection);
   return result;
-}
-
-// The round's state folder is durable (written in the background after the merge): only now is
-// the round committed, so the ledger is never ahead of the files and a crash loses at most the
-// round in progress.
-void Node::onPersisted(qint64 round, const QString& error) {
-  auto it = unrecorded_.find(round);
-  if (!error.isEmpty()) {
-    Q_EMIT message(QStringLiteral("Saving the state of round %1 failed: %2").arg(round).arg(error));
-    if (it != unrecorded_.end()) unrecorded_.erase(it);
-    return;
-  }
-  if (it == unrecorded_.end()) return;  // a snapshot adoption, or a round recorded already
-  recordRound(it->second.first, it->second.second);
-  unrecorded_.erase(it);
-}
-
-void Node::recordRound(const RoundSummary& s, qint64 step) {
-  if (!ledger_) return;
-  const auto run = swarm_.runId();
-  const auto now = QDateTime::currentMSecsSinceEpoch();
-  std::map<std::string, std::vector<int>> claimsOf{{swarm_.selfId(), claims_}};
-  for (const auto& p : swarm_.peers()) claimsOf[p.id] = p.claims;
-  for (const auto& v : s.merge.verdicts) {
-    const char* verdict = v.accepted ? "accepted" : v.stale ? "stale" : "rejected";
-    ledger_->addContribution(run, {s.round, v.sender, contentOf_[v.sender], v.bytes, verdict, v.reason});
-    ledger_->setClaims(run, s.round, v.sender, claimsOf[v.sender]);
-  }
-  ledger_->addMetric(run, {step, s.round, lastStep_.loss, s.valLoss, lastStep_.lr, s.tokensPerSecond, now});
-  ledger_->commitRound(run, {s.round, now, s.expected, static_cast<int>(s.merge.verdicts.size()), s.merge.accepted,
-                             s.merge.sharedFingerprint, config_.peer.stateDir});
 }
 
 void Node::stop() {
@@ -396,7 +366,10 @@ void Node::stop() {
   stopping_ = true;
   deadline_.stop();
   joinWindow_.stop();
-  if (worker_) QMetaObject::invokeMethod(worker_, [w = worker_] { w->stop(); }, Qt::BlockingQueuedConnection);
+  resyncWatchdog_.stop();
+  if (worker_)
+    QMetaObject::invokeMethod(
+        worker_, [w = worker_] { w->stop(); }, Qt::BlockingQueuedConnection);
   announce();  // claims released: others re-claim our experts without waiting for the lease
   Q_EMIT finished();
 }

@@ -1,4 +1,5 @@
-// The node: one peer's SPES round state machine (ARCHITECTURE §4), on the engine thread.
+// The node: one peer's SPES round state machine, on the engine thread (docs/ARCHITECTURE.md,
+// "One round, traced").
 //   join → discover for a moment → claim experts → train sync_every steps → publish the
 //   contribution → gather the round's contributions of live peers until all arrived or the
 //   adaptive deadline → validate + merge (trainer thread) → next round.
@@ -6,6 +7,8 @@
 // the merge lands between two steps. Talks to the network only through `Swarm`.
 #pragma once
 
+#include "core/node/bans.h"
+#include "core/node/peer_sightings.h"
 #include "core/node/swarm.h"
 #include "core/node/trainer_worker.h"
 #include "core/store/ledger.h"
@@ -34,21 +37,31 @@ struct RoundPolicy {
   double deadlineFactor = train::SwarmPolicy{}.deadlineFactor;  // × the median of recent gather times
   double deadlineMinSeconds = train::SwarmPolicy{}.deadlineMinSeconds;
   double deadlineMaxSeconds = train::SwarmPolicy{}.deadlineMaxSeconds;
-  int joinWindowMs = 3000;       // listen for peers before claiming (not in the manifest)
+  int joinWindowMs = 3000;                                 // listen for peers before claiming (not in the manifest)
   int snapshotEvery = train::SwarmPolicy{}.snapshotEvery;  // rounds between merged-state snapshots
 };
 
 struct NodeConfig {
   std::string runName;
-  SpesPeerConfig peer;           // localExperts are chosen by the node
+  SpesPeerConfig peer;  // localExperts are chosen by the node
   RoundPolicy policy;
   int nExperts = 8;
-  qint64 maxRounds = 0;          // 0 = run until stopped
-  int maxExperts = 0;            // pre-flight memory budget (0 = no limit); see expertBudget()
-  QString contribDir;            // our contributions
-  QString fetchDir;              // others' contributions
-  QString snapshotDir;           // our snapshots
+  qint64 maxRounds = 0;  // 0 = run until stopped
+  int maxExperts = 0;    // pre-flight memory budget (0 = no limit); see expertBudget()
+  QString contribDir;    // our contributions
+  QString fetchDir;      // others' contributions
+  QString snapshotDir;   // our snapshots
+  // Disk quota of the run folder (0: none): no fetch starts that could take the folder past it
+  // (node_fetch.cpp). runDir is the folder measured (empty: the parent of fetchDir).
+  std::int64_t diskQuotaBytes = 0;
+  QString runDir;
 };
+
+// Fetches of others' contributions in flight at once; the rest wait in the node for a slot.
+constexpr int kMaxConcurrentFetches = 8;
+// A peer whose announced contribution never began to arrive (not one byte by round close) this many
+// rounds in a row is not waited for (nor counted as an owner) until one arrives again (issue 15, item 3).
+constexpr int kNoShowRounds = 2;
 
 // Pre-flight check: how many experts fit in `availableBytes`. Every peer holds the whole model
 // four times (weights, merged base, contribution snapshot, the background writer's copy) plus
@@ -69,11 +82,12 @@ class Node : public QObject {
   // `ledger` may be null (no history kept); otherwise every round, contribution, verdict, ban and
   // step metric goes there, a round only after its state files are durable.
   Node(Swarm& swarm, NodeConfig config, std::shared_ptr<const std::vector<std::uint16_t>> train,
-       std::shared_ptr<const std::vector<std::uint16_t>> val, store::Ledger* ledger = nullptr, QObject* parent = nullptr);
+       std::shared_ptr<const std::vector<std::uint16_t>> val, store::Ledger* ledger = nullptr,
+       QObject* parent = nullptr);
   ~Node() override;
 
   void start();
-  void stop();  // finish the step, announce leaving, then finished()
+  void stop();                              // finish the step, announce leaving, then finished()
   Status exportModel(const QString& path);  // the last merged state
   const std::vector<int>& claims() const { return claims_; }
   // Fraction of the wall time since the first step that the trainer spent inside steps (the
@@ -92,7 +106,7 @@ class Node : public QObject {
   SwarmView view() const;
 
  Q_SIGNALS:
-  void message(const QString& line);        // human-readable log
+  void message(const QString& line);  // human-readable log
   void roundClosed(const es::node::RoundSummary& summary);
   void stepped(const es::node::StepReport& report);
   void failed(const QString& error);
@@ -102,20 +116,51 @@ class Node : public QObject {
  private:
   void decideClaims();
   void startTrainer();
-  void onReady(qint64 mergedRound, qint64 step, bool resumed, const QString& baseFingerprint);
+  void onReady(qint64 mergedRound, qint64 step, bool resumed, const QString& baseFingerprint,
+               const QString& resumeNote);
   void onRoundTrained(const RoundTrained& trained);
   void onMerged(const RoundMerged& merged);
   void gather();
+  // node_fetch.cpp: what a fetch may bring, the disk quota, refusals, cleaning the run folder.
+  void noteAnnounced(const SwarmPeer& peer, const std::string& contentId);  // node_gather.cpp
+  bool startFetch(const std::string& contentId, qint64 round);
+  FetchLimits contributionLimits(const std::string& sender, const std::set<int>& claims, qint64 round) const;
+  FetchLimits snapshotLimits(qint64 round) const;
+  bool startSnapshotFetch(qint64 round, const std::string& contentId);
+  int fetchesInFlight() const;
+  // The run id written into contributions and snapshots (the trainer's; the swarm's if unset).
+  std::string runIdForFiles() const { return config_.peer.runId.empty() ? swarm_.runId() : config_.peer.runId; }
+  bool quotaAllows(std::int64_t bytes, const QString& what);
+  std::int64_t runFolderBytes() const;
+  void onFetchFailed(const std::string& id, const std::string& reason, bool refused);
+  void refuse(const std::string& id, const std::string& reason);
+  void banSender(const std::string& sender, const std::string& reason);
+  void retireUnarrived();
+  void cleanRunFolder(bool atStart);
   void dropSuperseded(const std::string& sender, const std::string& currentContentId);
   void closeRound(bool deadline);
   void announce();
   std::vector<int> plannedClaims(qint64 nextRound) const;
   int capped(int count) const;  // at most config_.maxExperts
   void tryResync();
-  bool fetchesProgressing();  // for the deadline: some awaited contribution got bytes since the last look
+  // node_gather.cpp: gathering the round's contributions.
+  // For the deadline: some awaited contribution got bytes since the last look, at a rate that
+  // brings the rest before deadline.max_seconds.
+  bool fetchesProgressing();
+  void onContributionFetched(const std::string& contentId, const std::string& path);
+  void countNoShows();  // at round close: senders whose announced contribution sent no byte
+  FetchLimits limitsFor(const std::string& contentId, qint64 round) const;  // every announcer's sizes
   std::optional<std::pair<qint64, std::string>> convergeOnLowestId();
+  std::optional<std::pair<std::pair<qint64, std::string>, int>> bestAnnouncedSnapshot() const;
+  bool hasAnnouncers() const;
+  qint64 newestAdoptableRound() const;  // node_resync.cpp
   void onSnapshotAdopted(qint64 round, const QString& fingerprint, const QString& error);
-  void checkAgreement();    // node_resync.cpp: is the state we merged the swarm's?
+  void checkAgreement();  // node_resync.cpp: is the state we merged the swarm's?
+  void watchResync();     // node_resync.cpp: arm the watchdog that keeps a resync from waiting forever
+  void onResyncWatchdog();
+  void dropPendingSnapshot(const QString& why, bool never);
+  void giveUpResync();
+  void endResync();
   struct StateGroup {
     std::string fingerprint;
     std::set<std::string> members;
@@ -124,9 +169,29 @@ class Node : public QObject {
   std::optional<StateGroup> swarmStateOf(qint64 round, const std::string& ownFingerprint) const;
   void publishSnapshot(qint64 round, const QString& path);
   void noteFingerprint(qint64 round, const std::string& fingerprint);
-  std::vector<SwarmPeer> livePeers(qint64 round) const;
+  // Claims, a lease that holds at `round`, not banned, not silent (core/node/peer_rules.h).
+  // Without `withNoShows`, peers whose announced contributions did not arrive kNoShowRounds
+  // rounds in a row are left out too (they are still fetched from, so they come back at once).
+  std::vector<SwarmPeer> livePeers(qint64 round, bool withNoShows = false) const;
+  void loadBans();  // node_bans.cpp: the run's bans in force, from the ledger
+  void ban(const std::string& id, const std::string& reason);
+  bool isBanned(const std::string& id) const;  // and the ban has not expired
 
-  void recordRound(const RoundSummary& summary, qint64 step);
+  // onMerged's steps (node.cpp).
+  RoundSummary summarize(const RoundMerged& merged) const;
+  void resyncIfOutOfStep(const MergeResult& result);
+  void retireOldContent(qint64 mergedRound);
+  void advanceRound(const RoundSummary& summary);
+  // What the ledger records of a merged round, captured at merge time (node_record.cpp).
+  struct UnrecordedRound {
+    RoundSummary summary;
+    qint64 step = 0;
+    std::map<std::string, std::string> contentOf;      // sender → content id
+    std::map<std::string, std::vector<int>> claimsOf;  // sender → its claims in that round
+    double loss = 0, lr = 0;                           // the last step's, at the merge
+  };
+  UnrecordedRound captureForLedger(const RoundSummary& summary, qint64 step) const;
+  void recordRound(const UnrecordedRound& round);
   void onPersisted(qint64 round, const QString& error);
 
   Swarm& swarm_;
@@ -137,55 +202,84 @@ class Node : public QObject {
   double firstStepSeconds_ = 0, stepSeconds_ = 0;
   qint64 roundsClosed_ = 0;
   std::vector<double> allRoundSeconds_;
-  std::map<qint64, std::pair<RoundSummary, qint64>> unrecorded_;  // merged, state not yet durable
+  std::map<qint64, UnrecordedRound> unrecorded_;  // merged, state not yet durable
   std::map<std::string, std::string> contentOf_;  // sender → content id, for the round being merged
   std::shared_ptr<const std::vector<std::uint16_t>> train_, val_;
   QThread trainerThread_;
   TrainerWorker* worker_ = nullptr;
   std::vector<int> claims_;
-  std::vector<int> nextClaims_;  // sent to the trainer with the merge, adopted when it lands
-  qint64 round_ = 0;  // the round being trained
-  std::map<qint64, std::string> contrib_;    // our published contributions (round → id)
+  std::vector<int> nextClaims_;                      // sent to the trainer with the merge, adopted when it lands
+  qint64 round_ = 0;                                 // the round being trained
+  std::map<qint64, std::string> contrib_;            // our published contributions (round → id)
   std::map<qint64, std::set<std::string>> fetched_;  // others' contributions we fetched (round → ids)
-  std::map<qint64, std::string> snapshots_;  // our published snapshots (round → id)
-  std::map<qint64, std::string> fingerprints_;  // the states we merged (round → fingerprint), last two
-  std::set<std::string> majority_;           // out of step: the peers whose state we take (empty: any two)
-  std::string majorityState_;                // and the fingerprint of that state
-  qint64 majoritySince_ = 0;                 // of that round (their snapshots of it or later will do)
-  qint64 snapshotOffered_ = -1;              // the round we wrote an extra snapshot for (others disagree)
+  std::map<qint64, std::string> snapshots_;          // our published snapshots (round → id)
+  std::map<qint64, std::string> fingerprints_;       // the states we merged (round → fingerprint), last two
+  std::set<std::string> majority_;                   // out of step: the peers whose state we take (empty: any two)
+  std::string majorityState_;                        // and the fingerprint of that state
+  qint64 majoritySince_ = 0;                         // of that round (their snapshots of it or later will do)
+  qint64 snapshotOffered_ = -1;                      // the round we wrote an extra snapshot for (others disagree)
   qint64 mergedRound_ = 0;
-  bool resyncWanted_ = false;                // newcomer, or out of step with the majority
-  bool majorityElsewhere_ = false;           // out of step, and ≥ 2 others share one base: wait for their snapshot
-  bool waitingForMajority_ = false;          // said so once
-  std::string pendingSnapshot_;              // content id being fetched for a resync
+  bool resyncWanted_ = false;               // newcomer, or out of step with the majority
+  bool majorityElsewhere_ = false;          // out of step, and ≥ 2 others share one base: wait for their snapshot
+  bool waitingForMajority_ = false;         // said so once
+  std::string pendingSnapshot_;             // content id being fetched for a resync
+  qint64 pendingSnapshotRound_ = 0;         // the round its announcers gave it
+  std::int64_t pendingDoneBytes_ = 0;       // its bytes at the watchdog's last look
+  std::set<std::string> badSnapshots_;      // refused or failed: never fetched again
+  std::set<std::string> stalledSnapshots_;  // got no bytes for a watchdog period: others first
+  QTimer resyncWatchdog_;
+  QElapsedTimer outOfStepSince_;      // the resync in progress started (bounds the wait)
+  qint64 gaveUpThrough_ = -1;         // splits up to this round no longer hold us (we waited)
+  std::optional<RoundTrained> held_;  // our round, trained on the state we are leaving
   QElapsedTimer sinceRoundClosed_;
   std::vector<double> roundSeconds_;
   double lastLoss_ = 0, lastTokensPerSecond_ = 0;
   qint64 steps_ = 0;
-  std::set<std::string> banned_;
+  Bans banned_;              // peer id → when and why (expired ones are ignored: isBanned)
+  PeerSightings sightings_;  // which peers the ledger has seen, and when (peersChanged)
+  // Peer id → the round we first saw it claiming: the grace of the silent rule (peer_rules.h).
+  // Filled as livePeers meets them, hence mutable. Peers may differ by a round on a newcomer's
+  // grace (they met it at different times); they agree again once it publishes or stays silent.
+  mutable std::map<std::string, std::int64_t> claimingSince_;
   std::map<std::string, int> fetchRetries_;  // content id → failed fetches restarted
+  std::map<std::string, int> noShows_;       // sender → rounds in a row its announced contribution sent no byte
+  std::set<std::string> snapshotFetches_;    // snapshot content ids fetched (retired at round close)
+  qint64 quotaReportedRound_ = -1;           // the quota message is said once a round
+  bool quotaReached_ = false;
+  std::int64_t diskUsed_ = 0;  // the run folder at the last fetch decision
 
   // The round being gathered.
   struct Gather {
     qint64 round = 0;
     RoundTrained own;
-    // content id → sender and the claims its record showed beside that contribution (a sender may
-    // change claims right after; validation uses what held for this round)
-    std::map<std::string, std::pair<std::string, std::set<int>>> fetching;
-    std::map<std::string, IncomingContribution> arrived;         // sender → contribution
-    std::set<std::string> expected;                              // peer ids
-    std::map<std::string, std::int64_t> doneAtLastCheck;         // content id → bytes, at the deadline's last look
+    // (sender, content id) → the claims its record showed beside that contribution (a sender may
+    // change claims right after; validation uses what held for this round). Keyed by both: a peer
+    // that announces another's content id as its own does not take over that sender's slot — the
+    // one transfer serves both, and validation (the file names its sender) rejects the impostor.
+    std::map<std::pair<std::string, std::string>, std::set<int>> fetching;
+    std::map<std::string, IncomingContribution> arrived;  // sender → contribution
+    std::map<std::string, FetchLimits> transfers;         // content id → the sizes its transfer was started with
+    std::map<std::string, std::string> fetchedPath;       // content id → file, once fetched
+    std::set<std::string> expected;                       // peer ids
+    struct Progress {
+      std::int64_t bytes = 0;  // at the deadline's last look (0 at the start)
+      qint64 atMs = 0;         // the gather clock then
+      qint64 startedMs = 0;    // when the transfer started
+    };
+    std::map<std::string, Progress> progress;      // content id → its transfer's progress
+    std::map<std::string, std::int64_t> inFlight;  // content id → the most bytes it may bring
     QElapsedTimer clock;
     bool closing = false;
     bool deadlineHit = false;
     double gatherSecondsHint = 0;
+    bool hasContent(const std::string& id) const;  // some sender's entry names it
+    std::set<std::string> sendersOf(const std::string& id) const;
   };
   std::optional<Gather> gather_;
   QTimer deadline_, joinWindow_;
   bool stopping_ = false;
-  bool paused_ = false;          // as the trainer last reported (or as asked before it exists)
+  bool paused_ = false;  // as the trainer last reported (or as asked before it exists)
   bool pauseAfterRound_ = false;
 };
 
 }  // namespace es::node
-

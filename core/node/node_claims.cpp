@@ -2,6 +2,7 @@
 // between rounds (orphans taken, replicas shed).
 #include "core/node/node.h"
 #include "core/node/node_util.h"
+#include "core/node/peer_rules.h"
 
 #include <algorithm>
 #include <set>
@@ -15,7 +16,10 @@ ExpertBudget expertBudget(std::int64_t totalParameters, std::int64_t expertParam
   b.fixedBytes = totalParameters * 4 * 4 + shared * 4 * 3;
   b.perExpertBytes = expertParametersAllLayers * 4 * 3;
   const std::int64_t room = availableBytes - b.fixedBytes;
-  b.experts = room <= 0 ? 0 : static_cast<int>(std::min<std::int64_t>(nExperts, room / std::max<std::int64_t>(1, b.perExpertBytes)));
+  b.experts =
+      room <= 0
+          ? 0
+          : static_cast<int>(std::min<std::int64_t>(nExperts, room / std::max<std::int64_t>(1, b.perExpertBytes)));
   return b;
 }
 
@@ -26,26 +30,37 @@ int Node::capped(int count) const {
 using detail::joinInts;
 
 // Experts to train. In a running swarm (someone has merged a round): the least-owned ones
-// (p2p/leases.h). At a fresh start, every starter — claimed already or not — computes the same
-// split from the same sorted list of ids, so simultaneous starters neither collide nor leave an
-// expert out, whoever of them announced first.
+// (p2p/leases.h), leases judged at the swarm's round (swarmRound), banned and silent peers owning
+// nothing. At a fresh start, every starter — claimed already or not — computes the same split
+// from the same list of ids in round 1's order (roundRank, not the smallest id first: ids are
+// cheap to grind), so simultaneous starters neither collide nor leave an expert out, whoever of
+// them announced first.
 void Node::decideClaims() {
   const int e = config_.nExperts;
   const auto peers = swarm_.peers();
   std::vector<std::string> fresh{swarm_.selfId()};
   bool running = false;
   for (const auto& p : peers) {
-    if (p.round > 1 || !p.contrib.empty()) running = true;
-    else fresh.push_back(p.id);
+    if (p.round > 1 || !p.contrib.empty())
+      running = true;
+    else
+      fresh.push_back(p.id);
   }
   if (running) {
     // Joining a running swarm: at least our share of the experts, the least-owned first.
     const int share = (e + static_cast<int>(peers.size())) / (static_cast<int>(peers.size()) + 1);
-    claims_ = swarm_.chooseClaims(round_ + 1, e, capped(std::max(config_.policy.expertsPerPeer, share)));
+    ClaimRequest request{
+        swarmRound(peers), e, capped(std::max(config_.policy.expertsPerPeer, share)), config_.policy.leaseRounds, {}};
+    std::set<std::string> live;
+    for (const auto& p : livePeers(request.round)) live.insert(p.id);
+    for (const auto& p : peers)
+      if (!live.count(p.id)) request.excluded.insert(p.id);  // banned, silent (or owning nothing anyway)
+    claims_ = swarm_.chooseClaims(request);
     // The swarm has merged rounds already: start from its newest snapshot, not from the seed.
     for (const auto& p : peers) resyncWanted_ = resyncWanted_ || p.round > 1;
   } else {
-    std::sort(fresh.begin(), fresh.end());
+    std::sort(fresh.begin(), fresh.end(),
+              [](const std::string& a, const std::string& b) { return ranksBefore(1, a, b); });
     const int n = static_cast<int>(fresh.size());
     const int index = static_cast<int>(std::find(fresh.begin(), fresh.end(), swarm_.selfId()) - fresh.begin());
     const int k = capped(std::min(e, std::max(config_.policy.expertsPerPeer, (e + n - 1) / n)));
@@ -53,7 +68,8 @@ void Node::decideClaims() {
     std::sort(claims_.begin(), claims_.end());
     claims_.erase(std::unique(claims_.begin(), claims_.end()), claims_.end());
   }
-  if (peers.empty()) Q_EMIT message(QStringLiteral("No other peers found: training alone, all experts of this peer's claim"));
+  if (peers.empty())
+    Q_EMIT message(QStringLiteral("No other peers found: training alone, all experts of this peer's claim"));
   Q_EMIT message(QStringLiteral("Claimed experts %1 (%2 other peers seen)").arg(joinInts(claims_)).arg(peers.size()));
 
   announce();  // claimed now: others count us as live while our trainer starts
@@ -61,45 +77,14 @@ void Node::decideClaims() {
   if (resyncWanted_) tryResync();
 }
 
-
-// Between rounds, claims drift toward an even split without a coordinator. Every expert whose
-// live owners are all gone (lease expired, left, banned) is an orphan: orphans are dealt in order
-// to the live peers ranked by (claim count, id), so peers with the same view pick disjoint ones.
-// A replica is shed by every owner but the one with the smallest id, while we hold more than our
-// share. Never shed the only copy. The new claims reach the trainer together with the merge, so
-// the next contribution and the record that announces it always agree (a contribution that
-// carries an expert its record does not claim is rejected, and its sender banned).
+// Between rounds, claims drift toward an even split without a coordinator (planClaims,
+// peer_rules.h). The new claims reach the trainer together with the merge, so the next
+// contribution and the record that announces it always agree (a contribution that carries an
+// expert its record does not claim is rejected, and its sender banned).
 std::vector<int> Node::plannedClaims(qint64 nextRound) const {
   if (stopping_ || claims_.empty()) return claims_;
-  const int e = config_.nExperts;
-  const auto live = livePeers(nextRound);
-  std::vector<std::set<std::string>> owners(static_cast<std::size_t>(e));
-  for (const auto& p : live)
-    for (int x : p.claims)
-      if (x >= 0 && x < e) owners[static_cast<std::size_t>(x)].insert(p.id);
-  const int share = std::max(config_.policy.expertsPerPeer, (e + static_cast<int>(live.size())) / (static_cast<int>(live.size()) + 1));
-  std::vector<int> next;
-  int kept = static_cast<int>(claims_.size());
-  for (int x : claims_) {
-    const auto& others = owners[static_cast<std::size_t>(x)];
-    if (kept > share && !others.empty() && *others.begin() < swarm_.selfId()) {
-      --kept;
-      continue;
-    }
-    next.push_back(x);
-  }
-  std::vector<std::pair<int, std::string>> ranked{{static_cast<int>(next.size()), swarm_.selfId()}};
-  for (const auto& p : live) ranked.push_back({static_cast<int>(p.claims.size()), p.id});
-  std::sort(ranked.begin(), ranked.end());
-  int j = 0;
-  for (int x = 0; x < e; ++x) {
-    if (!owners[static_cast<std::size_t>(x)].empty() || std::find(next.begin(), next.end(), x) != next.end()) continue;
-    if (config_.maxExperts > 0 && static_cast<int>(next.size()) >= config_.maxExperts) break;  // memory budget
-    if (ranked[static_cast<std::size_t>(j++ % static_cast<int>(ranked.size()))].second == swarm_.selfId()) next.push_back(x);
-  }
-  std::sort(next.begin(), next.end());
-  return next;
+  return planClaims({swarm_.selfId(), claims_, livePeers(nextRound), nextRound, config_.nExperts,
+                     config_.policy.expertsPerPeer, config_.maxExperts});
 }
-
 
 }  // namespace es::node

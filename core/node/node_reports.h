@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,19 +32,23 @@ struct MergeResult {
   std::int64_t round = 0;
   std::vector<ContributionVerdict> verdicts;
   int accepted = 0;
-  std::string fingerprint;          // of the merged state (identical on every peer that merged the same set)
-  std::string sharedFingerprint;    // of the merged shared (non-expert) tensors only
-  double alpha = 0;                 // merging warm-up applied
+  std::string fingerprint;        // of the merged state (identical on every peer that merged the same set)
+  std::string sharedFingerprint;  // of the merged shared (non-expert) tensors only
+  double alpha = 0;               // merging warm-up applied
+  // Validation loss of the merged state itself (before this peer's progress since its
+  // contribution is added back): the same on every peer that merged the same set. Only on eval
+  // rounds (SpesPeer::isEvalRound); never a value repeated from an earlier round.
+  std::optional<double> valLoss;
 };
 
 // One closed round, as this peer merged it.
 struct RoundSummary {
   std::int64_t round = 0;
-  std::int64_t step = 0;            // this peer's step count when the merge landed
-  int peers = 0;                    // contributions merged (ours included)
-  int expected = 0;                 // live peers we waited for (ours included)
-  double loss = 0;                  // our mean training loss over the round
-  double valLoss = 0;
+  std::int64_t step = 0;          // this peer's step count when the merge landed
+  int peers = 0;                  // contributions merged (ours included)
+  int expected = 0;               // live peers we waited for (ours included)
+  double loss = 0;                // our mean training loss over the round
+  std::optional<double> valLoss;  // measured this round (an eval round), else none
   double tokensPerSecond = 0;
   double gatherSeconds = 0;
   bool deadlineHit = false;
@@ -53,7 +58,7 @@ struct RoundSummary {
 
 // A peer of the run as this peer sees it (from its signed record; ourselves included).
 struct PeerView {
-  std::string id;                   // peer id (hex)
+  std::string id;  // peer id (hex)
   bool self = false;
   bool banned = false;
   std::int64_t round = 0;
@@ -67,11 +72,11 @@ struct PeerView {
 // A checkpoint transfer: one of our contributions/snapshots seeding, or one of another peer's
 // being fetched (or seeded on after the fetch).
 struct TransferView {
-  std::string contentId;            // v2 info-hash (hex)
-  std::string peer;                 // whose content it is (peer id; ours for uploads), empty if unknown
-  std::string kind;                 // "contribution" | "snapshot" | "other"
+  std::string contentId;  // v2 info-hash (hex)
+  std::string peer;       // whose content it is (peer id; ours for uploads), empty if unknown
+  std::string kind;       // "contribution" | "snapshot" | "other"
   std::int64_t round = 0;
-  bool ours = false;                // we published it (we upload it)
+  bool ours = false;  // we published it (we upload it)
   std::int64_t totalBytes = 0;
   std::int64_t doneBytes = 0;
   std::int64_t uploadedBytes = 0;
@@ -84,15 +89,18 @@ struct TransferView {
 struct SwarmView {
   std::string runId;
   std::string selfId;
-  std::int64_t round = 0;           // the round this peer trains
+  std::int64_t round = 0;  // the round this peer trains
   int nExperts = 0;
   int nLayers = 0;
   bool paused = false;
-  std::vector<PeerView> peers;      // ourselves first
+  std::vector<PeerView> peers;  // ourselves first
   std::vector<TransferView> transfers;
-  std::int64_t bytesSent = 0;       // all traffic of the session
+  std::int64_t bytesSent = 0;  // all traffic of the session
   std::int64_t bytesReceived = 0;
   int connections = 0;              // on the run torrent
+  std::int64_t diskUsedBytes = 0;   // the run folder, at the last fetch decision
+  std::int64_t diskQuotaBytes = 0;  // 0: no quota
+  bool diskQuotaReached = false;    // a fetch was held back by the quota this round
 };
 
 // The run this peer takes part in, once the engine has started it.
@@ -100,8 +108,8 @@ struct RunInfo {
   std::string runName;
   std::string runId;
   std::string selfId;
-  std::string ledgerPath;           // the SQLite ledger (views open it read-only for history)
-  std::string listen;               // IP:PORT the session listens on
+  std::string ledgerPath;  // the SQLite ledger (views open it read-only for history)
+  std::string listen;      // IP:PORT the session listens on
   std::string device;
   int nExperts = 0;
   int nLayers = 0;

@@ -2,6 +2,7 @@
 // different set of contributions than the majority.
 #include "core/node/node.h"
 #include "core/node/node_util.h"
+#include "core/node/peer_rules.h"
 
 #include <QDir>
 
@@ -13,33 +14,23 @@ namespace es::node {
 
 using detail::q;
 
-// The newest snapshot that at least two peers announce with the same content id (one, if only
-// one peer announces snapshots at all): a single peer cannot feed us a state of its own making.
-// Out of step with a known majority (checkAgreement), only that majority's snapshots count: the
-// other odd peers out announce the state we are leaving.
+namespace {
+// How far past the swarm's round an adoptable snapshot may be: the swarm's median lags the
+// fastest peers by the round in progress, and a peer's record by one more while it announces.
+constexpr qint64 kSnapshotRoundSlack = 2;
+}  // namespace
+
+// Start fetching the swarm's snapshot (bestAnnouncedSnapshot), wait for the majority's, or
+// converge on the smallest id; the watchdog (below) keeps any of these from waiting forever.
 void Node::tryResync() {
+  if (resyncWanted_) watchResync();
   if (!pendingSnapshot_.empty()) return;
-  std::map<std::pair<qint64, std::string>, int> votes;
-  std::set<std::string> announcers;
-  for (const auto& p : swarm_.peers()) {
-    if (banned_.count(p.id) || (!majority_.empty() && !majority_.count(p.id))) continue;
-    for (const auto& [round, id] : p.snapshot) {
-      ++votes[{round, id}];
-      announcers.insert(p.id);
-    }
-  }
-  const int needed = announcers.size() >= 2 ? 2 : 1;
+  const auto best = bestAnnouncedSnapshot();
   std::optional<std::pair<qint64, std::string>> chosen;
-  // A snapshot of the round we merged counts: being out of step means our state of that round is
-  // not the swarm's (the netlab's partition: the odd peer out merged round 4 with 5 of 6, the
-  // others' round-4 snapshot was there, and `>` ignored it).
-  // From a known majority: any of its snapshots since the round we split from it.
-  const qint64 oldest = majority_.empty() ? mergedRound_ : majoritySince_;
-  for (auto it = votes.rbegin(); it != votes.rend() && !chosen; ++it)
-    if (it->second >= needed && it->first.first >= oldest) chosen = it->first;
+  if (best) chosen = best->first;
   // A known majority (checkAgreement), or two others that share a base: their snapshot is what we
   // wait for, even when none exists yet (they write one on demand) — never "keep ours".
-  if (!chosen && majorityElsewhere_ && (!announcers.empty() || !majority_.empty())) {
+  if (!chosen && majorityElsewhere_ && (hasAnnouncers() || !majority_.empty())) {
     if (!waitingForMajority_)
       Q_EMIT message(QStringLiteral("Out of step with the majority: waiting for its next snapshot"));
     waitingForMajority_ = true;
@@ -48,12 +39,54 @@ void Node::tryResync() {
   if (!chosen) chosen = convergeOnLowestId();
   if (!chosen) return;
   waitingForMajority_ = false;
-  pendingSnapshot_ = chosen->second;
-  Q_EMIT message(QStringLiteral("Fetching the swarm's snapshot of round %1 (%2 peers announce it)").arg(chosen->first).arg(votes[*chosen]));
-  if (auto s = swarm_.fetch(pendingSnapshot_, QDir(config_.fetchDir).filePath("snapshots").toStdString()); !s) {
-    Q_EMIT message(QStringLiteral("Cannot fetch the snapshot: %1").arg(q(s.error())));
-    pendingSnapshot_.clear();
+  Q_EMIT message(QStringLiteral("Fetching the swarm's snapshot of round %1 (%2 peers announce it)")
+                     .arg(chosen->first)
+                     .arg(best ? best->second : 1));
+  pendingDoneBytes_ = 0;
+  startSnapshotFetch(chosen->first, chosen->second);  // refused by the quota: tried again on the next record
+}
+
+// The newest snapshot that at least two peers announce with the same content id (one, if only
+// one peer announces snapshots at all): a single peer cannot feed us a state of its own making.
+// Out of step with a known majority (checkAgreement), only that majority's snapshots count: the
+// other odd peers out announce the state we are leaving. Snapshots that failed or were refused
+// are skipped; one that stalled comes after every other candidate. → ((round, id), votes).
+std::optional<std::pair<std::pair<qint64, std::string>, int>> Node::bestAnnouncedSnapshot() const {
+  std::map<std::pair<qint64, std::string>, int> votes;
+  std::set<std::string> announcers;
+  for (const auto& p : swarm_.peers()) {
+    if (isBanned(p.id) || (!majority_.empty() && !majority_.count(p.id))) continue;
+    for (const auto& [round, id] : p.snapshot) {
+      if (badSnapshots_.count(id)) continue;
+      ++votes[{round, id}];
+      announcers.insert(p.id);
+    }
   }
+  const int needed = announcers.size() >= 2 ? 2 : 1;
+  // A snapshot of the round we merged counts: being out of step means our state of that round is
+  // not the swarm's (the netlab's partition: the odd peer out merged round 4 with 5 of 6, the
+  // others' round-4 snapshot was there, and `>` ignored it).
+  // From a known majority: any of its snapshots since the round we split from it.
+  const qint64 oldest = majority_.empty() ? mergedRound_ : majoritySince_;
+  const qint64 newest = newestAdoptableRound();
+  for (bool allowStalled : {false, true})
+    for (auto it = votes.rbegin(); it != votes.rend(); ++it)
+      if (it->second >= needed && it->first.first >= oldest && it->first.first <= newest &&
+          (allowStalled || !stalledSnapshots_.count(it->first.second)))
+        return std::pair{it->first, it->second};
+  return std::nullopt;
+}
+
+// Never past the swarm's round (the median of the running peers' rounds, peer_rules.h) by more
+// than the round in progress: two Sybil keys announcing round 10^9 are not "the newest".
+qint64 Node::newestAdoptableRound() const {
+  return std::max<qint64>(swarmRound(swarm_.peers()), mergedRound_) + kSnapshotRoundSlack;
+}
+
+bool Node::hasAnnouncers() const {
+  for (const auto& p : swarm_.peers())
+    if (!isBanned(p.id) && !p.snapshot.empty()) return true;
+  return false;
 }
 
 // Nobody agrees (every peer merged alone, e.g. after a stall or a fresh start in which nobody saw
@@ -66,7 +99,7 @@ std::optional<std::pair<qint64, std::string>> Node::convergeOnLowestId() {
   const SwarmPeer* lowest = nullptr;
   const auto peers = swarm_.peers();
   for (const auto& p : peers)
-    if (!banned_.count(p.id) && !p.snapshot.empty() && p.snapshot.rbegin()->first >= mergedRound_ &&
+    if (!isBanned(p.id) && !p.snapshot.empty() && p.snapshot.rbegin()->first >= mergedRound_ &&
         (!lowest || p.id < lowest->id))
       lowest = &p;
   if (!lowest || lowest->id > swarm_.selfId()) {
@@ -74,18 +107,29 @@ std::optional<std::pair<qint64, std::string>> Node::convergeOnLowestId() {
     Q_EMIT message(QStringLiteral("Peers disagree and no snapshot is shared; keeping our state as the reference"));
     return std::nullopt;
   }
+  if (badSnapshots_.count(lowest->snapshot.rbegin()->second)) return std::nullopt;
+  if (lowest->snapshot.rbegin()->first > newestAdoptableRound()) return std::nullopt;
   return *lowest->snapshot.rbegin();
 }
 
 void Node::onSnapshotAdopted(qint64 round, const QString& fingerprint, const QString& error) {
-  pendingSnapshot_.clear();
   if (!error.isEmpty()) {
     Q_EMIT message(QStringLiteral("Snapshot refused: %1").arg(error));
-    return;
+    // An honest peer announces only the snapshot it wrote of its own merged state, which is
+    // finite, of this run and of the round it names: whoever announced this one lied.
+    for (const auto& p : swarm_.peers()) {
+      const auto it = p.snapshot.find(pendingSnapshotRound_);
+      if (it == p.snapshot.end() || it->second != pendingSnapshot_) continue;
+      ban(p.id, "announced a snapshot that was refused: " + error.toStdString());
+      Q_EMIT message(
+          QStringLiteral("Peer banned. Peer: \"%1\". Reason: announced that snapshot").arg(q(p.id).left(16)));
+    }
+    dropPendingSnapshot(QStringLiteral("refused"), true);
+    return tryResync();  // the next candidate, or wait for one
   }
-  resyncWanted_ = majorityElsewhere_ = waitingForMajority_ = false;
-  majority_.clear();
-  majorityState_.clear();
+  pendingSnapshot_.clear();
+  held_.reset();  // built on the state we left
+  endResync();
   mergedRound_ = round;
   fingerprints_.clear();  // what we merged before was not the swarm's state
   noteFingerprint(round, fingerprint.toStdString());
@@ -103,7 +147,8 @@ void Node::noteFingerprint(qint64 round, const std::string& fingerprint) {
 
 void Node::publishSnapshot(qint64 round, const QString& path) {
   auto id = swarm_.publish(path.toStdString());
-  if (!id) return Q_EMIT message(QStringLiteral("Cannot publish the snapshot of round %1: %2").arg(round).arg(q(id.error())));
+  if (!id)
+    return Q_EMIT message(QStringLiteral("Cannot publish the snapshot of round %1: %2").arg(round).arg(q(id.error())));
   snapshots_[round] = *id;
   while (snapshots_.size() > 2) {
     swarm_.retire(snapshots_.begin()->second, true);
@@ -112,7 +157,7 @@ void Node::publishSnapshot(qint64 round, const QString& path) {
   announce();
 }
 
-// Agreement (docs/DESIGN.md, "Agreement"): every record carries the fingerprint of the state its
+// Agreement (docs/ARCHITECTURE.md, "Agreement"): every record carries the fingerprint of the state its
 // peer merged for its last two rounds. For each of our last two rounds, the live peers that
 // merged it group by fingerprint. A group holds the swarm's state once it has more than half of
 // those peers plus those still gathering that round (us included), or, when none is still
@@ -126,7 +171,7 @@ std::optional<Node::StateGroup> Node::swarmStateOf(qint64 round, const std::stri
   groups[own].insert(swarm_.selfId());
   std::size_t reported = 1, gathering = 0;
   for (const auto& p : swarm_.peers()) {
-    if (banned_.count(p.id) || p.claims.empty()) continue;
+    if (isBanned(p.id) || p.claims.empty()) continue;
     if (auto m = p.merged.find(round); m != p.merged.end()) {
       groups[m->second].insert(p.id);
       ++reported;
@@ -153,21 +198,28 @@ void Node::checkAgreement() {
     if (!group) continue;
     if (group->fingerprint == own) {
       if (worker_ && !snapshots_.count(mergedRound_) && snapshotOffered_ < mergedRound_) {
-        Q_EMIT message(QStringLiteral("Some peers merged round %1 into another state than the swarm's: publishing a snapshot of round %2")
-                           .arg(round).arg(mergedRound_));
+        Q_EMIT message(
+            QStringLiteral(
+                "Some peers merged round %1 into another state than the swarm's: publishing a snapshot of round %2")
+                .arg(round)
+                .arg(mergedRound_));
         snapshotOffered_ = mergedRound_;
-        QMetaObject::invokeMethod(worker_, [w = worker_] { w->writeSnapshotNow(); }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            worker_, [w = worker_] { w->writeSnapshotNow(); }, Qt::QueuedConnection);
       }
       continue;
     }
-    majority_ = group->members;  // grows as their records arrive
+    if (round <= gaveUpThrough_) continue;  // we waited for that state in vain; the next round tries again
+    majority_ = group->members;             // grows as their records arrive
     if (resyncWanted_ && majorityState_ == group->fingerprint) return;  // on it already
-    if (!pendingSnapshot_.empty()) {  // a resync chosen on other grounds: this one is better informed
-      swarm_.retire(pendingSnapshot_, true);
-      pendingSnapshot_.clear();
-    }
-    Q_EMIT message(QStringLiteral("Out of step: %1 peers merged round %2 into state %3, %4 (with us) into our %5; taking their snapshot")
-                       .arg(group->members.size()).arg(round).arg(q(group->fingerprint), QString::number(group->ours), q(own)));
+    if (!pendingSnapshot_.empty())  // a resync chosen on other grounds: this one is better informed
+      dropPendingSnapshot(QStringLiteral("the majority's state is known now"), false);
+    Q_EMIT message(
+        QStringLiteral(
+            "Out of step: %1 peers merged round %2 into state %3, %4 (with us) into our %5; taking their snapshot")
+            .arg(group->members.size())
+            .arg(round)
+            .arg(q(group->fingerprint), QString::number(group->ours), q(own)));
     majorityState_ = group->fingerprint;
     majoritySince_ = round;
     resyncWanted_ = majorityElsewhere_ = true;
@@ -175,11 +227,82 @@ void Node::checkAgreement() {
     // odd state (the netlab: a cut peer merged its next round alone while the snapshot came). The
     // trainer waits at the boundary until the snapshot is adopted.
     if (gather_ && !gather_->closing) {
+      held_ = gather_->own;
       gather_.reset();
       deadline_.stop();
     }
     tryResync();
     return;
+  }
+}
+
+// The watchdog (issue 15: no state ever makes the trainer wait forever). Every
+// `deadline.min_seconds` it looks at the resync in progress: a snapshot transfer that got no
+// bytes since the last look gives way to another candidate if there is one; a resync that has not
+// landed within `deadline.max_seconds` (and is not moving) is given up — we carry on from our own
+// state, publish the round we held, and the agreement check tries again after the next round.
+void Node::watchResync() {
+  if (!outOfStepSince_.isValid()) outOfStepSince_.start();
+  if (!resyncWatchdog_.isActive()) resyncWatchdog_.start(static_cast<int>(config_.policy.deadlineMinSeconds * 1000));
+}
+
+void Node::onResyncWatchdog() {
+  if (!resyncWanted_ || stopping_) return outOfStepSince_.invalidate();
+  bool moving = false;
+  if (!pendingSnapshot_.empty()) {
+    std::int64_t done = 0;
+    for (const auto& t : swarm_.traffic().transfers)
+      if (t.contentId == pendingSnapshot_) done = t.doneBytes;
+    moving = done > pendingDoneBytes_;
+    pendingDoneBytes_ = done;
+  }
+  if (!moving && outOfStepSince_.elapsed() > config_.policy.deadlineMaxSeconds * 1000) return giveUpResync();
+  if (!pendingSnapshot_.empty() && !moving) {
+    stalledSnapshots_.insert(pendingSnapshot_);
+    if (const auto next = bestAnnouncedSnapshot(); next && next->first.second != pendingSnapshot_) {
+      dropPendingSnapshot(QStringLiteral("no bytes for %1 s").arg(config_.policy.deadlineMinSeconds), false);
+      tryResync();
+    }
+  } else if (pendingSnapshot_.empty() && !waitingForMajority_) {
+    tryResync();
+  }
+  resyncWatchdog_.start(static_cast<int>(config_.policy.deadlineMinSeconds * 1000));
+}
+
+void Node::dropPendingSnapshot(const QString& why, bool never) {
+  if (pendingSnapshot_.empty()) return;
+  Q_EMIT message(QStringLiteral("Dropping the snapshot %1: %2").arg(q(pendingSnapshot_).left(16), why));
+  if (never) {
+    if (badSnapshots_.size() >= 256) badSnapshots_.clear();  // bounded: each record names ≤ 2 snapshots
+    badSnapshots_.insert(pendingSnapshot_);
+  }
+  swarm_.retire(pendingSnapshot_, true);
+  pendingSnapshot_.clear();
+  pendingDoneBytes_ = 0;
+}
+
+// Out of step no more (the snapshot landed, or we gave up waiting for it).
+void Node::endResync() {
+  stalledSnapshots_.clear();
+  resyncWatchdog_.stop();
+  outOfStepSince_.invalidate();
+  resyncWanted_ = majorityElsewhere_ = waitingForMajority_ = false;
+  majority_.clear();
+  majorityState_.clear();
+}
+
+void Node::giveUpResync() {
+  Q_EMIT message(
+      QStringLiteral("No snapshot of the swarm's state landed in %1 s; carrying on from our own state after round %2")
+          .arg(outOfStepSince_.elapsed() / 1000)
+          .arg(mergedRound_));
+  dropPendingSnapshot(QStringLiteral("given up"), false);
+  endResync();
+  gaveUpThrough_ = mergedRound_;
+  if (held_) {
+    const RoundTrained trained = *held_;
+    held_.reset();
+    onRoundTrained(trained);
   }
 }
 

@@ -12,6 +12,12 @@ namespace es::node::detail {
 
 inline QString q(const std::string& s) { return QString::fromStdString(s); }
 
+// A content id becomes a folder name: only what an info-hash (or MemorySwarm's sha256) can be.
+inline bool isSafeId(const std::string& id) {
+  return !id.empty() && id.size() <= 64 &&
+         std::all_of(id.begin(), id.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
 inline double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

@@ -12,7 +12,8 @@ void Node::setPaused(bool paused) {
     }
     return;
   }
-  QMetaObject::invokeMethod(worker_, [w = worker_, paused] { w->setPaused(paused); }, Qt::QueuedConnection);
+  QMetaObject::invokeMethod(
+      worker_, [w = worker_, paused] { w->setPaused(paused); }, Qt::QueuedConnection);
 }
 
 void Node::finishRoundThenPause() {
@@ -20,7 +21,8 @@ void Node::finishRoundThenPause() {
     pauseAfterRound_ = true;
     return;
   }
-  QMetaObject::invokeMethod(worker_, [w = worker_] { w->pauseAfterRound(); }, Qt::QueuedConnection);
+  QMetaObject::invokeMethod(
+      worker_, [w = worker_] { w->pauseAfterRound(); }, Qt::QueuedConnection);
 }
 
 SwarmView Node::view() const {
@@ -43,7 +45,8 @@ SwarmView Node::view() const {
   v.peers.push_back(self);
   // Whose content is each transfer: our own publications, or what the peers' records announce.
   std::map<std::string, TransferView> known;
-  auto note = [&known](const std::string& id, const std::string& peer, const char* kind, std::int64_t round, bool ours) {
+  auto note = [&known](const std::string& id, const std::string& peer, const char* kind, std::int64_t round,
+                       bool ours) {
     auto& t = known[id];
     t.peer = peer;
     t.kind = kind;
@@ -55,7 +58,7 @@ SwarmView Node::view() const {
   for (const auto& p : swarm_.peers()) {
     PeerView peer;
     peer.id = p.id;
-    peer.banned = banned_.count(p.id) > 0;
+    peer.banned = isBanned(p.id);
     peer.round = p.round;
     peer.claims = p.claims;
     peer.leaseUntil = p.leaseUntil;
@@ -71,8 +74,10 @@ SwarmView Node::view() const {
   const auto traffic = swarm_.traffic();
   for (const auto& t : traffic.transfers) {
     TransferView out;
-    if (auto it = known.find(t.contentId); it != known.end()) out = it->second;
-    else out.kind = "other";
+    if (auto it = known.find(t.contentId); it != known.end())
+      out = it->second;
+    else
+      out.kind = "other";
     out.contentId = t.contentId;
     out.totalBytes = t.totalBytes;
     out.doneBytes = t.doneBytes;
@@ -85,6 +90,9 @@ SwarmView Node::view() const {
   v.bytesSent = traffic.bytesSent;
   v.bytesReceived = traffic.bytesReceived;
   v.connections = swarm_.connections();
+  v.diskUsedBytes = diskUsed_;
+  v.diskQuotaBytes = config_.diskQuotaBytes;
+  v.diskQuotaReached = quotaReached_;
   return v;
 }
 

@@ -4,6 +4,7 @@
 #include "core/checkpoint/training_state.h"
 #include "core/common/atomic_file.h"
 #include "core/model/tensor_names.h"
+#include "core/node/round_dirs.h"
 #include "core/sync/contribution_file.h"
 #include "core/sync/merge.h"
 #include "core/sync/validate.h"
@@ -13,12 +14,13 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
-#include <functional>
-#include <thread>
-#include <limits>
 #include <filesystem>
+#include <functional>
+#include <limits>
 #include <map>
+#include <thread>
 
 namespace es::node {
 namespace {
@@ -40,6 +42,18 @@ Expected<NamedTensors> inOrder(const NamedTensors& order, const ckpt::Safetensor
   return out;
 }
 
+// Why a snapshot's tensor cannot be our state: not float32, another shape than ours, or a value
+// that is not finite ("" when every tensor fits). `ordered` is in `base`'s order (inOrder).
+std::string unfitSnapshotTensor(const NamedTensors& base, const NamedTensors& ordered) {
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    const auto& [name, t] = ordered[i];
+    if (t.scalar_type() != at::kFloat) return "tensor \"" + name + "\" is not float32";
+    if (t.sizes() != base[i].second.sizes()) return "tensor \"" + name + "\" has another shape than the run's";
+    if (!at::isfinite(t).all().item<bool>()) return "tensor \"" + name + "\" holds a value that is not finite";
+  }
+  return {};
+}
+
 NamedTensors sharedOnly(const NamedTensors& tensors) {
   NamedTensors out;
   for (const auto& [name, t] : tensors)
@@ -48,7 +62,8 @@ NamedTensors sharedOnly(const NamedTensors& tensors) {
 }
 
 // Test-only (SpesPeerConfig::testPoison): the three attacks validation must stop.
-void poison(NamedTensors& deltas, const std::string& kind, const train::TrainerOptions& options, const NamedTensors& weights) {
+void poison(NamedTensors& deltas, const std::string& kind, const train::TrainerOptions& options,
+            const NamedTensors& weights) {
   if (kind == "nan") {
     deltas.front().second.view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
   } else if (kind == "norm") {
@@ -65,25 +80,26 @@ void poison(NamedTensors& deltas, const std::string& kind, const train::TrainerO
   }
 }
 
+// The merge's shared rule; create() has refused anything parseSharedRule does not know.
+sync::AggregatePolicy aggregatePolicy(const SpesPeerConfig& config) {
+  return {sync::parseSharedRule(config.aggregate).value_or(sync::SharedRule::Mean), config.clipIterations,
+          config.clipTauFactor};
+}
+
 }  // namespace
 
 struct SpesPeer::Impl {
   SpesPeerConfig config;
   std::unique_ptr<train::Trainer> trainer;
-  NamedTensors base;       // the last merged state (every tensor, trainer order)
-  NamedTensors snapshot;   // local weights when the pending contribution was written
+  NamedTensors base;      // the last merged state (every tensor, trainer order)
+  NamedTensors snapshot;  // local weights when the pending contribution was written
   std::int64_t baseRound = 0;
   bool resumed = false;
   std::shared_ptr<const std::vector<std::uint16_t>> trainTokens, valTokens;
 
-  // State after the merge of round N lives in <stateDir>/round-N: written as round-N.partial,
-  // then renamed (atomic), then older rounds are removed. A crash at any moment leaves the
-  // previous complete folder; a .partial folder is never loaded.
-  static std::string roundDir(const std::string& stateDir, std::int64_t round) {
-    char name[32];
-    std::snprintf(name, sizeof name, "round-%08lld", static_cast<long long>(round));
-    return stateDir + "/" + name;
-  }
+  // State after the merge of round N lives in <stateDir>/round-N (core/node/round_dirs.h: a kill
+  // at any moment leaves a complete round; the one before the newest is kept as its fallback).
+  std::string resumeNote;  // rounds passed over at load because they were damaged
 
   // Written on a background thread from private copies, so training goes on meanwhile; the
   // callback reports when round-N/ is durable (only then may the round be committed elsewhere).
@@ -96,8 +112,8 @@ struct SpesPeer::Impl {
       if (onPersisted) onPersisted(baseRound, {});
       return;
     }
-    writer = std::thread([dir = config.stateDir, round = baseRound, base = base, state = train::captureTrainingState(*trainer),
-                          done = onPersisted]() mutable {
+    writer = std::thread([dir = config.stateDir, round = baseRound, base = base,
+                          state = train::captureTrainingState(*trainer), done = onPersisted]() mutable {
       const auto status = writeRoundDir(dir, round, base, state);
       if (done) done(round, status ? std::string() : status.error());
     });
@@ -105,20 +121,10 @@ struct SpesPeer::Impl {
 
   static Status writeRoundDir(const std::string& stateDir, std::int64_t round, const NamedTensors& base,
                               const ckpt::TrainingState& state) {
-    const auto final = roundDir(stateDir, round), partial = final + ".partial";
-    std::error_code ec;
-    fs::remove_all(partial, ec);
-    fs::create_directories(partial, ec);
-    if (ec) return makeError("cannot create \"" + partial + "\": " + ec.message());
-    if (auto s = ckpt::saveSafetensors(partial + "/" + kBaseFile, base, {{"round", std::to_string(round)}}); !s) return s;
-    if (auto s = ckpt::saveTrainingState(partial + "/" + kStateFile, state); !s) return s;
-    fs::remove_all(final, ec);
-    fs::rename(partial, final, ec);
-    if (ec) return makeError("cannot commit \"" + final + "\": " + ec.message());
-    for (const auto& entry : fs::directory_iterator(stateDir, ec))
-      if (entry.path().filename().string().rfind("round-", 0) == 0 && entry.path().string() != final)
-        fs::remove_all(entry.path(), ec);
-    return {};
+    return round_dirs::commit(stateDir, round, [&](const std::string& dir) -> Status {
+      if (auto s = ckpt::saveSafetensors(dir + "/" + kBaseFile, base, {{"round", std::to_string(round)}}); !s) return s;
+      return ckpt::saveTrainingState(dir + "/" + kStateFile, state);
+    });
   }
 
   ~Impl() {
@@ -127,22 +133,28 @@ struct SpesPeer::Impl {
 
   Status load() {
     if (config.stateDir.empty() || !fs::exists(config.stateDir)) return {};
-    std::string newest;
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(config.stateDir, ec)) {
-      const auto name = entry.path().filename().string();
-      if (name.rfind("round-", 0) == 0 && name.find(".partial") == std::string::npos && name > fs::path(newest).filename().string())
-        newest = entry.path().string();
-    }
-    if (newest.empty()) return {};
-    auto file = ckpt::loadSafetensors(newest + "/" + kBaseFile);
+    std::vector<std::string> skipped;
+    auto loaded = round_dirs::loadNewest(
+        config.stateDir, [this](const round_dirs::RoundDir& dir) { return loadRoundDir(dir); }, skipped);
+    for (const auto& line : skipped) resumeNote += (resumeNote.empty() ? "" : "; ") + line;
+    if (!loaded) return makeError(loaded.error());
+    if (!*loaded) return {};
+    baseRound = **loaded;
+    resumed = true;
+    return {};
+  }
+
+  // One round folder; the base and the trainer change only when both files are whole and agree.
+  Status loadRoundDir(const round_dirs::RoundDir& dir) {
+    auto file = ckpt::loadSafetensors(dir.path + "/" + kBaseFile);
     if (!file) return makeError(file.error());
+    const auto round = file->metadata.find("round");
+    if (round == file->metadata.end() || round->second != std::to_string(dir.round))
+      return makeError("its base does not say the folder's round");
     auto ordered = inOrder(base, *file);
     if (!ordered) return makeError(ordered.error());
-    if (auto s = trainer->loadState(newest + "/" + kStateFile); !s) return s;
+    if (auto s = trainer->loadState(dir.path + "/" + kStateFile); !s) return s;
     base = std::move(*ordered);
-    baseRound = file->metadata.count("round") ? std::stoll(file->metadata.at("round")) : 0;
-    resumed = true;
     return {};
   }
 };
@@ -156,6 +168,10 @@ Expected<std::unique_ptr<SpesPeer>> SpesPeer::create(const SpesPeerConfig& confi
   if (config.syncEvery < 1) return makeError("sync_every must be positive");
   auto codec = sync::parseCodec(config.codec);
   if (!codec) return makeError(codec.error());
+  if (!sync::parseSharedRule(config.aggregate))
+    return makeError("unknown aggregate \"" + config.aggregate + "\": must be \"mean\" or \"centered_clip\"");
+  if (config.clipIterations < 1 || !(config.clipTauFactor > 0.0) || !std::isfinite(config.clipTauFactor))
+    return makeError("centered clipping needs clip_iterations >= 1 and clip_tau_factor > 0");
   auto trainer = train::Trainer::create(config.trainer, train, val);
   if (!trainer) return makeError(trainer.error());
   std::unique_ptr<SpesPeer> peer(new SpesPeer());
@@ -174,6 +190,7 @@ double SpesPeer::evaluate() { return impl_->trainer->evaluate(); }
 std::int64_t SpesPeer::stepCount() const { return impl_->trainer->step(); }
 std::int64_t SpesPeer::mergedRound() const { return impl_->baseRound; }
 bool SpesPeer::resumed() const { return impl_->resumed; }
+std::string SpesPeer::resumeNote() const { return impl_->resumeNote; }
 std::string SpesPeer::baseSharedFingerprint() const { return sync::stateFingerprint(sharedOnly(impl_->base)); }
 std::string SpesPeer::baseFingerprint() const { return sync::stateFingerprint(impl_->base); }
 
@@ -203,9 +220,16 @@ Expected<ContributionWritten> SpesPeer::writeContribution(std::int64_t round, co
   return out;
 }
 
-Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<IncomingContribution>& incoming) {
+bool SpesPeer::isEvalRound(std::int64_t round, std::int64_t syncEvery, std::int64_t evalInterval) {
+  const std::int64_t every = std::max<std::int64_t>(1, evalInterval);
+  return round <= 1 || (round * syncEvery) / every != ((round - 1) * syncEvery) / every;
+}
+
+Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<IncomingContribution>& incoming,
+                                      bool evaluate) {
   auto& d = *impl_;
-  if (d.snapshot.empty()) return makeError("merge of round " + std::to_string(round) + " without a contribution of ours");
+  if (d.snapshot.empty())
+    return makeError("merge of round " + std::to_string(round) + " without a contribution of ours");
   MergeResult result;
   result.round = round;
   const sync::RoundContext context{d.config.runId, round, sync::stateFingerprint(d.base)};
@@ -256,8 +280,9 @@ Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<Inco
   result.accepted = static_cast<int>(accepted.size());
   NamedTensors merged;
   try {
-    merged = sync::aggregate(d.base, accepted, owners);
-    sync::WarmupConfig warmup{d.config.warmupInterval, d.config.warmupAlpha0, d.config.warmupDecaySteps, d.config.warmupTopk};
+    merged = sync::aggregate(d.base, accepted, owners, aggregatePolicy(d.config));
+    sync::WarmupConfig warmup{d.config.warmupInterval, d.config.warmupAlpha0, d.config.warmupDecaySteps,
+                              d.config.warmupTopk};
     const std::int64_t mergeStep = round * d.config.syncEvery;
     result.alpha = d.config.warmupAlpha0 > 0 ? sync::warmupAlpha(warmup, mergeStep) : 0.0;
     if (result.alpha > 0)
@@ -267,6 +292,10 @@ Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<Inco
   }
   // Keep what this peer learned since it wrote its contribution (training never waited).
   auto local = train::trainerWeights(*d.trainer);
+  if (evaluate) {  // the merged state alone, then our progress on top
+    if (auto s = train::setTrainerWeights(*d.trainer, merged); !s) return makeError(s.error());
+    result.valLoss = d.trainer->evaluate();
+  }
   NamedTensors adopted;
   for (std::size_t i = 0; i < merged.size(); ++i)
     adopted.emplace_back(merged[i].first, merged[i].second + (local[i].second - d.snapshot[i].second));
@@ -286,15 +315,17 @@ Expected<std::string> SpesPeer::writeSnapshot(const std::string& dir) const {
   fs::create_directories(dir, ec);
   // Named by round and state: peers that merged the same state write the same file (same
   // info-hash), and two different states of one round never share a name.
-  const auto path = dir + "/snapshot-round-" + std::to_string(d.baseRound) + "-" + sync::stateFingerprint(d.base) + ".safetensors";
-  if (auto s = ckpt::saveSafetensors(path, d.base, {{"format", "expertswarm-snapshot"}, {"round", std::to_string(d.baseRound)},
-                                                    {"run", d.config.runId}});
+  const auto path =
+      dir + "/snapshot-round-" + std::to_string(d.baseRound) + "-" + sync::stateFingerprint(d.base) + ".safetensors";
+  if (auto s = ckpt::saveSafetensors(
+          path, d.base,
+          {{"format", "expertswarm-snapshot"}, {"round", std::to_string(d.baseRound)}, {"run", d.config.runId}});
       !s)
     return makeError(s.error());
   return path;
 }
 
-Expected<std::int64_t> SpesPeer::adoptSnapshot(const std::string& path) {
+Expected<std::int64_t> SpesPeer::adoptSnapshot(const std::string& path, std::int64_t expectedRound) {
   auto& d = *impl_;
   auto file = ckpt::loadSafetensors(path);
   if (!file) return makeError(file.error());
@@ -308,9 +339,13 @@ Expected<std::int64_t> SpesPeer::adoptSnapshot(const std::string& path) {
   } catch (const std::exception&) {
     return makeError("\"" + path + "\": bad round");
   }
+  if (round != expectedRound || round < 1)
+    return makeError("\"" + path + "\" says round " + std::to_string(round) + ", announced as round " +
+                     std::to_string(expectedRound));
   auto ordered = inOrder(d.base, *file);
   if (!ordered) return makeError(ordered.error());
-  if (auto s = train::setTrainerWeights(*d.trainer, *ordered); !s) return makeError(s.error());  // checks shapes
+  if (auto bad = unfitSnapshotTensor(d.base, *ordered); !bad.empty()) return makeError("\"" + path + "\": " + bad);
+  if (auto s = train::setTrainerWeights(*d.trainer, *ordered); !s) return makeError(s.error());
   d.base = std::move(*ordered);
   d.baseRound = round;
   d.snapshot.clear();
@@ -352,8 +387,9 @@ Status SpesPeer::setLocalExperts(const std::vector<int>& experts) {
 
 Status SpesPeer::exportWeights(const std::string& path) const {
   const auto config = impl_->config.trainer.model.toJson();
-  if (auto s = ckpt::saveSafetensors(path, impl_->base, {{"format", "expertswarm-model"}, {"round", std::to_string(impl_->baseRound)},
-                                                         {"model_config", config}});
+  if (auto s = ckpt::saveSafetensors(
+          path, impl_->base,
+          {{"format", "expertswarm-model"}, {"round", std::to_string(impl_->baseRound)}, {"model_config", config}});
       !s)
     return s;
   // The config beside the weights, for readers that do not look into safetensors metadata.

@@ -1,7 +1,8 @@
 // One peer's side of SPES rounds, on the trainer thread: the trainer plus the round bookkeeping —
 // the base (the last merged state every peer holds), the contribution written at a round's end,
 // and the merge that folds in everyone's contributions while keeping the local progress made
-// since (ARCHITECTURE §4 "Round close": merged + (local now − local at the snapshot)).
+// since (docs/ARCHITECTURE.md, "Swarm protocol", Round close: merged + (local now − local at the
+// snapshot)).
 // Torch-free header (pimpl): the Qt side includes it; the Torch code stays in spes_peer.cpp.
 #pragma once
 
@@ -28,9 +29,9 @@ struct ContributionWritten {
 };
 
 struct IncomingContribution {
-  std::string sender;     // peer id
-  std::string path;       // a contribution file (core/sync/contribution_file.h)
-  std::set<int> claims;   // the experts the sender's signed record claims
+  std::string sender;    // peer id
+  std::string path;      // a contribution file (core/sync/contribution_file.h)
+  std::set<int> claims;  // the experts the sender's signed record claims
 };
 
 struct SpesPeerConfig {
@@ -45,6 +46,10 @@ struct SpesPeerConfig {
   double warmupAlpha0 = train::SwarmPolicy{}.warmupAlpha0;
   std::int64_t warmupDecaySteps = train::SwarmPolicy{}.warmupDecaySteps;
   int warmupTopk = train::SwarmPolicy{}.warmupTopk;
+  // Shared-tensor aggregate (run.json swarm.aggregate): "mean" or "centered_clip".
+  std::string aggregate = train::SwarmPolicy{}.aggregate;
+  int clipIterations = train::SwarmPolicy{}.clipIterations;
+  double clipTauFactor = train::SwarmPolicy{}.clipTauFactor;
   std::string stateDir;  // training state + base, written after every merge
   // Test only: "nan", "norm" (×10⁶) or "foreign" (an unclaimed expert) poisons every contribution.
   std::string testPoison;
@@ -63,6 +68,8 @@ class SpesPeer {
   std::int64_t stepCount() const;
   std::int64_t mergedRound() const;  // the round the base comes from (0 = initial weights)
   bool resumed() const;
+  // Damaged round folders passed over when resuming ("" when none): the user should hear of it.
+  std::string resumeNote() const;
   std::string baseSharedFingerprint() const;  // of the base's shared tensors
   std::string baseFingerprint() const;        // of the whole base (what the swarm compares)
 
@@ -72,13 +79,21 @@ class SpesPeer {
 
   // Validates and merges round `round`'s contributions (our own included) into the base, adopts
   // merged + (local now − snapshot), starts writing state + base, and reports every verdict.
-  Expected<MergeResult> merge(std::int64_t round, const std::vector<IncomingContribution>& contributions);
+  // `evaluate`: also measure the validation loss of the merged state (MergeResult::valLoss).
+  Expected<MergeResult> merge(std::int64_t round, const std::vector<IncomingContribution>& contributions,
+                              bool evaluate = false);
+  // Rounds whose merge is evaluated: the first, and each that crosses a multiple of the run's
+  // eval interval (in steps). Decided by the round alone, so every peer evaluates the same rounds.
+  static bool isEvalRound(std::int64_t round, std::int64_t syncEvery, std::int64_t evalInterval);
 
   // The merged state of the last round as a snapshot file for newcomers and peers that fell out
   // of step: identical bytes on every peer that merged the same round, hence the same info-hash.
   Expected<std::string> writeSnapshot(const std::string& dir) const;
   // Takes a snapshot as the new base and weights (optimizer moments kept), at its round's step.
-  Expected<std::int64_t> adoptSnapshot(const std::string& path);
+  // Refused, nothing changed, unless its round is `expectedRound` (what the swarm announced it
+  // as; the file's own word is not trusted) and every tensor is float32, finite and shaped as
+  // the run's (issue 15, item 1: a far-future NaN snapshot announced by two Sybil keys).
+  Expected<std::int64_t> adoptSnapshot(const std::string& path, std::int64_t expectedRound);
 
   // The state after each merge (and after adopting a snapshot) is written in the background;
   // `callback` runs on the writer thread once round-N/ is durable (error empty) or failed.

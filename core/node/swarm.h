@@ -1,6 +1,6 @@
-// What the node needs from the network, as an interface (ARCHITECTURE §1): the p2p/ layer
-// implements it over libtorrent (p2p/p2p_swarm.h); tests can implement it in memory. Plain types
-// only, so core/ never sees libtorrent or libsodium.
+// What the node needs from the network, as an interface (docs/ARCHITECTURE.md, "Modules and
+// layering"): the p2p/ layer implements it over libtorrent (p2p/p2p_swarm.h); tests can implement
+// it in memory. Plain types only, so core/ never sees libtorrent or libsodium.
 #pragma once
 
 #include "core/common/expected.h"
@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,14 +16,15 @@ namespace es::node {
 
 // What a peer says about itself (its signed record, already verified by the swarm layer).
 struct SwarmPeer {
-  std::string id;                                   // peer id (hex)
-  std::string publicKey;                            // hex
-  std::int64_t round = 0;                           // the round it is in
-  std::vector<int> claims;                          // experts it trains
-  std::int64_t leaseUntil = 0;                      // claims hold through this round
-  std::map<std::int64_t, std::string> contrib;      // round → content id of its contribution
-  std::map<std::int64_t, std::string> snapshot;     // round → content id of a merged-state snapshot
-  std::map<std::int64_t, std::string> merged;       // round → fingerprint of the state it merged
+  std::string id;                                // peer id (hex)
+  std::string publicKey;                         // hex
+  std::int64_t seq = 0;                          // its record's seq: a new one = the record changed
+  std::int64_t round = 0;                        // the round it is in
+  std::vector<int> claims;                       // experts it trains
+  std::int64_t leaseUntil = 0;                   // claims hold through this round
+  std::map<std::int64_t, std::string> contrib;   // round → content id of its contribution
+  std::map<std::int64_t, std::string> snapshot;  // round → content id of a merged-state snapshot
+  std::map<std::int64_t, std::string> merged;    // round → fingerprint of the state it merged
   std::int64_t steps = 0;
   double loss = 0;
   double tokensPerSecond = 0;
@@ -33,9 +35,9 @@ struct Announcement {
   std::int64_t round = 0;
   std::vector<int> claims;
   std::int64_t leaseUntil = 0;
-  std::map<std::int64_t, std::string> contrib;      // keep only recent rounds (record ≤ 1000 bytes)
+  std::map<std::int64_t, std::string> contrib;  // keep only recent rounds (record ≤ 1000 bytes)
   std::map<std::int64_t, std::string> snapshot;
-  std::map<std::int64_t, std::string> merged;       // round → fingerprint (the last two rounds)
+  std::map<std::int64_t, std::string> merged;  // round → fingerprint (the last two rounds)
   std::int64_t steps = 0;
   double loss = 0;
   double tokensPerSecond = 0;
@@ -55,10 +57,33 @@ struct SwarmTraffic {
   std::int64_t bytesSent = 0, bytesReceived = 0;  // everything the session sent/received
 };
 
+// What the node accepts for one fetch. The swarm layer checks the content's metadata (its file
+// list) against it before a single piece is requested, and refuses what does not fit: the fetch
+// is removed with its files and reported by fetchFailed with refused = true (the sender's fault).
+struct FetchLimits {
+  std::vector<std::int64_t> sizes;  // exactly one file, of one of these sizes (empty: any size)
+};
+
+// What a joining peer asks the swarm layer for: `count` experts for `round`, the leases judged by
+// es::leaseHolds (core/common/lease_terms.h) with the run's lease_rounds, and the peers in
+// `excluded` (ids the node banned or found silent) owning nothing — the node decides who is
+// hostile, the swarm layer only counts owners.
+struct ClaimRequest {
+  std::int64_t round = 0;
+  int nExperts = 0;
+  int count = 0;
+  int leaseRounds = 1;
+  std::set<std::string> excluded;  // peer ids
+};
+
 struct SwarmEvents {
-  std::function<void()> peersChanged;                                         // a record arrived
+  std::function<void()> peersChanged;                                           // a record arrived
   std::function<void(const std::string& id, const std::string& path)> fetched;  // verified, on disk
-  std::function<void(const std::string& id, const std::string& reason)> fetchFailed;
+  // refused: the metadata broke the fetch's limits (never retry it); otherwise a transfer error.
+  std::function<void(const std::string& id, const std::string& reason, bool refused)> fetchFailed;
+  // The swarm layer caught a peer cheating in its records (two signed records with one seq): its
+  // record is gone from peers() already; the node bans the id as for a rejected contribution.
+  std::function<void(const std::string& id, const std::string& reason)> peerBanned;
 };
 
 class Swarm {
@@ -68,12 +93,14 @@ class Swarm {
   virtual std::string selfId() const = 0;
   virtual std::string runId() const = 0;
   virtual Status announce(const Announcement& announcement) = 0;
-  virtual std::vector<SwarmPeer> peers() const = 0;  // everyone else with a valid record
+  virtual std::vector<SwarmPeer> peers() const = 0;                    // everyone else with a valid record
   virtual Expected<std::string> publish(const std::string& path) = 0;  // → content id
-  virtual Status fetch(const std::string& contentId, const std::string& dir) = 0;
+  // Into `dir` (the caller gives every fetch its own folder: a torrent's file name is the
+  // sender's choice and must not reach another fetch's file).
+  virtual Status fetch(const std::string& contentId, const std::string& dir, const FetchLimits& limits) = 0;
   virtual void retire(const std::string& contentId, bool deleteFile) = 0;
   // Experts to claim: fewest live owners first, deterministic per peer (p2p/leases.h).
-  virtual std::vector<int> chooseClaims(std::int64_t round, int nExperts, int count) const = 0;
+  virtual std::vector<int> chooseClaims(const ClaimRequest& request) const = 0;
   virtual int connections() const = 0;
   virtual SwarmTraffic traffic() const { return {}; }
 };

@@ -8,10 +8,14 @@
 namespace es::node {
 
 TrainerWorker::TrainerWorker(SpesPeerConfig config, std::shared_ptr<const std::vector<std::uint16_t>> train,
-                             std::shared_ptr<const std::vector<std::uint16_t>> val, QString contribDir, QString snapshotDir,
-                             int snapshotEvery)
-    : config_(std::move(config)), train_(std::move(train)), val_(std::move(val)), contribDir_(std::move(contribDir)),
-      snapshotDir_(std::move(snapshotDir)), snapshotEvery_(snapshotEvery) {}
+                             std::shared_ptr<const std::vector<std::uint16_t>> val, QString contribDir,
+                             QString snapshotDir, int snapshotEvery)
+    : config_(std::move(config)),
+      train_(std::move(train)),
+      val_(std::move(val)),
+      contribDir_(std::move(contribDir)),
+      snapshotDir_(std::move(snapshotDir)),
+      snapshotEvery_(snapshotEvery) {}
 
 TrainerWorker::~TrainerWorker() = default;
 
@@ -20,10 +24,11 @@ void TrainerWorker::start() {
   if (!peer) return Q_EMIT failed(QString::fromStdString(peer.error()));
   peer_ = std::move(*peer);
   peer_->setPersistedCallback([this](std::int64_t round, std::string error) {
-    QMetaObject::invokeMethod(this, [this, round, error] { Q_EMIT persisted(round, QString::fromStdString(error)); },
-                              Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this, round, error] { Q_EMIT persisted(round, QString::fromStdString(error)); }, Qt::QueuedConnection);
   });
-  Q_EMIT ready(peer_->mergedRound(), peer_->stepCount(), peer_->resumed(), QString::fromStdString(peer_->baseSharedFingerprint()));
+  Q_EMIT ready(peer_->mergedRound(), peer_->stepCount(), peer_->resumed(),
+               QString::fromStdString(peer_->baseSharedFingerprint()), QString::fromStdString(peer_->resumeNote()));
   // Resumed mid-round: the state is the one saved right after a merge, so the current round's
   // contribution is still ahead of us.
   ticking_ = true;
@@ -47,7 +52,8 @@ void TrainerWorker::tick() {
   roundSeconds_ += stats.seconds;
   roundTokens_ += stats.tokens;
   ++roundSteps_;
-  Q_EMIT stepped({stats.step, stats.seconds, stats.loss, stats.lr, stats.seconds > 0 ? double(stats.tokens) / stats.seconds : 0.0});
+  Q_EMIT stepped({stats.step, stats.seconds, stats.loss, stats.lr,
+                  stats.seconds > 0 ? double(stats.tokens) / stats.seconds : 0.0});
   if (stats.step % config_.syncEvery == 0) contributionDue_ = true;
   ticking_ = true;
   QTimer::singleShot(0, this, &TrainerWorker::tick);
@@ -59,7 +65,9 @@ void TrainerWorker::writeContribution() {
   // round is trained again, and a file that still seeds (or sits in someone's download folder
   // under that name) must never be overwritten with other bytes.
   const auto path = QStringLiteral("%1/round-%2-%3-%4.safetensors")
-                        .arg(contribDir_).arg(round).arg(QString::fromStdString(config_.selfId).left(16))
+                        .arg(contribDir_)
+                        .arg(round)
+                        .arg(QString::fromStdString(config_.selfId).left(16))
                         .arg(QDateTime::currentMSecsSinceEpoch());
   auto written = peer_->writeContribution(round, path.toStdString());
   contributionDue_ = false;
@@ -82,7 +90,8 @@ void TrainerWorker::writeContribution() {
 void TrainerWorker::merge(qint64 round, const std::vector<IncomingContribution>& contributions,
                           const std::vector<int>& claims) {
   if (!peer_ || round != awaitingMerge_) return;
-  auto result = peer_->merge(round, contributions);
+  const bool evaluate = SpesPeer::isEvalRound(round, config_.syncEvery, config_.trainer.train.evalInterval);
+  auto result = peer_->merge(round, contributions, evaluate);
   if (!result) {
     peer_.reset();
     return Q_EMIT failed(QString::fromStdString(result.error()));
@@ -97,14 +106,8 @@ void TrainerWorker::merge(qint64 round, const std::vector<IncomingContribution>&
   RoundMerged out;
   out.result = std::move(*result);
   out.step = peer_->stepCount();
-  // Validation costs about a twentieth of a 50-step round here: run it at the run's eval
-  // interval (and the first round), report the latest otherwise.
-  const qint64 every = std::max(1, config_.trainer.train.evalInterval);
-  if (lastEvalStep_ < 0 || out.step / every != lastEvalStep_ / every) {
-    lastValLoss_ = peer_->evaluate();
-    lastEvalStep_ = out.step;
-  }
-  out.valLoss = lastValLoss_;
+  // Validation costs about a twentieth of a 50-step round here: only at the run's eval interval
+  // (and the first round), on the merged state (SpesPeer::merge), nothing in between.
   if (snapshotEvery_ > 0 && round % snapshotEvery_ == 0) {
     auto path = peer_->writeSnapshot(snapshotDir_.toStdString());
     if (path) out.snapshotPath = QString::fromStdString(*path);  // a failed snapshot only costs newcomers
@@ -116,9 +119,9 @@ void TrainerWorker::merge(qint64 round, const std::vector<IncomingContribution>&
   }
 }
 
-void TrainerWorker::adoptSnapshot(const QString& path) {
+void TrainerWorker::adoptSnapshot(const QString& path, qint64 expectedRound) {
   if (!peer_) return;
-  auto round = peer_->adoptSnapshot(path.toStdString());
+  auto round = peer_->adoptSnapshot(path.toStdString(), expectedRound);
   if (!round) return Q_EMIT snapshotAdopted(0, {}, QString::fromStdString(round.error()));
   awaitingMerge_ = 0;
   contributionDue_ = false;

@@ -1,7 +1,7 @@
-// The trainer thread (ARCHITECTURE §2): owns the SpesPeer and with it every Torch object. It
-// trains continuously, one step per event-loop turn, so commands (merge, stop) queued by the node
-// run between steps. At each round boundary it writes the contribution and goes on training;
-// it waits only when it reaches the *next* boundary before the previous round was merged.
+// The trainer thread (docs/ARCHITECTURE.md, "Threads"): owns the SpesPeer and with it every Torch
+// object. It trains continuously, one step per event-loop turn, so commands (merge, stop) queued
+// by the node run between steps. At each round boundary it writes the contribution and goes on
+// training; it waits only when it reaches the *next* boundary before the previous round was merged.
 #pragma once
 
 #include "core/node/node_metatypes.h"
@@ -24,7 +24,6 @@ struct RoundTrained {
 
 struct RoundMerged {
   MergeResult result;
-  double valLoss = 0;
   qint64 step = 0;
   QString snapshotPath;  // set on rounds that write a snapshot
 };
@@ -48,13 +47,13 @@ class TrainerWorker : public QObject {
   void setPaused(bool paused);
   void pauseAfterRound();
   // Drops the round in progress and continues from a snapshot (newcomer, or out of step).
-  void adoptSnapshot(const QString& path);
+  void adoptSnapshot(const QString& path, qint64 expectedRound);  // SpesPeer::adoptSnapshot
   // A snapshot of the newest merged state, now (peers that merged another state need it).
   void writeSnapshotNow();
   Status exportTo(const QString& path);  // the merged model (safetensors) + <path>.config.json
 
  Q_SIGNALS:
-  void ready(qint64 mergedRound, qint64 step, bool resumed, const QString& baseFingerprint);
+  void ready(qint64 mergedRound, qint64 step, bool resumed, const QString& baseFingerprint, const QString& resumeNote);
   void failed(const QString& message);
   void stepped(const es::node::StepReport& report);
   void roundTrained(const es::node::RoundTrained& round);
@@ -73,10 +72,8 @@ class TrainerWorker : public QObject {
   std::shared_ptr<const std::vector<std::uint16_t>> train_, val_;
   QString contribDir_, snapshotDir_;
   int snapshotEvery_ = 0;
-  double lastValLoss_ = 0;
-  qint64 lastEvalStep_ = -1;
   std::unique_ptr<SpesPeer> peer_;
-  qint64 awaitingMerge_ = 0;   // round whose merge has not landed yet (0 = none)
+  qint64 awaitingMerge_ = 0;  // round whose merge has not landed yet (0 = none)
   bool contributionDue_ = false;
   bool stopping_ = false;
   bool ticking_ = false;

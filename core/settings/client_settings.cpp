@@ -13,6 +13,7 @@ namespace {
 // Every key once: the GUI, the headless client and the tests reach QSettings only through these.
 constexpr auto kDevice = "engine/device";
 constexpr auto kGpuMemoryCapMiB = "engine/gpuMemoryCapMiB";
+constexpr auto kDiskQuotaMiB = "engine/diskQuotaMiB";
 constexpr auto kClaimSize = "engine/claimSize";
 constexpr auto kDataDir = "engine/dataDir";
 constexpr auto kUploadLimitKiB = "network/uploadLimitKiB";
@@ -121,7 +122,9 @@ QStringList ClientSettings::publicRouters() {
           QStringLiteral("dht.transmissionbt.com:6881"), QStringLiteral("dht.libtorrent.org:25401")};
 }
 
-int ClientSettings::randomListenPort() { return QRandomGenerator::system()->bounded(kRandomPortLow, kRandomPortHigh + 1); }
+int ClientSettings::randomListenPort() {
+  return QRandomGenerator::system()->bounded(kRandomPortLow, kRandomPortHigh + 1);
+}
 
 void ClientSettings::saveListenPort(QSettings& store, int port) { store.setValue(QLatin1String(kListenPort), port); }
 
@@ -132,6 +135,7 @@ ClientSettings ClientSettings::load(const QSettings& store) {
   s.device = deviceIsValid(device) ? device : d.device;
   s.gpuMemoryCapMiB = readInt(store, kGpuMemoryCapMiB, d.gpuMemoryCapMiB, 0, INT_MAX);
   s.claimSize = readInt(store, kClaimSize, d.claimSize, 0, kMaxClaimSize);
+  s.diskQuotaMiB = readInt(store, kDiskQuotaMiB, d.diskQuotaMiB, 0, INT_MAX);
   s.dataDir = readString(store, kDataDir, d.dataDir);
   s.uploadLimitKiB = readInt(store, kUploadLimitKiB, d.uploadLimitKiB, 0, INT_MAX);
   s.downloadLimitKiB = readInt(store, kDownloadLimitKiB, d.downloadLimitKiB, 0, INT_MAX);
@@ -155,6 +159,7 @@ void ClientSettings::save(QSettings& store) const {
   store.setValue(QLatin1String(kDevice), device);
   store.setValue(QLatin1String(kGpuMemoryCapMiB), gpuMemoryCapMiB);
   store.setValue(QLatin1String(kClaimSize), claimSize);
+  store.setValue(QLatin1String(kDiskQuotaMiB), diskQuotaMiB);
   store.setValue(QLatin1String(kDataDir), dataDir);
   store.setValue(QLatin1String(kUploadLimitKiB), uploadLimitKiB);
   store.setValue(QLatin1String(kDownloadLimitKiB), downloadLimitKiB);
@@ -183,6 +188,8 @@ QString ClientSettings::validate() const {
     return QStringLiteral("Claim size must be between 0 (auto) and %1 experts, not %2.")
         .arg(kMaxClaimSize)
         .arg(claimSize);
+  if (diskQuotaMiB < 0)
+    return QStringLiteral("Disk quota must be 0 (auto, from the run's model) or more, not %1 MiB.").arg(diskQuotaMiB);
   if (uploadLimitKiB < 0)
     return QStringLiteral("Upload limit must be 0 (unlimited) or more, not %1 KiB/s.").arg(uploadLimitKiB);
   if (downloadLimitKiB < 0)
@@ -191,7 +198,8 @@ QString ClientSettings::validate() const {
     if (!isHostPort(node))
       return QStringLiteral("Bootstrap node %1 is not HOST:PORT (e.g. router.bittorrent.com:6881).").arg(quoted(node));
   if (listenPort < 0 || listenPort > 65535)
-    return QStringLiteral("Listen port must be between 1 and 65535 (0: choose one at the next start), not %1.").arg(listenPort);
+    return QStringLiteral("Listen port must be between 1 and 65535 (0: choose one at the next start), not %1.")
+        .arg(listenPort);
   if (idleMinutes < 1 || idleMinutes > kMaxIdleMinutes)
     return QStringLiteral("Idle minutes must be between 1 and %1, not %2.").arg(kMaxIdleMinutes).arg(idleMinutes);
   if (scheduleEnabled) {
@@ -212,9 +220,9 @@ QString ClientSettings::validate() const {
 
 bool ClientSettings::operator==(const ClientSettings& o) const {
   return device == o.device && gpuMemoryCapMiB == o.gpuMemoryCapMiB && claimSize == o.claimSize &&
-         dataDir == o.dataDir && uploadLimitKiB == o.uploadLimitKiB && downloadLimitKiB == o.downloadLimitKiB &&
-         publicNetwork == o.publicNetwork && portMapping == o.portMapping && bootstrapNodes == o.bootstrapNodes &&
-         listenPort == o.listenPort &&
+         diskQuotaMiB == o.diskQuotaMiB && dataDir == o.dataDir && uploadLimitKiB == o.uploadLimitKiB &&
+         downloadLimitKiB == o.downloadLimitKiB && publicNetwork == o.publicNetwork && portMapping == o.portMapping &&
+         bootstrapNodes == o.bootstrapNodes && listenPort == o.listenPort &&
          pauseWhenUserActive == o.pauseWhenUserActive && idleMinutes == o.idleMinutes &&
          scheduleEnabled == o.scheduleEnabled && scheduleStart == o.scheduleStart && scheduleEnd == o.scheduleEnd &&
          startAtLogin == o.startAtLogin && firstRunDone == o.firstRunDone && runSource == o.runSource;

@@ -1,6 +1,7 @@
-// The donor's settings (ARCHITECTURE §6), declared once with their keys and defaults. The GUI's
-// settings dialog and the engine read and write them through these typed accessors over QSettings,
-// so the GUI, the headless client and the tests agree on every key. Qt Core only.
+// The donor's settings (docs/ARCHITECTURE.md, "Engine and desktop window", Settings), declared
+// once with their keys and defaults. The GUI's settings dialog and the engine read and write them
+// through these typed accessors over QSettings, so the GUI, the headless client and the tests
+// agree on every key. Qt Core only.
 #pragma once
 
 #include <QString>
@@ -14,23 +15,26 @@ namespace es::settings {
 struct ClientSettings {
   // Take effect at the next start of the engine.
   QString device = QStringLiteral("auto");  // auto | cpu | cuda | cuda:N
-  int gpuMemoryCapMiB = 0;                   // 0 = no cap (the pre-flight uses what is free)
-  int claimSize = 0;                         // experts to train; 0 = auto (the run's default, within memory)
-  QString dataDir;                           // empty = QStandardPaths::AppDataLocation
+  int gpuMemoryCapMiB = 0;                  // 0 = no cap (the pre-flight uses what is free)
+  int claimSize = 0;                        // experts to train; 0 = auto (the run's default, within memory)
+  // The run folder's disk quota; 0 = auto: derived from the run's model (sync::defaultDiskQuotaBytes:
+  // 3 rounds × 32 peers × the largest contribution + 16 × the model's float32 size).
+  int diskQuotaMiB = 0;
+  QString dataDir;  // empty = ~/.local/share/expertswarm (app/data_dir.h)
   // Applied at once (libtorrent rate limits, bytes/s = KiB/s × 1024).
-  int uploadLimitKiB = 0;                    // 0 = unlimited
+  int uploadLimitKiB = 0;  // 0 = unlimited
   int downloadLimitKiB = 0;
   // The network; take effect at the next start. Off by default: the client contacts no host it
   // was not told about until the donor opts in (the first-run dialog offers it, checked).
-  bool publicNetwork = false;                // join the public network: bootstrapNodes, UPnP, NAT-PMP
-  bool portMapping = false;                  // UPnP + NAT-PMP without the public routers
+  bool publicNetwork = false;                    // join the public network: bootstrapNodes, UPnP, NAT-PMP
+  bool portMapping = false;                      // UPnP + NAT-PMP without the public routers
   QStringList bootstrapNodes = publicRouters();  // HOST:PORT, used when publicNetwork is on
-  int listenPort = 0;                        // TCP and UDP on every interface; 0 = choose at the next start
+  int listenPort = 0;                            // TCP and UDP on every interface; 0 = choose at the next start
   // When to donate.
   bool pauseWhenUserActive = false;
-  int idleMinutes = 5;                       // the user counts as away after this long without input
-  bool scheduleEnabled = false;              // train only inside [scheduleStart, scheduleEnd)
-  QTime scheduleStart = QTime(22, 0);        // may wrap past midnight (22:00–07:00)
+  int idleMinutes = 5;                 // the user counts as away after this long without input
+  bool scheduleEnabled = false;        // train only inside [scheduleStart, scheduleEnd)
+  QTime scheduleStart = QTime(22, 0);  // may wrap past midnight (22:00–07:00)
   QTime scheduleEnd = QTime(7, 0);
   // Desktop integration.
   bool startAtLogin = false;

@@ -15,9 +15,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 std::string fmt(double value, int decimals = 4) {
   char buffer[64];
@@ -91,8 +89,8 @@ Expected<SimResult> runCentralized(const SimConfig& c, const train::RunData& dat
   return result;
 }
 
-Expected<SimResult> runSwarm(Strategy strategy, const SimConfig& c, const train::RunData& data,
-                             const train::LogFn& log, const MergeObserver& observer) {
+Expected<SimResult> runSwarm(Strategy strategy, const SimConfig& c, const train::RunData& data, const train::LogFn& log,
+                             const MergeObserver& observer) {
   SimResult result;
   result.strategy = strategy;
   const auto start = Clock::now();
@@ -101,22 +99,26 @@ Expected<SimResult> runSwarm(Strategy strategy, const SimConfig& c, const train:
 
   const int nExperts = c.model.nExperts;
   std::vector<std::vector<int>> claims;
-  if (strategy == Strategy::FedAvg) claims.assign(static_cast<std::size_t>(c.peers), allExperts(nExperts));
-  else if (!c.claims.empty()) claims = c.claims;
-  else claims = assignExperts(c.peers, nExperts, c.expertsPerPeer > 0 ? c.expertsPerPeer : nExperts / c.peers);
+  if (strategy == Strategy::FedAvg)
+    claims.assign(static_cast<std::size_t>(c.peers), allExperts(nExperts));
+  else if (!c.claims.empty())
+    claims = c.claims;
+  else
+    claims = assignExperts(c.peers, nExperts, c.expertsPerPeer > 0 ? c.expertsPerPeer : nExperts / c.peers);
 
   // Each peer: its own disjoint shard, its own data stream, the run's seed (same initial weights).
   const auto shards = splitTokens(data.train, c.peers, c.shardBlockTokens);
   std::vector<detail::Peer> peers;
   sync::Ownership owners;
   for (int p = 0; p < c.peers; ++p) {
-    detail::Peer peer{"peer-" + std::to_string(p), claims[static_cast<std::size_t>(p)], nullptr};
+    detail::Peer peer{"peer-" + std::to_string(p), claims[static_cast<std::size_t>(p)], nullptr, {}};
     train::TrainerOptions options{c.model, c.train, c.seed, c.dataSeed + static_cast<std::uint64_t>(p), peer.claims};
     auto created = train::Trainer::create(options, shards[static_cast<std::size_t>(p)], data.val);
     if (!created) return makeError(peer.id + ": " + created.error());
     peer.trainer = std::move(*created);
     for (int e : peer.claims) owners[e].insert(peer.id);
-    result.optimizerStateBytesPerPeer = std::max(result.optimizerStateBytesPerPeer, peer.trainer->optimizerStateBytes());
+    result.optimizerStateBytesPerPeer =
+        std::max(result.optimizerStateBytesPerPeer, peer.trainer->optimizerStateBytes());
     peers.push_back(std::move(peer));
   }
 
@@ -151,8 +153,8 @@ Expected<SimResult> runSwarm(Strategy strategy, const SimConfig& c, const train:
     auto val = (*evaluate)(base);
     if (!val) return makeError(val.error());
     result.curve.push_back({end, *val, lossSum / double(std::max<std::int64_t>(n, 1))});
-    log(label + " step " + std::to_string(end) + ": val " + fmt(*val) + ", merge " +
-        fmt(mergeSeconds, 2) + " s" + (outcome->alpha > 0 ? ", warm-up alpha " + fmt(outcome->alpha, 3) : "") +
+    log(label + " step " + std::to_string(end) + ": val " + fmt(*val) + ", merge " + fmt(mergeSeconds, 2) + " s" +
+        (outcome->alpha > 0 ? ", warm-up alpha " + fmt(outcome->alpha, 3) : "") +
         (outcome->identical ? "" : ", PEERS DIFFER"));
   }
   result.initialValLoss = result.curve.front().valLoss;
@@ -165,9 +167,12 @@ Expected<SimResult> runSwarm(Strategy strategy, const SimConfig& c, const train:
 
 std::string strategyName(Strategy strategy) {
   switch (strategy) {
-    case Strategy::Spes: return "spes";
-    case Strategy::FedAvg: return "fedavg";
-    case Strategy::Centralized: return "centralized";
+    case Strategy::Spes:
+      return "spes";
+    case Strategy::FedAvg:
+      return "fedavg";
+    case Strategy::Centralized:
+      return "centralized";
   }
   return "?";
 }

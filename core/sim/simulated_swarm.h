@@ -30,17 +30,19 @@ std::string strategyName(Strategy strategy);  // "spes", "fedavg", "centralized"
 
 struct SimConfig {
   int peers = 4;
-  int syncEvery = 20;       // H: local steps between merges (a last merge closes a partial round)
-  int steps = 240;          // steps of every peer, and of the centralized trainer
-  int expertsPerPeer = 0;   // k; 0 = nExperts / peers (at least 1). P·k > E gives replicas.
+  int syncEvery = 20;                    // H: local steps between merges (a last merge closes a partial round)
+  int steps = 240;                       // steps of every peer, and of the centralized trainer
+  int expertsPerPeer = 0;                // k; 0 = nExperts / peers (at least 1). P·k > E gives replicas.
   std::vector<std::vector<int>> claims;  // explicit claims per peer; overrides expertsPerPeer
   sync::Codec codec = sync::Codec::F32;  // how contributions travel
   bool warmup = false;                   // SPES merging warm-up after the aggregate
   sync::WarmupConfig warmupConfig;
+  sync::AggregatePolicy aggregate;  // shared-tensor rule: mean (default here; the client's
+                                    // run default is centered clipping) or centered clipping
   model::ModelConfig model;
-  train::TrainConfig train;      // per peer; the centralized trainer uses batchSize × peers
-  std::uint64_t seed = 1234;     // model initialisation: identical on every peer
-  std::uint64_t dataSeed = 1234; // peer i samples its shard with dataSeed + i
+  train::TrainConfig train;       // per peer; the centralized trainer uses batchSize × peers
+  std::uint64_t seed = 1234;      // model initialisation: identical on every peer
+  std::uint64_t dataSeed = 1234;  // peer i samples its shard with dataSeed + i
   // Each peer's disjoint share of the train tokens: 0 = contiguous parts. The bundled corpus is
   // chronological (1790–2021), so contiguous parts give each peer one era (non-IID peers);
   // > 0 deals blocks of this many tokens round-robin, so every peer sees every era.
@@ -50,8 +52,8 @@ struct SimConfig {
   int centralBatch = 0;
   // Validation windows, spread evenly over the whole validation set; 0 = evalBatches × batchSize.
   int evalWindows = 0;
-  int evalEvery = 0;             // steps between validation points, a multiple of syncEvery
-                                 // (validation follows a merge); 0 = every merge. Always at the end.
+  int evalEvery = 0;  // steps between validation points, a multiple of syncEvery
+                      // (validation follows a merge); 0 = every merge. Always at the end.
   // Experimental, NOT the real client's merge rule (a plain average, as SPES's reference server):
   // DiLoCo's outer Nesterov step on each round's merged delta Δ: m = μ·m + Δ, new = base +
   // lr·(Δ + μ·m). outerLr = 1 and outerMomentum = 0 (the defaults) leave the merge untouched.
@@ -78,15 +80,15 @@ struct ContributionBytes {
 
 // Handed to the observer after each merge, once every peer holds the merged state.
 struct MergeRecord {
-  int round = 0;                 // 1-based
-  std::int64_t step = 0;         // steps done by every peer
-  double alpha = 0;              // warm-up factor applied (0: none)
-  const ckpt::NamedTensors& base;                         // the previous merged state
-  const std::vector<ckpt::NamedTensors>& local;           // each peer's weights just before the merge
-  const std::vector<sync::Contribution>& contributions;   // decoded and accepted, sender order
-  const std::vector<std::vector<int>>& claims;            // per peer
+  int round = 0;                                         // 1-based
+  std::int64_t step = 0;                                 // steps done by every peer
+  double alpha = 0;                                      // warm-up factor applied (0: none)
+  const ckpt::NamedTensors& base;                        // the previous merged state
+  const std::vector<ckpt::NamedTensors>& local;          // each peer's weights just before the merge
+  const std::vector<sync::Contribution>& contributions;  // decoded and accepted, sender order
+  const std::vector<std::vector<int>>& claims;           // per peer
   const sync::Ownership& owners;
-  const ckpt::NamedTensors& merged;                       // what every peer holds now
+  const ckpt::NamedTensors& merged;  // what every peer holds now
 };
 using MergeObserver = std::function<void(const MergeRecord&)>;
 
@@ -94,13 +96,13 @@ struct SimResult {
   Strategy strategy = Strategy::Spes;
   double initialValLoss = 0;
   double finalValLoss = 0;
-  std::vector<CurvePoint> curve;           // starts with step 0
-  std::vector<ContributionBytes> bytes;    // per round per peer (empty for centralized)
+  std::vector<CurvePoint> curve;                // starts with step 0
+  std::vector<ContributionBytes> bytes;         // per round per peer (empty for centralized)
   std::int64_t optimizerStateBytesPerPeer = 0;  // the largest peer's (the trainer's, centralized)
-  std::int64_t tokensTrained = 0;          // over all peers
+  std::int64_t tokensTrained = 0;               // over all peers
   int merges = 0;
-  int warmupMerges = 0;                    // merges with alpha > 0
-  int rejectedContributions = 0;           // by validateRound (never expected here)
+  int warmupMerges = 0;           // merges with alpha > 0
+  int rejectedContributions = 0;  // by validateRound (never expected here)
   bool peersIdenticalAfterEveryMerge = true;
   double seconds = 0;
 };

@@ -46,8 +46,8 @@ ContributionBytes measureBytes(int round, int peer, const ckpt::NamedTensors& de
 Expected<ckpt::NamedTensors> transport(const ckpt::NamedTensors& deltas, sync::ContributionHeader& header,
                                        const SimConfig& config) {
   if (config.contributionDir.empty()) return sync::decodeDeltas(sync::encodeDeltas(deltas, config.codec), config.codec);
-  const std::string path = config.contributionDir + "/round-" + std::to_string(header.round) + "-" +
-                           header.sender + ".safetensors";
+  const std::string path =
+      config.contributionDir + "/round-" + std::to_string(header.round) + "-" + header.sender + ".safetensors";
   if (auto saved = sync::saveContribution(path, header, deltas); !saved) return makeError(saved.error());
   auto loaded = sync::loadContribution(path);
   std::remove(path.c_str());  // read once; a long run would otherwise pile up files
@@ -132,11 +132,10 @@ Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in,
   for (std::size_t p = 0; p < peers.size(); ++p) {
     ckpt::NamedTensors merged;
     try {  // es_sync throws only on caller errors (a duplicate sender, a misshapen delta)
-      merged = sync::aggregate(in.base, arrivalOrder(accepted, p), in.owners);
+      merged = sync::aggregate(in.base, arrivalOrder(accepted, p), in.owners, config.aggregate);
       if (config.outerLr != 1.0 || config.outerMomentum != 0.0)
         merged = outerStep(in.base, merged, peers[p].outerMomentum, config);
-      if (out.alpha > 0)
-        merged = sync::applyMergingWarmup(merged, config.model, out.alpha, config.warmupConfig.topk);
+      if (out.alpha > 0) merged = sync::applyMergingWarmup(merged, config.model, out.alpha, config.warmupConfig.topk);
     } catch (const std::exception& e) {
       return makeError(peers[p].id + " merging round " + std::to_string(in.round) + ": " + e.what());
     }
@@ -146,7 +145,8 @@ Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in,
   }
 
   // 4. Same inputs → same state: every peer must now hold exactly what peer 0 computed.
-  for (auto& peer : peers) out.identical = out.identical && sameWeights(train::trainerWeights(*peer.trainer), firstMerged);
+  for (auto& peer : peers)
+    out.identical = out.identical && sameWeights(train::trainerWeights(*peer.trainer), firstMerged);
   out.merged = std::move(firstMerged);
 
   if (observer) {

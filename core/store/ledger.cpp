@@ -1,5 +1,7 @@
 #include "core/store/ledger.h"
 
+#include "core/common/safe_quote.h"
+
 #include "core/store/migrations.h"
 #include "core/store/sqlite_db.h"
 
@@ -8,10 +10,8 @@
 namespace es::store {
 namespace {
 
-std::string quoted(const std::string& text) { return "\"" + text + "\""; }
-
 std::string describe(const char* operation, const std::string& runId, const std::string& detail) {
-  return std::string(operation) + "(run " + quoted(runId) + (detail.empty() ? "" : ", " + detail) + ")";
+  return std::string(operation) + "(run " + safeQuote(runId) + (detail.empty() ? "" : ", " + detail) + ")";
 }
 
 }  // namespace
@@ -32,6 +32,8 @@ Expected<std::unique_ptr<Ledger>> Ledger::open(const std::string& dbPath, const 
 
 Ledger::Ledger(std::unique_ptr<Db> db, ErrorCallback onError)
     : db_(std::move(db)), onError_(std::move(onError)), writer_([this] { writerLoop(); }) {}
+
+const std::string& Ledger::path() const { return db_->path(); }  // immutable: safe beside the writer
 
 Ledger::~Ledger() {
   {
@@ -117,77 +119,86 @@ void Ledger::joinRun(const std::string& runId, const std::string& name) {
   const std::int64_t at = nowMs();
   // An upsert, not INSERT OR REPLACE: replacing the runs row would cascade-delete the whole run.
   enqueue(describe("joinRun", runId, ""), [=](Db& db) {
-    return db.run("INSERT INTO runs(run_id, name, joined_at) VALUES(?, ?, ?) "
-                  "ON CONFLICT(run_id) DO UPDATE SET name = excluded.name",
-                  runId, name, at);
+    return db.run(
+        "INSERT INTO runs(run_id, name, joined_at) VALUES(?, ?, ?) "
+        "ON CONFLICT(run_id) DO UPDATE SET name = excluded.name",
+        runId, name, at);
   });
 }
 
 void Ledger::seePeer(const std::string& runId, const std::string& peerId, const std::string& publicKey,
                      std::int64_t at) {
-  enqueue(describe("seePeer", runId, "peer " + quoted(peerId)), [=](Db& db) {
-    return db.run("INSERT INTO peers(run_id, peer_id, public_key, first_seen, last_seen) VALUES(?, ?, ?, ?, ?) "
-                  "ON CONFLICT(run_id, peer_id) DO UPDATE SET public_key = excluded.public_key, "
-                  "first_seen = min(first_seen, excluded.first_seen), last_seen = max(last_seen, excluded.last_seen)",
-                  runId, peerId, publicKey, at, at);
+  enqueue(describe("seePeer", runId, "peer " + safeQuote(peerId)), [=](Db& db) {
+    return db.run(
+        "INSERT INTO peers(run_id, peer_id, public_key, first_seen, last_seen) VALUES(?, ?, ?, ?, ?) "
+        "ON CONFLICT(run_id, peer_id) DO UPDATE SET public_key = excluded.public_key, "
+        "first_seen = min(first_seen, excluded.first_seen), last_seen = max(last_seen, excluded.last_seen)",
+        runId, peerId, publicKey, at, at);
   });
 }
 
 void Ledger::banPeer(const std::string& runId, const std::string& peerId, const std::string& reason) {
   const std::int64_t at = nowMs();
   // A peer can be banned before we saw it (a bad record relayed by someone else): create the row.
-  enqueue(describe("banPeer", runId, "peer " + quoted(peerId)), [=](Db& db) {
-    return db.run("INSERT INTO peers(run_id, peer_id, first_seen, last_seen, banned, ban_reason) "
-                  "VALUES(?, ?, ?, ?, 1, ?) "
-                  "ON CONFLICT(run_id, peer_id) DO UPDATE SET banned = 1, ban_reason = excluded.ban_reason",
-                  runId, peerId, at, at, reason);
+  // Banned again: the newest reason and time (its expiry starts over).
+  enqueue(describe("banPeer", runId, "peer " + safeQuote(peerId)), [=](Db& db) {
+    return db.run(
+        "INSERT INTO peers(run_id, peer_id, first_seen, last_seen, banned, ban_reason, banned_at) "
+        "VALUES(?, ?, ?, ?, 1, ?, ?) "
+        "ON CONFLICT(run_id, peer_id) DO UPDATE SET banned = 1, ban_reason = excluded.ban_reason, "
+        "banned_at = excluded.banned_at",
+        runId, peerId, at, at, reason, at);
   });
 }
 
 void Ledger::addRecord(const std::string& runId, const std::string& peerId, std::int64_t seq, std::int64_t round,
                        const std::string& bytes, std::int64_t at) {
-  enqueue(describe("addRecord", runId, "peer " + quoted(peerId) + ", seq " + std::to_string(seq)), [=](Db& db) {
-    return db.run("INSERT OR REPLACE INTO records(run_id, peer_id, seq, round, bytes, received_at) "
-                  "VALUES(?, ?, ?, ?, ?, ?)",
-                  runId, peerId, seq, round, Blob{bytes}, at);
+  enqueue(describe("addRecord", runId, "peer " + safeQuote(peerId) + ", seq " + std::to_string(seq)), [=](Db& db) {
+    return db.run(
+        "INSERT OR REPLACE INTO records(run_id, peer_id, seq, round, bytes, received_at) "
+        "VALUES(?, ?, ?, ?, ?, ?)",
+        runId, peerId, seq, round, Blob{bytes}, at);
   });
 }
 
 void Ledger::addMetric(const std::string& runId, const MetricRow& m) {
   enqueue(describe("addMetric", runId, "step " + std::to_string(m.step)), [=](Db& db) {
-    return db.run("INSERT OR REPLACE INTO metrics(run_id, step, round, loss, val_loss, lr, tokens_per_second, at) "
-                  "VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
-                  runId, m.step, m.round, m.loss, m.valLoss, m.lr, m.tokensPerSecond, m.at);
+    return db.run(
+        "INSERT OR REPLACE INTO metrics(run_id, step, round, loss, val_loss, lr, tokens_per_second, at) "
+        "VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
+        runId, m.step, m.round, m.loss, m.valLoss, m.lr, m.tokensPerSecond, m.at);
   });
 }
 
 void Ledger::addContribution(const std::string& runId, const ContributionRow& c) {
-  const std::string detail = "round " + std::to_string(c.round) + ", peer " + quoted(c.peerId);
+  const std::string detail = "round " + std::to_string(c.round) + ", peer " + safeQuote(c.peerId);
   enqueue(describe("addContribution", runId, detail), [=](Db& db) {
-    return db.run("INSERT OR REPLACE INTO contributions(run_id, round, peer_id, info_hash, bytes, verdict, reason) "
-                  "VALUES(?, ?, ?, ?, ?, ?, ?)",
-                  runId, c.round, c.peerId, c.infoHash, c.bytes, c.verdict, c.reason);
+    return db.run(
+        "INSERT OR REPLACE INTO contributions(run_id, round, peer_id, info_hash, bytes, verdict, reason) "
+        "VALUES(?, ?, ?, ?, ?, ?, ?)",
+        runId, c.round, c.peerId, c.infoHash, c.bytes, c.verdict, c.reason);
   });
 }
 
 void Ledger::setClaims(const std::string& runId, std::int64_t round, const std::string& peerId,
                        std::vector<int> experts) {
-  const std::string detail = "round " + std::to_string(round) + ", peer " + quoted(peerId);
+  const std::string detail = "round " + std::to_string(round) + ", peer " + safeQuote(peerId);
   enqueue(describe("setClaims", runId, detail), [=, experts = std::move(experts)](Db& db) {
     Status status = db.run("DELETE FROM claims WHERE run_id = ? AND round = ? AND peer_id = ?", runId, round, peerId);
     for (std::size_t i = 0; status && i < experts.size(); ++i)
-      status = db.run("INSERT OR IGNORE INTO claims(run_id, round, peer_id, expert) VALUES(?, ?, ?, ?)",
-                      runId, round, peerId, experts[i]);
+      status = db.run("INSERT OR IGNORE INTO claims(run_id, round, peer_id, expert) VALUES(?, ?, ?, ?)", runId, round,
+                      peerId, experts[i]);
     return status;
   });
 }
 
 void Ledger::addTransfer(const std::string& runId, const std::string& infoHash, const std::string& kind,
                          std::int64_t round, std::int64_t bytes, const std::string& direction, std::int64_t at) {
-  enqueue(describe("addTransfer", runId, "info-hash " + quoted(infoHash) + ", " + direction), [=](Db& db) {
-    return db.run("INSERT OR REPLACE INTO transfers(run_id, info_hash, kind, round, bytes, direction, finished_at) "
-                  "VALUES(?, ?, ?, ?, ?, ?, ?)",
-                  runId, infoHash, kind, round, bytes, direction, at);
+  enqueue(describe("addTransfer", runId, "info-hash " + safeQuote(infoHash) + ", " + direction), [=](Db& db) {
+    return db.run(
+        "INSERT OR REPLACE INTO transfers(run_id, info_hash, kind, round, bytes, direction, finished_at) "
+        "VALUES(?, ?, ?, ?, ?, ?, ?)",
+        runId, infoHash, kind, round, bytes, direction, at);
   });
 }
 

@@ -42,11 +42,17 @@ struct ContributionRow {
   std::string verdict, reason;
 };
 
+struct ClaimRow {
+  std::string peerId;
+  int expert = 0;
+};
+
 struct PeerRow {
   std::string peerId, publicKey;
   std::int64_t firstSeen = 0, lastSeen = 0;
   bool banned = false;
   std::string banReason;
+  std::int64_t bannedAt = 0;  // ms since the epoch; filled by LedgerReader::bansSince only
 };
 
 struct WriterStats {
@@ -80,8 +86,8 @@ class Ledger {
   void addContribution(const std::string& runId, const ContributionRow& contribution);
   // Replaces the peer's claims for that round.
   void setClaims(const std::string& runId, std::int64_t round, const std::string& peerId, std::vector<int> experts);
-  void addTransfer(const std::string& runId, const std::string& infoHash, const std::string& kind,
-                   std::int64_t round, std::int64_t bytes, const std::string& direction, std::int64_t at);
+  void addTransfer(const std::string& runId, const std::string& infoHash, const std::string& kind, std::int64_t round,
+                   std::int64_t bytes, const std::string& direction, std::int64_t at);
   // The durability point of a round: the queue is FIFO and a burst commits whole, so the round row
   // becomes durable together with (or after) everything queued before it — never without it.
   // flush() returning ok means it is on disk.
@@ -94,6 +100,7 @@ class Ledger {
   Status flush();
 
   WriterStats stats() const;
+  const std::string& path() const;  // the database file, for a LedgerReader beside this writer
 
  private:
   struct Job {
@@ -113,8 +120,8 @@ class Ledger {
   std::condition_variable wake_;     // writer: jobs queued or stopping
   std::condition_variable drained_;  // flush(): a burst was applied
   std::vector<Job> queue_;
-  std::int64_t queued_ = 0;          // jobs ever queued
-  WriterStats stats_;                // stats_.writes: jobs ever applied
+  std::int64_t queued_ = 0;  // jobs ever queued
+  WriterStats stats_;        // stats_.writes: jobs ever applied
   std::optional<std::string> firstError_;
   bool stopping_ = false;
   std::thread writer_;
@@ -128,12 +135,16 @@ class LedgerReader {
   LedgerReader& operator=(const LedgerReader&) = delete;
   ~LedgerReader();
 
-  Expected<std::vector<MetricRow>> metrics(const std::string& runId);              // by step
-  Expected<std::vector<RoundRow>> rounds(const std::string& runId);                // by round
+  Expected<std::vector<MetricRow>> metrics(const std::string& runId);  // by step
+  Expected<std::vector<RoundRow>> rounds(const std::string& runId);    // by round
   Expected<std::optional<std::int64_t>> lastCommittedRound(const std::string& runId);
   Expected<std::vector<ContributionRow>> contributions(const std::string& runId, std::int64_t round);
-  Expected<std::vector<PeerRow>> peers(const std::string& runId);                  // by peer id
+  Expected<std::vector<ClaimRow>> claims(const std::string& runId, std::int64_t round);  // by peer, expert
+  Expected<std::vector<PeerRow>> peers(const std::string& runId);                        // by peer id
   Expected<std::vector<PeerRow>> bannedPeers(const std::string& runId);
+  // The bans made at or after `sinceMs` (ms since the epoch), with their time and reason, by peer
+  // id. Needs schema version 2 (peers.banned_at), which Ledger::open brings any ledger to.
+  Expected<std::vector<PeerRow>> bansSince(const std::string& runId, std::int64_t sinceMs);
   // "ok", or what PRAGMA integrity_check found (or why it could not run).
   std::string integrityCheck();
 

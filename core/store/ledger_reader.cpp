@@ -11,9 +11,10 @@ template <typename T, typename... Args>
 Expected<std::vector<T>> rowsOf(Db& db, const char* what, const char* sql, T (*convert)(const Row&),
                                 const Args&... args) {
   std::vector<T> rows;
-  auto status = db.query(sql, [&](const Row& row) { rows.push_back(convert(row)); }, args...);
-  if (!status) return makeError("Cannot read " + std::string(what) + " from ledger \"" + db.path() + "\": " +
-                                status.error());
+  auto status = db.query(
+      sql, [&](const Row& row) { rows.push_back(convert(row)); }, args...);
+  if (!status)
+    return makeError("Cannot read " + std::string(what) + " from ledger \"" + db.path() + "\": " + status.error());
   return rows;
 }
 
@@ -40,8 +41,8 @@ Expected<std::vector<MetricRow>> LedgerReader::metrics(const std::string& runId)
       *db_, "metrics",
       "SELECT step, round, loss, val_loss, lr, tokens_per_second, at FROM metrics WHERE run_id = ? ORDER BY step",
       [](const Row& row) {
-        return MetricRow{row.integer(0), row.integer(1),  row.real(2),   row.optionalReal(3),
-                         row.real(4),    row.real(5),     row.integer(6)};
+        return MetricRow{row.integer(0), row.integer(1), row.real(2),   row.optionalReal(3),
+                         row.real(4),    row.real(5),    row.integer(6)};
       },
       runId);
 }
@@ -65,11 +66,12 @@ Expected<std::vector<RoundRow>> LedgerReader::rounds(const std::string& runId) {
 
 Expected<std::optional<std::int64_t>> LedgerReader::lastCommittedRound(const std::string& runId) {
   std::optional<std::int64_t> last;
-  auto status = db_->query("SELECT max(round) FROM rounds WHERE run_id = ?",
-                           [&](const Row& row) {
-                             if (!row.isNull(0)) last = row.integer(0);
-                           },
-                           runId);
+  auto status = db_->query(
+      "SELECT max(round) FROM rounds WHERE run_id = ?",
+      [&](const Row& row) {
+        if (!row.isNull(0)) last = row.integer(0);
+      },
+      runId);
   if (!status) return makeError("Cannot read the last round from ledger \"" + db_->path() + "\": " + status.error());
   return last;
 }
@@ -81,6 +83,15 @@ Expected<std::vector<ContributionRow>> LedgerReader::contributions(const std::st
       "WHERE run_id = ? AND round = ? ORDER BY peer_id",
       [](const Row& row) {
         return ContributionRow{row.integer(0), row.text(1), row.text(2), row.integer(3), row.text(4), row.text(5)};
+      },
+      runId, round);
+}
+
+Expected<std::vector<ClaimRow>> LedgerReader::claims(const std::string& runId, std::int64_t round) {
+  return rowsOf<ClaimRow>(
+      *db_, "claims", "SELECT peer_id, expert FROM claims WHERE run_id = ? AND round = ? ORDER BY peer_id, expert",
+      [](const Row& row) {
+        return ClaimRow{row.text(0), static_cast<int>(row.integer(1))};
       },
       runId, round);
 }
@@ -99,11 +110,23 @@ Expected<std::vector<PeerRow>> LedgerReader::bannedPeers(const std::string& runI
                          peerFrom, runId);
 }
 
+Expected<std::vector<PeerRow>> LedgerReader::bansSince(const std::string& runId, std::int64_t sinceMs) {
+  return rowsOf<PeerRow>(
+      *db_, "bans",
+      "SELECT peer_id, public_key, first_seen, last_seen, banned, ban_reason, banned_at FROM peers "
+      "WHERE run_id = ? AND banned = 1 AND banned_at >= ? ORDER BY peer_id",
+      [](const Row& row) {
+        PeerRow peer = peerFrom(row);
+        peer.bannedAt = row.integer(6);
+        return peer;
+      },
+      runId, sinceMs);
+}
+
 std::string LedgerReader::integrityCheck() {
   std::string report;
-  auto status = db_->query("PRAGMA integrity_check", [&](const Row& row) {
-    report += (report.empty() ? "" : "\n") + row.text(0);
-  });
+  auto status = db_->query("PRAGMA integrity_check",
+                           [&](const Row& row) { report += (report.empty() ? "" : "\n") + row.text(0); });
   if (!status) return "integrity_check could not run on \"" + db_->path() + "\": " + status.error();
   return report;
 }

@@ -16,10 +16,10 @@ namespace fs = std::filesystem;
 // "NN-name.sql" → NN; nullopt for anything else.
 std::optional<int> versionOf(const std::string& name) {
   const auto dash = name.find('-');
-  if (dash == 0 || dash == std::string::npos || name.size() < 4 ||
-      name.compare(name.size() - 4, 4, ".sql") != 0)
+  if (dash == 0 || dash == std::string::npos || name.size() < 4 || name.compare(name.size() - 4, 4, ".sql") != 0)
     return std::nullopt;
-  if (!std::all_of(name.begin(), name.begin() + dash, [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+  if (!std::all_of(name.begin(), name.begin() + dash,
+                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
     return std::nullopt;
   if (dash > 6) return std::nullopt;  // keeps std::stoi in range; nobody writes a millionth migration
   return std::stoi(name.substr(0, dash));
@@ -39,8 +39,8 @@ Status setPragma(Db& db, const std::string& pragma) {
 }
 
 Status apply(Db& db, const Migration& migration) {
-  const std::string failed = "Ledger \"" + db.path() + "\": migration " + std::to_string(migration.version) +
-                             " (" + migration.path + ") failed: ";
+  const std::string failed = "Ledger \"" + db.path() + "\": migration " + std::to_string(migration.version) + " (" +
+                             migration.path + ") failed: ";
   auto sql = readWholeFile(migration.path);
   if (!sql) return makeError(failed + sql.error());
   // IMMEDIATE takes the write lock first, so two processes opening a fresh ledger at once cannot
@@ -56,7 +56,8 @@ Status apply(Db& db, const Migration& migration) {
   if (status) {
     std::string violation;
     status = db.query("PRAGMA foreign_key_check", [&](const Row& row) { violation = row.text(0); });
-    if (status && !violation.empty()) status = makeError("it leaves rows in \"" + violation + "\" without their parent");
+    if (status && !violation.empty())
+      status = makeError("it leaves rows in \"" + violation + "\" without their parent");
   }
   if (status) status = db.exec("PRAGMA application_id = " + std::to_string(kApplicationId));
   if (status) status = db.exec("PRAGMA user_version = " + std::to_string(migration.version));
@@ -83,8 +84,7 @@ Expected<std::vector<Migration>> listMigrations(const std::string& dir) {
     const std::string name = it->path().filename().string();
     if (it->path().extension() != ".sql") continue;
     auto version = versionOf(name);
-    if (!version)
-      return makeError("Migration \"" + it->path().string() + "\" is not named NN-name.sql");
+    if (!version) return makeError("Migration \"" + it->path().string() + "\" is not named NN-name.sql");
     migrations.push_back({*version, name, it->path().string()});
   }
   if (error) return makeError("Cannot list migrations in \"" + dir + "\": " + error.message());
@@ -126,8 +126,8 @@ Status prepareForWriting(Db& db, const std::vector<Migration>& migrations) {
   auto status = db.query("PRAGMA journal_mode = WAL", [&](const Row& row) { mode = row.text(0); });
   if (!status) return makeError(db.failure("Cannot switch ledger to WAL mode"));
   if (mode != "wal")
-    return makeError("Ledger \"" + db.path() + "\" cannot use WAL mode (journal_mode stays \"" +
-                     mode.value_or("") + "\"); is it on a network file system?");
+    return makeError("Ledger \"" + db.path() + "\" cannot use WAL mode (journal_mode stays \"" + mode.value_or("") +
+                     "\"); is it on a network file system?");
   // FULL: a committed round must survive power loss, and the ledger is small enough to afford it.
   if (auto set = setPragma(db, "synchronous = FULL"); !set) return set;
   auto version = db.integer("PRAGMA user_version");

@@ -18,8 +18,8 @@ Expected<Db> Db::open(const std::string& path, int flags) {
   // sqlite3_open_v2 returns a handle even when it fails; it carries the message and must be closed.
   const int rc = sqlite3_open_v2(path.c_str(), &handle, flags, nullptr);
   if (rc != SQLITE_OK) {
-    std::string message = "Cannot open ledger \"" + path + "\": " +
-                          (handle != nullptr ? sqlite3_errmsg(handle) : sqlite3_errstr(rc));
+    std::string message =
+        "Cannot open ledger \"" + path + "\": " + (handle != nullptr ? sqlite3_errmsg(handle) : sqlite3_errstr(rc));
     sqlite3_close(handle);
     return makeError(std::move(message));
   }
@@ -28,7 +28,8 @@ Expected<Db> Db::open(const std::string& path, int flags) {
 }
 
 Db::Db(Db&& other) noexcept
-    : db_(std::exchange(other.db_, nullptr)), path_(std::move(other.path_)),
+    : db_(std::exchange(other.db_, nullptr)),
+      path_(std::move(other.path_)),
       statements_(std::move(other.statements_)) {}
 
 Db& Db::operator=(Db&& other) noexcept {
@@ -105,8 +106,10 @@ void Db::bind(sqlite3_stmt* stmt, int index, std::int64_t value) { sqlite3_bind_
 void Db::bind(sqlite3_stmt* stmt, int index, double value) { sqlite3_bind_double(stmt, index, value); }
 
 void Db::bind(sqlite3_stmt* stmt, int index, const std::optional<double>& value) {
-  if (value) sqlite3_bind_double(stmt, index, *value);
-  else sqlite3_bind_null(stmt, index);
+  if (value)
+    sqlite3_bind_double(stmt, index, *value);
+  else
+    sqlite3_bind_null(stmt, index);
 }
 
 void Db::bind(sqlite3_stmt* stmt, int index, const std::string& value) {
@@ -115,8 +118,10 @@ void Db::bind(sqlite3_stmt* stmt, int index, const std::string& value) {
 
 void Db::bind(sqlite3_stmt* stmt, int index, Blob value) {
   // An empty string_view may have a null data(), which SQLite would store as NULL, not as x''.
-  if (value.bytes.empty()) sqlite3_bind_zeroblob(stmt, index, 0);
-  else sqlite3_bind_blob64(stmt, index, value.bytes.data(), value.bytes.size(), SQLITE_TRANSIENT);
+  if (value.bytes.empty())
+    sqlite3_bind_zeroblob(stmt, index, 0);
+  else
+    sqlite3_bind_blob64(stmt, index, value.bytes.data(), value.bytes.size(), SQLITE_TRANSIENT);
 }
 
 }  // namespace es::store

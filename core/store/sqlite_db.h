@@ -57,7 +57,8 @@ class Db {
   // Runs one cached statement with the given parameters, stepping it to the end.
   template <typename... Args>
   Status run(const char* sql, const Args&... args) {
-    return query(sql, [](const Row&) {}, args...);
+    return query(
+        sql, [](const Row&) {}, args...);
   }
 
   // Runs one cached statement, calling onRow for each result row.

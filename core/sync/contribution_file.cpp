@@ -1,5 +1,7 @@
 #include "core/sync/contribution_file.h"
 
+#include "core/common/safe_quote.h"
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -11,6 +13,14 @@ namespace {
 
 const std::string kFormat = "expertswarm-contribution";
 const std::string kVersion = "1";
+constexpr std::size_t kMaxNameBytes = 128;  // ids are 64 hex digits
+
+bool isName(const std::string& text) {
+  return text.size() <= kMaxNameBytes && std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                  c == '-';
+         });
+}
 const char* const kKeys[] = {"format", "version", "run", "round", "sender", "base_hash", "codec"};
 
 // A round is a canonical non-negative decimal: digits only, no sign, no leading zeros.
@@ -36,38 +46,44 @@ Status saveContribution(const std::string& path, const ContributionHeader& heade
   if (header.run.empty() || header.sender.empty() || header.baseHash.empty())
     return makeError("cannot save contribution: run, sender and base hash must be non-empty");
   const ckpt::Metadata metadata = {
-      {"format", kFormat},       {"version", kVersion},         {"run", header.run},
-      {"round", std::to_string(header.round)}, {"sender", header.sender}, {"base_hash", header.baseHash},
+      {"format", kFormat},       {"version", kVersion},
+      {"run", header.run},       {"round", std::to_string(header.round)},
+      {"sender", header.sender}, {"base_hash", header.baseHash},
       {"codec", header.codec},
   };
   return ckpt::saveSafetensors(path, encodeDeltas(deltas, *codec), metadata);
 }
 
-Expected<ContributionFile> loadContribution(const std::string& path) {
-  auto file = ckpt::loadSafetensors(path);
-  if (!file) return makeError(file.error());
-  const ckpt::Metadata& meta = file->metadata;
-  const std::string where = "contribution \"" + path + "\": ";
+namespace {
+
+// The metadata and deltas of a parsed safetensors file; `where` prefixes every error.
+Expected<ContributionFile> fromSafetensors(const ckpt::SafetensorsFile& file, const std::string& where) {
+  const ckpt::Metadata& meta = file.metadata;
 
   // Strict: exactly the known keys (a new field means a new version).
   for (const auto& [key, value] : meta) {
     if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys))
-      return makeError(where + "unknown metadata field \"" + key + "\"");
+      return makeError(where + "unknown metadata field " + safeQuote(key));
   }
   for (const char* key : kKeys) {
     if (meta.count(key) == 0) return makeError(where + "missing metadata field \"" + key + "\"");
   }
   if (meta.at("format") != kFormat)
-    return makeError(where + "format \"" + meta.at("format") + "\", expected \"" + kFormat + "\"");
+    return makeError(where + "format " + safeQuote(meta.at("format")) + ", expected " + safeQuote(kFormat));
   if (meta.at("version") != kVersion)
-    return makeError(where + "unsupported version \"" + meta.at("version") + "\", expected \"" + kVersion + "\"");
+    return makeError(where + "unsupported version " + safeQuote(meta.at("version")) + ", expected " +
+                     safeQuote(kVersion));
+  // Names, not text: they reach logs, verdicts and ledger rows.
   for (const char* key : {"run", "sender", "base_hash"}) {
     if (meta.at(key).empty()) return makeError(where + "empty metadata field \"" + std::string(key) + "\"");
+    if (!isName(meta.at(key)))
+      return makeError(where + "metadata field \"" + key + "\" must be at most " + std::to_string(kMaxNameBytes) +
+                       " characters of A-Z a-z 0-9 . _ -, not " + safeQuote(meta.at(key)));
   }
 
   ContributionFile out;
   if (!parseRound(meta.at("round"), out.header.round))
-    return makeError(where + "malformed round \"" + meta.at("round") + "\"");
+    return makeError(where + "malformed round " + safeQuote(meta.at("round")));
   const auto codec = parseCodec(meta.at("codec"));
   if (!codec) return makeError(where + codec.error());
   out.header.run = meta.at("run");
@@ -75,10 +91,24 @@ Expected<ContributionFile> loadContribution(const std::string& path) {
   out.header.baseHash = meta.at("base_hash");
   out.header.codec = meta.at("codec");
 
-  auto deltas = decodeDeltas(file->tensors, *codec);
+  auto deltas = decodeDeltas(file.tensors, *codec);
   if (!deltas) return makeError(where + deltas.error());
   out.deltas = std::move(*deltas);
   return out;
+}
+
+}  // namespace
+
+Expected<ContributionFile> loadContribution(const std::string& path) {
+  auto file = ckpt::loadSafetensors(path);
+  if (!file) return makeError(file.error());
+  return fromSafetensors(*file, "contribution \"" + path + "\": ");
+}
+
+Expected<ContributionFile> parseContribution(std::string_view bytes) {
+  auto file = ckpt::parseSafetensors(bytes);
+  if (!file) return makeError(file.error());
+  return fromSafetensors(*file, "contribution: ");
 }
 
 }  // namespace es::sync

@@ -15,5 +15,7 @@ struct ContributionFile {
 
 Status saveContribution(const std::string& path, const ContributionHeader& header, const ckpt::NamedTensors& deltas);
 Expected<ContributionFile> loadContribution(const std::string& path);
+// The same from a whole file held in memory (fuzzing; the strict rules are identical).
+Expected<ContributionFile> parseContribution(std::string_view bytes);
 
 }  // namespace es::sync

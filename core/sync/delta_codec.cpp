@@ -1,5 +1,7 @@
 #include "core/sync/delta_codec.h"
 
+#include "core/common/safe_quote.h"
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -19,8 +21,6 @@ bool isScaleName(const std::string& name) {
   return name.size() >= kScaleSuffix.size() &&
          name.compare(name.size() - kScaleSuffix.size(), kScaleSuffix.size(), kScaleSuffix) == 0;
 }
-
-std::string quoted(const std::string& s) { return "\"" + s + "\""; }
 
 // Rows of a tensor viewed as [rows, last dim]; a 0-D or 1-D tensor is one row.
 std::int64_t rowsOf(const at::Tensor& t) {
@@ -57,13 +57,13 @@ void encodeInt8(const std::string& name, const at::Tensor& delta, ckpt::NamedTen
 }
 
 Expected<at::Tensor> decodeInt8(const std::string& name, const at::Tensor& q, const at::Tensor* scale) {
-  if (!scale) return makeError("int8 tensor " + quoted(name) + " has no scale " + quoted(name + kScaleSuffix));
+  if (!scale) return makeError("int8 tensor " + safeQuote(name) + " has no scale " + safeQuote(name + kScaleSuffix));
   const std::int64_t rows = rowsOf(q), cols = rowLength(q);
   if (scale->scalar_type() != at::kFloat)
-    return makeError("scale " + quoted(name + kScaleSuffix) + " has dtype " + c10::toString(scale->scalar_type()) +
+    return makeError("scale " + safeQuote(name + kScaleSuffix) + " has dtype " + c10::toString(scale->scalar_type()) +
                      ", expected Float");
   if (scale->dim() != 1 || scale->size(0) != rows)
-    return makeError("scale " + quoted(name + kScaleSuffix) + " has shape " + c10::str(scale->sizes()) +
+    return makeError("scale " + safeQuote(name + kScaleSuffix) + " has shape " + c10::str(scale->sizes()) +
                      ", expected [" + std::to_string(rows) + "]");
   const at::Tensor s = scale->detach().to(at::kCPU).contiguous();
   const at::Tensor qc = q.detach().to(at::kCPU).contiguous();
@@ -73,7 +73,8 @@ Expected<at::Tensor> decodeInt8(const std::string& name, const at::Tensor& q, co
   float* px = x.data_ptr<float>();
   for (std::int64_t r = 0; r < rows; ++r) {
     if (!std::isfinite(ps[r]) || ps[r] < 0.0f)
-      return makeError("scale " + quoted(name + kScaleSuffix) + " holds an invalid value at row " + std::to_string(r));
+      return makeError("scale " + safeQuote(name + kScaleSuffix) + " holds an invalid value at row " +
+                       std::to_string(r));
     for (std::int64_t c = 0; c < cols; ++c) px[r * cols + c] = static_cast<float>(pq[r * cols + c]) * ps[r];
   }
   return x;
@@ -87,9 +88,12 @@ void sortByName(ckpt::NamedTensors& tensors) {
 
 std::string codecName(Codec codec) {
   switch (codec) {
-    case Codec::F32: return "f32";
-    case Codec::BF16: return "bf16";
-    case Codec::Int8: return "int8";
+    case Codec::F32:
+      return "f32";
+    case Codec::BF16:
+      return "bf16";
+    case Codec::Int8:
+      return "int8";
   }
   return "?";
 }
@@ -98,17 +102,23 @@ Expected<Codec> parseCodec(const std::string& name) {
   for (const Codec c : {Codec::F32, Codec::BF16, Codec::Int8}) {
     if (codecName(c) == name) return c;
   }
-  return makeError("unknown codec " + quoted(name) + " (expected f32, bf16 or int8)");
+  return makeError("unknown codec " + safeQuote(name) + " (expected f32, bf16 or int8)");
 }
 
 ckpt::NamedTensors encodeDeltas(const ckpt::NamedTensors& deltas, Codec codec) {
   ckpt::NamedTensors out;
   for (const auto& [name, delta] : deltas) {
     switch (codec) {
-      case Codec::F32: out.emplace_back(name, cpuFloat(delta)); break;
+      case Codec::F32:
+        out.emplace_back(name, cpuFloat(delta));
+        break;
       // torch's float -> bfloat16 conversion rounds to nearest, ties to even.
-      case Codec::BF16: out.emplace_back(name, cpuFloat(delta).to(at::kBFloat16)); break;
-      case Codec::Int8: encodeInt8(name, delta, out); break;
+      case Codec::BF16:
+        out.emplace_back(name, cpuFloat(delta).to(at::kBFloat16));
+        break;
+      case Codec::Int8:
+        encodeInt8(name, delta, out);
+        break;
     }
   }
   sortByName(out);
@@ -119,10 +129,11 @@ Expected<ckpt::NamedTensors> decodeDeltas(const ckpt::NamedTensors& encoded, Cod
   std::unordered_map<std::string, const at::Tensor*> scales;
   std::set<std::string> names;
   for (const auto& [name, tensor] : encoded) {
-    if (!names.insert(name).second) return makeError("duplicate tensor " + quoted(name));
-    if (!tensor.defined()) return makeError("tensor " + quoted(name) + " is undefined");
+    if (!names.insert(name).second) return makeError("duplicate tensor " + safeQuote(name));
+    if (!tensor.defined()) return makeError("tensor " + safeQuote(name) + " is undefined");
     if (isScaleName(name)) {
-      if (codec != Codec::Int8) return makeError("stray tensor " + quoted(name) + ": codec " + codecName(codec) + " has no scales");
+      if (codec != Codec::Int8)
+        return makeError("stray tensor " + safeQuote(name) + ": codec " + codecName(codec) + " has no scales");
       scales.emplace(name.substr(0, name.size() - kScaleSuffix.size()), &tensor);
     }
   }
@@ -131,8 +142,8 @@ Expected<ckpt::NamedTensors> decodeDeltas(const ckpt::NamedTensors& encoded, Cod
   for (const auto& [name, tensor] : encoded) {
     if (isScaleName(name)) continue;
     if (tensor.scalar_type() != wanted)
-      return makeError("tensor " + quoted(name) + " has dtype " + c10::toString(tensor.scalar_type()) + ", expected " +
-                       c10::toString(wanted) + " for codec " + codecName(codec));
+      return makeError("tensor " + safeQuote(name) + " has dtype " + c10::toString(tensor.scalar_type()) +
+                       ", expected " + c10::toString(wanted) + " for codec " + codecName(codec));
     if (codec != Codec::Int8) {
       out.emplace_back(name, cpuFloat(tensor));  // bf16 -> f32 is exact
       continue;
@@ -144,7 +155,8 @@ Expected<ckpt::NamedTensors> decodeDeltas(const ckpt::NamedTensors& encoded, Cod
     if (it != scales.end()) scales.erase(it);
   }
   if (!scales.empty())
-    return makeError("stray tensor " + quoted(scales.begin()->first + kScaleSuffix) + ": a scale without its tensor");
+    return makeError("stray tensor " + safeQuote(scales.begin()->first + kScaleSuffix) +
+                     ": a scale without its tensor");
   sortByName(out);
   return out;
 }

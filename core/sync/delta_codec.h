@@ -1,4 +1,5 @@
-// Delta codec: how a contribution's deltas travel (ARCHITECTURE §4 "Contribution").
+// Delta codec: how a contribution's deltas travel (docs/ARCHITECTURE.md, "Swarm protocol",
+// Contribution).
 //   f32   as is
 //   bf16  rounded to bfloat16 (round-to-nearest-even)
 //   int8  per-row absmax: row r of a tensor viewed as [rows, last dim] (a 1-D or 0-D tensor is one
@@ -17,7 +18,7 @@ namespace es::sync {
 
 enum class Codec { F32, BF16, Int8 };
 
-std::string codecName(Codec codec);                 // "f32", "bf16", "int8"
+std::string codecName(Codec codec);  // "f32", "bf16", "int8"
 Expected<Codec> parseCodec(const std::string& name);
 
 // Encoded tensors, ready to save (sorted by name, as safetensors stores them).

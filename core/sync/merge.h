@@ -1,4 +1,5 @@
-// SPES merge math, as pure functions over named tensors (ARCHITECTURE §4 "Merge rule").
+// SPES merge math, as pure functions over named tensors (docs/ARCHITECTURE.md, "Swarm protocol",
+// Merge rule).
 //
 // A contribution holds the sender's *deltas* against the round's base state (the previous merged
 // state): every shared tensor plus the tensors of the experts it claims. The merge is
@@ -14,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,20 +32,37 @@ struct Contribution {
 // expert index (the same index in every layer) -> the peers that own it this round.
 using Ownership = std::map<int, std::set<std::string>>;
 
+// How shared tensors are combined (run.json swarm.aggregate; the run's default is centered_clip,
+// train::SwarmPolicy; this struct's default stays the plain mean, SPES's own rule, which the
+// simulator and its tests use unless told otherwise). Experts always take the owners' mean:
+// an expert's owners are few (often one) and named by signed claims, so there is no honest
+// majority among them to be robust with.
+enum class SharedRule { Mean, CenteredClip };
+struct AggregatePolicy {
+  SharedRule shared = SharedRule::Mean;
+  int clipIterations = 3;      // the paper starts at the previous momentum and needs ~1; from the
+                               // base (v = 0) the first only reaches ~(n−2f)/n of the honest mean
+  double clipTauFactor = 1.0;  // τ = this × the low median of the contributions' distances
+};
+// "mean" / "centered_clip"; nullopt for anything else.
+std::optional<SharedRule> parseSharedRule(const std::string& name);
+std::string sharedRuleName(SharedRule rule);
+
 // The merged state. `base` must hold every tensor of the model; the result has the same names in
 // the same order. Deltas for names not in `base` are ignored (validate() rejects them earlier).
 // Sums are formed in float64 in sender order and cast to the base dtype once, so the result is
 // bit-identical for any arrival order. Two contributions from one sender, or a delta whose shape
 // differs from its base tensor, are caller errors: std::invalid_argument.
+// `policy` picks the shared rule; its numbers are the caller's to bound (the manifest does).
 NamedTensors aggregate(const NamedTensors& base, const std::vector<Contribution>& contributions,
-                       const Ownership& owners);
+                       const Ownership& owners, const AggregatePolicy& policy = {});
 
 // SPES's expert-merging warm-up.
 struct WarmupConfig {
-  std::int64_t interval = 50;     // steps between warm-up merges
-  double alpha0 = 0.5;            // blend factor at step 0
-  std::int64_t decaySteps = 1000; // alpha reaches 0 here
-  int topk = 4;                   // donors per expert (capped at n_experts - 1)
+  std::int64_t interval = 50;      // steps between warm-up merges
+  double alpha0 = 0.5;             // blend factor at step 0
+  std::int64_t decaySteps = 1000;  // alpha reaches 0 here
+  int topk = 4;                    // donors per expert (capped at n_experts - 1)
 };
 
 // alpha0 · (1 − step / decaySteps) at multiples of `interval`; 0 elsewhere and once it is ≤ 0.
@@ -53,7 +72,6 @@ double warmupAlpha(const WarmupConfig& config, std::int64_t step);
 // similar other experts (ties: lower index first) are its donors, and every tensor of the expert
 // becomes base + alpha · mean over donors of (donor − base). All experts read the pre-warm-up
 // weights (the update is simultaneous, so the expert order does not matter).
-NamedTensors applyMergingWarmup(const NamedTensors& weights, const model::ModelConfig& config, double alpha,
-                                int topk);
+NamedTensors applyMergingWarmup(const NamedTensors& weights, const model::ModelConfig& config, double alpha, int topk);
 
 }  // namespace es::sync

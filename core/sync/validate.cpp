@@ -1,5 +1,7 @@
 #include "core/sync/validate.h"
 
+#include "core/common/safe_quote.h"
+
 #include "core/model/tensor_names.h"
 
 #include <torch/torch.h>
@@ -9,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -17,8 +20,6 @@
 
 namespace es::sync {
 namespace {
-
-std::string quoted(const std::string& s) { return "\"" + s + "\""; }
 
 std::string number(double v) {
   char buf[32];
@@ -39,33 +40,35 @@ at::Tensor cpuFloat(const at::Tensor& t) { return t.detach().to(at::kCPU).contig
 std::string checkAllButNorm(const ContributionHeader& header, const NamedTensors& deltas,
                             const std::unordered_map<std::string, const at::Tensor*>& base,
                             const std::set<int>& senderClaims, const RoundContext& round) {
-  if (header.run != round.run) return "wrong run: " + quoted(header.run) + ", expected " + quoted(round.run);
+  if (header.run != round.run) return "wrong run: " + safeQuote(header.run) + ", expected " + safeQuote(round.run);
   if (header.round != round.round)
     return "wrong round: " + std::to_string(header.round) + ", expected " + std::to_string(round.round);
   if (header.baseHash != round.baseHash)
-    return "wrong base hash: " + quoted(header.baseHash) + ", expected " + quoted(round.baseHash);
+    return "wrong base hash: " + safeQuote(header.baseHash) + ", expected " + safeQuote(round.baseHash);
 
   std::set<std::string> seen;
   for (const auto& [name, tensor] : deltas) {
-    if (!seen.insert(name).second) return "duplicate tensor " + quoted(name);
+    if (!seen.insert(name).second) return "duplicate tensor " + safeQuote(name);
     if (const auto expert = model::expertOf(name); expert && senderClaims.count(expert->expert) == 0)
-      return "tensor " + quoted(name) + " belongs to expert " + std::to_string(expert->expert) +
+      return "tensor " + safeQuote(name) + " belongs to expert " + std::to_string(expert->expert) +
              ", not claimed by the sender";
-    if (base.count(name) == 0) return "unknown tensor " + quoted(name);
+    if (base.count(name) == 0) return "unknown tensor " + safeQuote(name);
   }
   for (const auto& [name, tensor] : deltas) {
-    if (!tensor.defined()) return "tensor " + quoted(name) + " is undefined";
+    if (!tensor.defined()) return "tensor " + safeQuote(name) + " is undefined";
     const at::Tensor& expected = *base.at(name);
     if (tensor.sizes() != expected.sizes())
-      return "shape " + shapeText(tensor.sizes()) + " of " + quoted(name) + ", expected " + shapeText(expected.sizes());
+      return "shape " + shapeText(tensor.sizes()) + " of " + safeQuote(name) + ", expected " +
+             shapeText(expected.sizes());
     if (tensor.scalar_type() != at::kFloat)
-      return "dtype " + std::string(c10::toString(tensor.scalar_type())) + " of " + quoted(name) + ", expected Float";
+      return "dtype " + std::string(c10::toString(tensor.scalar_type())) + " of " + safeQuote(name) +
+             ", expected Float";
   }
   for (const auto& [name, tensor] : deltas) {
     const at::Tensor t = cpuFloat(tensor);
     const float* p = t.data_ptr<float>();
     for (std::int64_t i = 0, n = t.numel(); i < n; ++i) {
-      if (!std::isfinite(p[i])) return "non-finite value in " + quoted(name);
+      if (!std::isfinite(p[i])) return "non-finite value in " + safeQuote(name);
     }
   }
   return {};
@@ -81,6 +84,43 @@ std::string checkNorm(double norm, double medianNorm, const ValidationPolicy& po
   if (norm > policy.absoluteNormCap)
     return "norm " + number(norm) + " > bound " + number(policy.absoluteNormCap) + " (absolute cap)";
   return {};
+}
+
+// Per tensor, the L2 norm of its delta (a sequential float64 loop).
+std::vector<double> perTensorNorms(const NamedTensors& deltas) {
+  std::vector<double> norms;
+  for (const auto& [name, tensor] : deltas) {
+    const at::Tensor t = tensor.detach().to(at::kCPU, at::kDouble).contiguous();
+    const double* p = t.data_ptr<double>();
+    double sumSquares = 0.0;
+    for (std::int64_t i = 0, n = t.numel(); i < n; ++i) sumSquares += p[i] * p[i];
+    norms.push_back(std::sqrt(sumSquares));
+  }
+  return norms;
+}
+
+// The global norm from the per-tensor norms, their squares summed in the contribution's tensor
+// order (the sender's file order: every receiver reads the same file, so every peer adds them
+// alike). n·n is not bit-for-bit the loop's sum of squares, but it is the same on every peer.
+double combinedNorm(const std::vector<double>& tensorNorms) {
+  double sumSquares = 0.0;
+  for (const double n : tensorNorms) sumSquares += n * n;
+  return std::sqrt(sumSquares);
+}
+
+// The low median (the lower middle value for an even count): one outlier can never raise the
+// bound, not even in a round of two, where the mean of the middle values would include it.
+double lowMedian(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[(values.size() - 1) / 2];
+}
+
+std::string checkTensorNorm(const std::string& name, double norm, double median, const ValidationPolicy& policy) {
+  if (!(median > 0.0)) return {};  // nobody changed it: the global bound covers it
+  const double bound = policy.relativeNormBound * median;
+  if (norm <= bound) return {};
+  return "norm " + number(norm) + " of " + safeQuote(name) + " > bound " + number(bound) + " (" +
+         number(policy.relativeNormBound) + " x its median " + number(median) + ")";
 }
 
 std::unordered_map<std::string, const at::Tensor*> indexOf(const NamedTensors& tensors) {
@@ -111,15 +151,7 @@ struct Fnv1a {
 
 }  // namespace
 
-double updateNorm(const NamedTensors& deltas) {
-  double sumSquares = 0.0;
-  for (const auto& [name, tensor] : deltas) {
-    const at::Tensor t = tensor.detach().to(at::kCPU, at::kDouble).contiguous();
-    const double* p = t.data_ptr<double>();
-    for (std::int64_t i = 0, n = t.numel(); i < n; ++i) sumSquares += p[i] * p[i];
-  }
-  return std::sqrt(sumSquares);
-}
+double updateNorm(const NamedTensors& deltas) { return combinedNorm(perTensorNorms(deltas)); }
 
 Verdict validate(const ContributionHeader& header, const NamedTensors& deltas, const NamedTensors& base,
                  const std::set<int>& senderClaims, const RoundContext& round, double medianNorm,
@@ -138,23 +170,30 @@ std::vector<Verdict> validateRound(const std::vector<ContributionHeader>& header
   const auto index = indexOf(base);
   std::vector<std::string> reasons(headers.size());
   std::vector<double> norms(headers.size(), 0.0);
+  std::vector<std::vector<double>> tensorNorms(headers.size());  // in each contribution's order
   std::vector<double> passing;
+  std::map<std::string, std::vector<double>> passingByTensor;
   for (std::size_t i = 0; i < headers.size(); ++i) {
     reasons[i] = checkAllButNorm(headers[i], deltas[i], index, senderClaims[i], round);
     if (!reasons[i].empty()) continue;
-    norms[i] = updateNorm(deltas[i]);
+    tensorNorms[i] = perTensorNorms(deltas[i]);
+    norms[i] = combinedNorm(tensorNorms[i]);
     passing.push_back(norms[i]);
+    for (std::size_t t = 0; t < deltas[i].size(); ++t) passingByTensor[deltas[i][t].first].push_back(tensorNorms[i][t]);
   }
-  // The low median (the lower middle value for an even count): one outlier can never raise the
-  // bound, not even in a round of two, where the mean of the middle values would include it.
-  double median = 0.0;
-  if (!passing.empty()) {
-    std::sort(passing.begin(), passing.end());
-    median = passing[(passing.size() - 1) / 2];
-  }
+  std::map<std::string, double> tensorMedians;
+  for (auto& [name, values] : passingByTensor) tensorMedians[name] = lowMedian(std::move(values));
+  const double median = passing.empty() ? 0.0 : lowMedian(std::move(passing));
   std::vector<Verdict> verdicts;
-  for (std::size_t i = 0; i < headers.size(); ++i)
-    verdicts.push_back(verdictOf(reasons[i].empty() ? checkNorm(norms[i], median, policy) : reasons[i]));
+  for (std::size_t i = 0; i < headers.size(); ++i) {
+    std::string reason = reasons[i];
+    if (reason.empty()) reason = checkNorm(norms[i], median, policy);
+    for (std::size_t t = 0; reason.empty() && t < deltas[i].size(); ++t) {
+      const std::string& name = deltas[i][t].first;
+      reason = checkTensorNorm(name, tensorNorms[i][t], tensorMedians.at(name), policy);
+    }
+    verdicts.push_back(verdictOf(std::move(reason)));
+  }
   return verdicts;
 }
 

@@ -1,7 +1,9 @@
-// Validation of a decoded contribution before it may be merged (ARCHITECTURE §4 "Validation").
+// Validation of a decoded contribution before it may be merged (docs/ARCHITECTURE.md, "Swarm
+// protocol", Validation).
 // A rejected contribution is never merged; the caller records the reason and bans the sender.
 #pragma once
 
+#include "core/sync/contribution_header.h"
 #include "core/sync/merge.h"
 
 #include <optional>
@@ -16,15 +18,6 @@ struct RoundContext {
   std::string run;
   std::int64_t round = 0;
   std::string baseHash;  // fingerprint of the round's base state
-};
-
-// Header of a contribution (carried in the file's metadata, see contribution_file.h).
-struct ContributionHeader {
-  std::string run;
-  std::int64_t round = 0;
-  std::string sender;
-  std::string baseHash;
-  std::string codec;  // "f32", "bf16" or "int8"
 };
 
 struct ValidationPolicy {
@@ -49,9 +42,13 @@ Verdict validate(const ContributionHeader& header, const NamedTensors& deltas, c
                  const ValidationPolicy& policy = {});
 
 // Validates a whole round: the median is taken over the norms of the contributions that pass
-// every other check. It is the low median (the lower middle value for an even count), so a single
-// outlier cannot raise its own bound even in a round of two. Verdicts in input order; vectors of
-// different lengths are a caller error (std::invalid_argument).
+// every other check. Beside the global bound, each tensor's delta norm must be ≤
+// relativeNormBound × that tensor's low median over those contributions that carry it: a global
+// bound alone lets a sender spend its whole budget on one small tensor (a norm weight, a router)
+// where 10 × the whole update's median is a huge relative change. A tensor whose median is 0
+// (nobody changed it) has no per-tensor bound; the global bound and the absolute cap still apply. It is the low median
+// (the lower middle value for an even count), so a single outlier cannot raise its own bound even in a round of two.
+// Verdicts in input order; vectors of different lengths are a caller error (std::invalid_argument).
 std::vector<Verdict> validateRound(const std::vector<ContributionHeader>& headers,
                                    const std::vector<NamedTensors>& deltas, const NamedTensors& base,
                                    const std::vector<std::set<int>>& senderClaims, const RoundContext& round,

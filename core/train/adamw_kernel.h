@@ -11,9 +11,9 @@ namespace es::train {
 
 struct AdamWScalars {
   float beta1, beta2, eps;
-  float decayFactor;     // 1 - lr·weight_decay (1 for tensors without decay)
-  float stepSize;        // lr / (1 - beta1^t)
-  float invSqrtBc2;      // 1 / sqrt(1 - beta2^t)
+  float decayFactor;  // 1 - lr·weight_decay (1 for tensors without decay)
+  float stepSize;     // lr / (1 - beta1^t)
+  float invSqrtBc2;   // 1 / sqrt(1 - beta2^t)
 };
 
 // grad == nullptr means a zero gradient (an expert that received no token this step).

@@ -22,8 +22,7 @@ ByteClass classOf(char ch) {
 std::size_t contractionLength(std::string_view s, std::size_t i) {
   for (const std::string_view suffix : {"s", "t", "m", "d", "re", "ve", "ll"}) {
     const std::size_t end = i + 1 + suffix.size();
-    if (s.compare(i + 1, suffix.size(), suffix) == 0 &&
-        (end >= s.size() || classOf(s[end]) != ByteClass::Letter))
+    if (s.compare(i + 1, suffix.size(), suffix) == 0 && (end >= s.size() || classOf(s[end]) != ByteClass::Letter))
       return 1 + suffix.size();
   }
   return 0;

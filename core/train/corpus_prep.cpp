@@ -67,20 +67,21 @@ Status prepareRunData(const std::string& sourceDir, const std::string& runDirTex
   if (tokenizer->vocabSize() != manifest->model.vocabSize)
     return makeError("tokenizer: the corpus supports only " + std::to_string(tokenizer->vocabSize()) +
                      " tokens, the model expects " + std::to_string(manifest->model.vocabSize));
-  log("Tokenizer trained. Vocab: " + std::to_string(tokenizer->vocabSize()) + ". Seconds: " +
-      std::to_string(secondsSince(start)));
+  log("Tokenizer trained. Vocab: " + std::to_string(tokenizer->vocabSize()) +
+      ". Seconds: " + std::to_string(secondsSince(start)));
 
   start = std::chrono::steady_clock::now();
   const auto train = toU16(tokenizer->encode(trainText));
   const auto val = toU16(tokenizer->encode(*valText));
-  log("Corpus tokenized. Train tokens: " + std::to_string(train.size()) + ". Val tokens: " +
-      std::to_string(val.size()) + ". Seconds: " + std::to_string(secondsSince(start)));
+  log("Corpus tokenized. Train tokens: " + std::to_string(train.size()) +
+      ". Val tokens: " + std::to_string(val.size()) + ". Seconds: " + std::to_string(secondsSince(start)));
 
   const auto shardTokens = static_cast<std::size_t>(manifest->data.shardTokens);
   int shards = 0;
   for (std::size_t begin = 0; begin < train.size(); begin += shardTokens, ++shards) {
-    const std::vector<std::uint16_t> shard(train.begin() + static_cast<std::ptrdiff_t>(begin),
-                                           train.begin() + static_cast<std::ptrdiff_t>(std::min(train.size(), begin + shardTokens)));
+    const std::vector<std::uint16_t> shard(
+        train.begin() + static_cast<std::ptrdiff_t>(begin),
+        train.begin() + static_cast<std::ptrdiff_t>(std::min(train.size(), begin + shardTokens)));
     if (auto s = writeTokenShard((runDir / "data" / shardName(shards)).string(), shard); !s) return s;
   }
   if (auto s = writeTokenShard((runDir / "data" / "val.bin").string(), val); !s) return s;

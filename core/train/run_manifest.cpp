@@ -1,6 +1,7 @@
 #include "core/train/run_manifest.h"
 
 #include "core/common/atomic_file.h"
+#include "core/common/json_depth.h"
 #include "core/train/manifest_json.h"
 
 #include <cmath>
@@ -11,6 +12,9 @@ namespace {
 using namespace manifest;
 
 constexpr std::int64_t kBig = std::int64_t(1) << 40;
+// run.json nests 3 levels (swarm.merge_warmup.interval); deeper is an attack on nlohmann's
+// recursive dump(), which the "model" reader calls (json_depth.h).
+constexpr std::size_t kMaxManifestDepth = 8;
 
 Readers trainReaders(TrainConfig& t) {
   return {{"batch_size", integer(t.batchSize, 1, 4096)},
@@ -48,7 +52,8 @@ Reader corpusList(std::vector<std::string>& out) {
 
 Readers dataReaders(DataConfig& d) {
   return {{"train_corpus", corpusList(d.trainCorpus)},
-          {"val_corpus", [&d](const json& v) -> std::string {
+          {"val_corpus",
+           [&d](const json& v) -> std::string {
              if (auto problem = text(d.valCorpus, 4096)(v); !problem.empty()) return problem;
              return checkCorpusPathSyntax(d.valCorpus, "data.val_corpus");
            }},
@@ -63,12 +68,14 @@ Reader nested(const std::string& where, std::function<Readers()> readers) {
 std::string crossChecks(const RunManifest& m, std::int64_t format) {
   if (format != 1) return "format: missing (must be 1)";
   if (m.name.empty()) return "name: missing";
-  if (!isValidRunName(m.name)) return "name: must match [A-Za-z0-9._-]{1,64} and not be \".\" or \"..\", got \"" + m.name + "\"";
+  if (!isValidRunName(m.name))
+    return "name: must match [A-Za-z0-9._-]{1,64} and not be \".\" or \"..\", got \"" + m.name + "\"";
   if (m.data.trainCorpus.empty()) return "data.train_corpus: missing";
   if (m.data.valCorpus.empty()) return "data.val_corpus: missing";
   if (m.train.warmupSteps > m.train.totalSteps) return "train.warmup_steps: exceeds train.total_steps";
   if (std::int64_t(m.train.batchSize) * m.model.seqLen > kMaxTokensPerStep)
-    return "train.batch_size: batch_size × model.seq_len must be at most " + std::to_string(kMaxTokensPerStep) + " tokens";
+    return "train.batch_size: batch_size × model.seq_len must be at most " + std::to_string(kMaxTokensPerStep) +
+           " tokens";
   return checkSwarmPolicy(m.swarm, m.model);
 }
 
@@ -77,33 +84,37 @@ std::string crossChecks(const RunManifest& m, std::int64_t format) {
 bool isValidRunName(std::string_view name) {
   if (name.empty() || name.size() > 64 || name == "." || name == "..") return false;
   for (const char c : name) {
-    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    const bool ok =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (!ok) return false;
   }
   return true;
 }
 
 Expected<RunManifest> parseRunManifest(std::string_view input) {
+  if (jsonNestingDepth(input) > kMaxManifestDepth)
+    return makeError("run manifest: nests deeper than " + std::to_string(kMaxManifestDepth) + " levels");
   const json j = json::parse(input.begin(), input.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return makeError("run manifest: not valid JSON");
   RunManifest m;
   std::int64_t format = 0;
-  std::string error = readObject(j, "", {
-      {"format", integer(format, 1, 1)},
-      {"name", text(m.name, 64)},
-      {"seed", integer(m.seed, 0, kBig)},
-      {"model", [&m](const json& v) -> std::string {
-         auto parsed = model::ModelConfig::fromJson(v.dump());
-         if (!parsed) {
-           const std::string& e = parsed.error();  // "model config: …"
-           return "model: " + (e.rfind("model config: ", 0) == 0 ? e.substr(14) : e);
-         }
-         m.model = *parsed;
-         return {};
-       }},
-      {"train", nested("train", [&m] { return trainReaders(m.train); })},
-      {"data", nested("data", [&m] { return dataReaders(m.data); })},
-      {"swarm", [&m](const json& v) { return readSwarmPolicy(v, m.swarm); }}});
+  std::string error = readObject(j, "",
+                                 {{"format", integer(format, 1, 1)},
+                                  {"name", text(m.name, 64)},
+                                  {"seed", integer(m.seed, 0, kBig)},
+                                  {"model",
+                                   [&m](const json& v) -> std::string {
+                                     auto parsed = model::ModelConfig::fromJson(v.dump());
+                                     if (!parsed) {
+                                       const std::string& e = parsed.error();  // "model config: …"
+                                       return "model: " + (e.rfind("model config: ", 0) == 0 ? e.substr(14) : e);
+                                     }
+                                     m.model = *parsed;
+                                     return {};
+                                   }},
+                                  {"train", nested("train", [&m] { return trainReaders(m.train); })},
+                                  {"data", nested("data", [&m] { return dataReaders(m.data); })},
+                                  {"swarm", [&m](const json& v) { return readSwarmPolicy(v, m.swarm); }}});
   if (error.empty()) error = crossChecks(m, format);
   if (!error.empty()) return makeError("run manifest: " + error);
   return m;
@@ -121,7 +132,8 @@ double learningRateAt(const TrainConfig& c, std::int64_t step) {
   if (step < c.warmupSteps) return c.lr * double(step + 1) / double(c.warmupSteps);
   const double minLr = c.lr * c.minLrRatio;
   if (step >= c.totalSteps) return minLr;
-  const double progress = double(step - c.warmupSteps) / double(std::max<std::int64_t>(1, c.totalSteps - c.warmupSteps));
+  const double progress =
+      double(step - c.warmupSteps) / double(std::max<std::int64_t>(1, c.totalSteps - c.warmupSteps));
   return minLr + 0.5 * (c.lr - minLr) * (1.0 + std::cos(M_PI * progress));
 }
 

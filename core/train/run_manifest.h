@@ -31,12 +31,12 @@ constexpr std::int64_t kMaxCorpusBytes = std::int64_t(256) << 20;
 constexpr std::int64_t kMaxTokensPerStep = std::int64_t(1) << 17;
 
 struct TrainConfig {
-  int batchSize = 8;            // sequences per step (each seq_len tokens)
-  double lr = 2e-3;             // peak learning rate
-  double minLrRatio = 0.1;      // cosine floor as a fraction of lr
+  int batchSize = 8;        // sequences per step (each seq_len tokens)
+  double lr = 2e-3;         // peak learning rate
+  double minLrRatio = 0.1;  // cosine floor as a fraction of lr
   std::int64_t warmupSteps = 50;
   std::int64_t totalSteps = 5000;  // length of the cosine schedule and of SPES's 20% ramp
-  double weightDecay = 0.1;     // on matrices only, never on norm weights
+  double weightDecay = 0.1;        // on matrices only, never on norm weights
   double beta1 = 0.9;
   double beta2 = 0.95;
   double eps = 1e-8;
@@ -45,23 +45,23 @@ struct TrainConfig {
   double zLossCoef = 0.001;
   int logInterval = 10;
   int evalInterval = 100;
-  int evalBatches = 8;          // validation slice = the first eval_batches·batch_size windows
-  int checkpointInterval = 100; // steps between durable training-state saves
+  int evalBatches = 8;           // validation slice = the first eval_batches·batch_size windows
+  int checkpointInterval = 100;  // steps between durable training-state saves
 };
 
 struct DataConfig {
   std::vector<std::string> trainCorpus;  // text files, relative to the run's source folder
   std::string valCorpus;
-  std::int64_t shardTokens = 1 << 20;    // tokens per train-NNN.bin shard
+  std::int64_t shardTokens = 1 << 20;  // tokens per train-NNN.bin shard
 };
 
 // The "swarm" object: every key the node reads, with its default. These are the only defaults:
 // node::RoundPolicy and node::SpesPeerConfig start from a default SwarmPolicy.
 struct SwarmPolicy {
-  int syncEvery = 50;        // steps per round
-  int expertsPerPeer = 2;    // claim size (at most model.n_experts)
-  int leaseRounds = 3;       // a claim lapses after this many rounds without a record
-  int snapshotEvery = 2;     // rounds between merged-state snapshots (newcomers, resync)
+  int syncEvery = 50;           // steps per round
+  int expertsPerPeer = 2;       // claim size (at most model.n_experts)
+  int leaseRounds = 3;          // a claim lapses after this many rounds without a record
+  int snapshotEvery = 2;        // rounds between merged-state snapshots (newcomers, resync)
   double deadlineFactor = 1.5;  // × the median of recent gather times
   double deadlineMinSeconds = 30;
   double deadlineMaxSeconds = 600;
@@ -71,6 +71,15 @@ struct SwarmPolicy {
   double warmupAlpha0 = 0.0;
   std::int64_t warmupDecaySteps = 1000;
   int warmupTopk = 4;
+  // Shared-tensor aggregate (aggregate): "mean" or "centered_clip" (sync::parseSharedRule), with
+  // centered clipping's iterations and τ factor (core/sync/robust_aggregate.h). Absent = these.
+  // centered_clip by default: with honest peers only it cost −0.008 % and +0.25 % val loss against
+  // the mean over two seeds (bench/robust_merge_cost, docs/PERFORMANCE.md; ≤ 0.5 % allowed), and
+  // it is what stops a reversed update that stays inside the norm bounds. NB: a client from before this field merges
+  // with the mean, so old and new clients in one run compute different merged states.
+  std::string aggregate = "centered_clip";
+  int clipIterations = 3;
+  double clipTauFactor = 1.0;
   // Accepted (the bundled run names it, and changing that run.json would change its run id) and
   // bounded, but not read by the node yet: a round closes on all contributions or the deadline.
   double quorum = 1.0;
@@ -95,8 +104,7 @@ bool isValidRunName(std::string_view name);
 // The corpus files of `manifest` on disk: each resolves (symlinks followed) to a regular file
 // inside `sourceDir` or `alsoAllowedDir` (the bundled corpus a run folder may link to; empty =
 // none), kMaxCorpusBytes in all. Only stat()s: a FIFO or device is refused without being opened.
-Status checkCorpusFiles(const RunManifest& manifest, const std::string& sourceDir,
-                        const std::string& alsoAllowedDir);
+Status checkCorpusFiles(const RunManifest& manifest, const std::string& sourceDir, const std::string& alsoAllowedDir);
 
 // Learning rate at `step` (0-based): linear warmup to lr, then cosine down to lr·minLrRatio at
 // totalSteps, flat afterwards.

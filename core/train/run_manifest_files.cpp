@@ -11,7 +11,8 @@ namespace es::train {
 namespace manifest {
 
 std::string checkCorpusPathSyntax(const std::string& path, const std::string& field) {
-  if (path.empty() || path.front() == '/') return field + ": must be a path relative to the run folder, got \"" + path + "\"";
+  if (path.empty() || path.front() == '/')
+    return field + ": must be a path relative to the run folder, got \"" + path + "\"";
   std::size_t begin = 0;
   while (begin <= path.size()) {
     const std::size_t end = std::min(path.find('/', begin), path.size());
@@ -43,7 +44,9 @@ Status checkOne(const std::string& field, const std::string& relative, const fs:
     return makeError("run manifest: " + problem);
   std::error_code ec;
   const fs::path resolved = fs::canonical(source / relative, ec);  // follows every symlink
-  if (ec) return makeError("run manifest: " + field + ": cannot find \"" + relative + "\" in \"" + source.string() + "\": " + ec.message());
+  if (ec)
+    return makeError("run manifest: " + field + ": cannot find \"" + relative + "\" in \"" + source.string() +
+                     "\": " + ec.message());
   bool allowed = false;
   for (const auto& root : roots) allowed = allowed || inside(resolved, root);
   if (!allowed)
@@ -56,7 +59,8 @@ Status checkOne(const std::string& field, const std::string& relative, const fs:
   if (ec) return makeError("run manifest: " + field + ": \"" + relative + "\": " + ec.message());
   total += static_cast<std::int64_t>(size);
   if (total > kMaxCorpusBytes)
-    return makeError("run manifest: " + field + ": the corpus exceeds " + std::to_string(kMaxCorpusBytes >> 20) + " MiB in all");
+    return makeError("run manifest: " + field + ": the corpus exceeds " + std::to_string(kMaxCorpusBytes >> 20) +
+                     " MiB in all");
   return {};
 }
 

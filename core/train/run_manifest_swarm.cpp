@@ -3,8 +3,26 @@
 // huge values are refused rather than clamped (a clamped value would differ between versions).
 #include "core/train/manifest_json.h"
 
+#include <string>
+#include <vector>
+
 namespace es::train::manifest {
 namespace {
+
+// One of `names` (the names es_sync parses: this library cannot link it).
+Reader oneOf(std::string& out, std::vector<std::string> names) {
+  return [&out, names](const json& v) -> std::string {
+    for (const auto& name : names)
+      if (v.is_string() && v.get<std::string>() == name) {
+        out = name;
+        return {};
+      }
+    std::string list;
+    for (std::size_t i = 0; i < names.size(); ++i)
+      list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + ("\"" + names[i] + "\"");
+    return "must be " + list;
+  };
+}
 
 Readers deadlineReaders(SwarmPolicy& p) {
   // Below factor 1 a round closes before a typical peer's contribution; a day is the longest wait.
@@ -20,37 +38,41 @@ Readers warmupReaders(SwarmPolicy& p) {
           {"topk", integer(p.warmupTopk, 1, 1024)}};
 }
 
-Reader compression(std::string& out) {
-  return [&out](const json& v) -> std::string {
-    // The codecs of sync::parseCodec (es_sync links Torch's codec code; this library cannot).
-    for (const char* codec : {"f32", "bf16", "int8"})
-      if (v.is_string() && v.get<std::string>() == codec) {
-        out = codec;
-        return {};
-      }
-    return "must be \"f32\", \"bf16\" or \"int8\"";
-  };
+// A stranger picks how our merge treats everyone's shared deltas, so every number is bounded:
+// centered clipping moves geometrically towards the honest cluster, so 10 iterations (each two
+// passes over all contributions) are plenty; τ below 0.1 × the median distance would all but
+// stop learning, above 100 × it clips nothing (the mean with extra work).
+Readers aggregateReaders(SwarmPolicy& p) {
+  return {{"rule", oneOf(p.aggregate, {"mean", "centered_clip"})},
+          {"clip_iterations", integer(p.clipIterations, 1, 10)},
+          {"clip_tau_factor", real(p.clipTauFactor, 0.1, 100)}};
 }
+
+// The codecs of sync::parseCodec (es_sync links Torch's codec code; this library cannot).
+Reader compression(std::string& out) { return oneOf(out, {"f32", "bf16", "int8"}); }
 
 }  // namespace
 
 std::string readSwarmPolicy(const json& object, SwarmPolicy& p) {
-  return readObject(object, "swarm", {
-      {"sync_every", integer(p.syncEvery, 1, 100000)},
-      {"experts_per_peer", integer(p.expertsPerPeer, 1, 1024)},
-      {"lease_rounds", integer(p.leaseRounds, 1, 1000)},
-      {"snapshot_every", integer(p.snapshotEvery, 1, 1000)},
-      {"quorum", real(p.quorum, 0.01, 1)},
-      {"compression", compression(p.compression)},
-      {"deadline", [&p](const json& v) { return readObject(v, "swarm.deadline", deadlineReaders(p)); }},
-      {"merge_warmup", [&p](const json& v) { return readObject(v, "swarm.merge_warmup", warmupReaders(p)); }}});
+  return readObject(
+      object, "swarm",
+      {{"sync_every", integer(p.syncEvery, 1, 100000)},
+       {"experts_per_peer", integer(p.expertsPerPeer, 1, 1024)},
+       {"lease_rounds", integer(p.leaseRounds, 1, 1000)},
+       {"snapshot_every", integer(p.snapshotEvery, 1, 1000)},
+       {"quorum", real(p.quorum, 0.01, 1)},
+       {"compression", compression(p.compression)},
+       {"deadline", [&p](const json& v) { return readObject(v, "swarm.deadline", deadlineReaders(p)); }},
+       {"merge_warmup", [&p](const json& v) { return readObject(v, "swarm.merge_warmup", warmupReaders(p)); }},
+       {"aggregate", [&p](const json& v) { return readObject(v, "swarm.aggregate", aggregateReaders(p)); }}});
 }
 
 std::string checkSwarmPolicy(const SwarmPolicy& p, const model::ModelConfig& model) {
   if (p.expertsPerPeer > model.nExperts)
     return "swarm.experts_per_peer: " + std::to_string(p.expertsPerPeer) + " exceeds model.n_experts (" +
            std::to_string(model.nExperts) + ")";
-  if (p.deadlineMaxSeconds < p.deadlineMinSeconds) return "swarm.deadline.max_seconds: below swarm.deadline.min_seconds";
+  if (p.deadlineMaxSeconds < p.deadlineMinSeconds)
+    return "swarm.deadline.max_seconds: below swarm.deadline.min_seconds";
   return {};
 }
 

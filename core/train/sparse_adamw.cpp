@@ -43,8 +43,8 @@ void SparseAdamW::step(double lr, std::int64_t t) {
     const auto& grad = s.param.grad();
     const double decayFactor = s.decay ? 1.0 - lr * hyper_.weightDecay : 1.0;
     if (fusable(s.param, grad)) {
-      const AdamWScalars k{float(hyper_.beta1), float(hyper_.beta2), float(hyper_.eps), float(decayFactor),
-                           float(lr / bc1), float(1.0 / std::sqrt(bc2))};
+      const AdamWScalars k{float(hyper_.beta1), float(hyper_.beta2), float(hyper_.eps),
+                           float(decayFactor),  float(lr / bc1),     float(1.0 / std::sqrt(bc2))};
       float* p = s.param.data_ptr<float>();
       const float* g = grad.defined() ? grad.data_ptr<float>() : nullptr;
       float* m = s.expAvg.data_ptr<float>();

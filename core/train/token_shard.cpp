@@ -57,8 +57,8 @@ Expected<std::vector<std::uint16_t>> readTokenShard(const std::string& path) {
   const std::uint64_t payload = data.size() - kHeaderSize;
   // Compare without computing 2 * count, which a corrupt header could overflow.
   if (payload % 2 != 0 || payload / 2 != count)
-    return fail("header says " + std::to_string(count) + " tokens but the file holds " +
-                std::to_string(payload) + " payload bytes" + (payload / 2 < count ? " (truncated)" : ""));
+    return fail("header says " + std::to_string(count) + " tokens but the file holds " + std::to_string(payload) +
+                " payload bytes" + (payload / 2 < count ? " (truncated)" : ""));
   std::vector<std::uint16_t> tokens(count);
   const auto* p = reinterpret_cast<const unsigned char*>(data.data() + kHeaderSize);
   for (std::size_t i = 0; i < count; ++i) tokens[i] = static_cast<std::uint16_t>(p[2 * i] | (p[2 * i + 1] << 8));

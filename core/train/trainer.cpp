@@ -7,9 +7,9 @@
 
 #include <torch/torch.h>
 
+#include <malloc.h>
 #include <algorithm>
 #include <chrono>
-#include <malloc.h>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -95,7 +95,7 @@ Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainerOptions& options
     // at once on two threads (in-process nodes, tests) would interleave its draws.
     static std::mutex initialisation;
     std::lock_guard lock(initialisation);
-    torch::manual_seed(options.seed);  // same seed -> same initial weights on every peer (built on
+    torch::manual_seed(options.seed);                    // same seed -> same initial weights on every peer (built on
     impl->model = model::MoeTransformer(options.model);  // the CPU, whatever the device)
   }
   impl->model->to(impl->device);
@@ -110,7 +110,8 @@ Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainerOptions& options
   }
   const auto& t = options.train;
   impl->optimizer = std::make_unique<SparseAdamW>(trainable, AdamWHyper{t.beta1, t.beta2, t.eps, t.weightDecay});
-  impl->trainSampler = std::make_unique<BatchSampler>(std::move(trainTokens), options.model.seqLen, t.batchSize, options.dataSeed);
+  impl->trainSampler =
+      std::make_unique<BatchSampler>(std::move(trainTokens), options.model.seqLen, t.batchSize, options.dataSeed);
   impl->valSampler = std::make_unique<BatchSampler>(std::move(valTokens), options.model.seqLen, t.batchSize, 0);
   return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
 }
@@ -134,8 +135,7 @@ StepStats Trainer::trainStep() {
   const auto inputs = batch.inputs.to(s.device), targets = batch.targets.to(s.device);
   for (const auto& slot : s.optimizer->slots()) slot.param.mutable_grad() = torch::Tensor();
   auto out = s.model->forward(inputs, lbWeights);
-  auto ce = torch::nn::functional::cross_entropy(out.logits.reshape({-1, out.logits.size(-1)}),
-                                                 targets.reshape({-1}));
+  auto ce = torch::nn::functional::cross_entropy(out.logits.reshape({-1, out.logits.size(-1)}), targets.reshape({-1}));
   auto loss = ce + cfg.loadBalanceCoef * out.loadBalance + cfg.zLossCoef * out.zLoss;
   loss.backward();
 
@@ -263,7 +263,8 @@ Status Trainer::loadState(const std::string& path) {
 
 Status Trainer::saveWeights(const std::string& path) const {
   return ckpt::saveSafetensors(path, namedParameters(impl_->model),
-                               {{"format", "expertswarm-model"}, {"model_config", impl_->options.model.toJson()},
+                               {{"format", "expertswarm-model"},
+                                {"model_config", impl_->options.model.toJson()},
                                 {"step", std::to_string(impl_->step)}});
 }
 

@@ -21,22 +21,22 @@ struct TrainerImpl;  // trainer_impl.h, for tests and benchmarks
 struct TrainerOptions {
   model::ModelConfig model;
   TrainConfig train;
-  std::uint64_t seed = 1234;         // the run's seed: identical initial weights on every peer
-  std::uint64_t dataSeed = 1234;     // batch order (a peer's own data stream)
-  std::vector<int> localExperts;     // expert indices trained here (same index in every layer);
-                                     // empty = all experts (centralised training)
-  std::string device = "cpu";        // "cpu", "cuda", "cuda:N" or "auto" (CUDA when available)
+  std::uint64_t seed = 1234;      // the run's seed: identical initial weights on every peer
+  std::uint64_t dataSeed = 1234;  // batch order (a peer's own data stream)
+  std::vector<int> localExperts;  // expert indices trained here (same index in every layer);
+                                  // empty = all experts (centralised training)
+  std::string device = "cpu";     // "cpu", "cuda", "cuda:N" or "auto" (CUDA when available)
 };
 
 struct StepStats {
-  std::int64_t step = 0;     // steps completed after this one
-  double loss = 0;           // cross-entropy of this batch
-  double loadBalance = 0;    // load-balancing loss (mean over layers)
+  std::int64_t step = 0;   // steps completed after this one
+  double loss = 0;         // cross-entropy of this batch
+  double loadBalance = 0;  // load-balancing loss (mean over layers)
   double zLoss = 0;
   double lr = 0;
-  double gradNorm = 0;       // before clipping
-  std::int64_t tokens = 0;   // tokens in this batch
-  double seconds = 0;        // wall time of this step
+  double gradNorm = 0;      // before clipping
+  std::int64_t tokens = 0;  // tokens in this batch
+  double seconds = 0;       // wall time of this step
 };
 
 class Trainer {

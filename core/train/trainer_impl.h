@@ -17,7 +17,7 @@ struct TrainerImpl {
   std::unique_ptr<SparseAdamW> optimizer;
   std::unique_ptr<BatchSampler> trainSampler;
   std::unique_ptr<BatchSampler> valSampler;
-  std::vector<int> localExperts;      // sorted
+  std::vector<int> localExperts;  // sorted
   torch::Device device{torch::kCPU};
   std::int64_t step = 0;
   std::uint64_t dataCursor = 0;

@@ -17,6 +17,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 
 namespace es::test {
 
@@ -59,7 +60,8 @@ inline QString customRun(const QString& dir, const QJsonObject& swarmChanges) {
 
 struct RoundLine {
   int peers = 0;
-  double loss = 0, valLoss = 0, tokensPerSecond = 0;
+  double loss = 0, tokensPerSecond = 0;
+  std::optional<double> valLoss;  // only on rounds that evaluated the merged state
   QString merged;
 };
 
@@ -88,7 +90,9 @@ class SwarmClient {
       process_->waitForFinished(10000);
     }
   }
-  void terminate() { if (process_) process_->terminate(); }
+  void terminate() {
+    if (process_) process_->terminate();
+  }
   qint64 pid() const { return process_ ? process_->processId() : 0; }
   // What a client that does not stop is doing: every thread's stack (gdb, where installed) or
   // else each thread's state and kernel wait channel from /proc.
@@ -109,7 +113,8 @@ class SwarmClient {
         QFile file(QString("/proc/%1/task/%2/%3").arg(id).arg(task, f));
         return file.open(QIODevice::ReadOnly) ? QString::fromUtf8(file.readAll()).trimmed() : QString();
       };
-      states << QString("%1 %2 wchan=%3 stat=%4").arg(task, read("comm"), read("wchan"), read("stat").section(' ', 2, 2));
+      states
+          << QString("%1 %2 wchan=%3 stat=%4").arg(task, read("comm"), read("wchan"), read("stat").section(' ', 2, 2));
     }
     return states.join('\n');
   }
@@ -153,12 +158,15 @@ class SwarmClient {
         continue;
       }
       static const QRegularExpression re(QStringLiteral(
-          "^round=(\\d+) peers=(\\d+) loss=([0-9.]+) val_loss=([0-9.]+) tok/s=(\\d+) merged=([0-9a-f]+)$"));
-      if (auto m = re.match(line); m.hasMatch())
-        rounds_[m.captured(1).toInt()] = {m.captured(2).toInt(), m.captured(3).toDouble(), m.captured(4).toDouble(),
-                                          m.captured(5).toDouble(), m.captured(6)};
-      else
+          "^round=(\\d+) peers=(\\d+) loss=([0-9.]+)( val_loss=([0-9.]+))? tok/s=(\\d+) merged=([0-9a-f]+)$"));
+      if (auto m = re.match(line); m.hasMatch()) {
+        RoundLine r{m.captured(2).toInt(), m.captured(3).toDouble(), m.captured(6).toDouble(), std::nullopt,
+                    m.captured(7)};
+        if (!m.captured(5).isEmpty()) r.valLoss = m.captured(5).toDouble();
+        rounds_[m.captured(1).toInt()] = r;
+      } else {
         qWarning().noquote() << name_ << "unexpected output:" << line;
+      }
     }
   }
 

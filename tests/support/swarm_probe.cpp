@@ -4,10 +4,14 @@
 //
 //   swarm_probe --listen 127.0.0.1:0 [--bootstrap IP:PORT]... --key FILE [--run TORRENT --run-dir DIR]
 //               [--internet]   (peers on other hosts: no same-host relaxations; the netlab's DHT node)
+//               [--alert-queue N]  (libtorrent's alert queue: tiny makes it drop alerts)
 //   swarm_probe --make-torrent PATH --out FILE.torrent   (prints the v2 info-hash)
 //
-// Commands: record SEQ ROUND CLAIMS(1,2|-) LEASE | publish PATH | fetch HASH DIR | inject HEX |
-//           limit HASH BYTES_PER_S | leases ROUND EXPERTS | status | quit
+// Commands: record SEQ ROUND CLAIMS(1,2|-) LEASE [CONTRIB(R=HASH,…)] | publish PATH |
+//           fetch HASH DIR [SIZES(N,N…): the metadata check's sizes] | inject HEX |
+//           limit HASH BYTES_PER_S | leases ROUND EXPERTS LEASE_ROUNDS | status | quit
+//           flood keys|garbage N  (an attacker: N valid records of fresh keys, or N garbage messages)
+//           equivocate SEQ        (two different records of our key, both with SEQ)
 // Events carry "t": milliseconds since the epoch (all processes share the host clock).
 #include "p2p/identity.h"
 #include "p2p/leases.h"
@@ -53,15 +57,50 @@ std::vector<int> parseClaims(const QString& text) {
   return claims;
 }
 
+// Hidden attacker modes for tests/tst_swarm_flood.cpp: bytes pushed straight into the gossip.
+void flood(SwarmSession& swarm, const QString& kind, int n) {
+  for (int i = 0; i < n; ++i) {
+    if (kind != "keys") {
+      swarm.injectRawGossip("garbage " + std::to_string(i));
+      continue;
+    }
+    std::array<std::uint8_t, 32> seed{};
+    seed.fill(0xee);
+    for (int b = 0; b < 4; ++b) seed[b] = static_cast<std::uint8_t>(i >> (8 * b));
+    const auto id = Identity::fromSeed(seed);
+    PeerRecord r;
+    r.run = swarm.runId();
+    r.pk = id.publicKey();
+    r.seq = 1;
+    if (auto bytes = signRecord(r, id)) swarm.injectRawGossip(*bytes);
+  }
+}
+
+void equivocate(SwarmSession& swarm, const Identity& identity, std::int64_t seq) {
+  for (std::int64_t round : {1, 2}) {
+    PeerRecord r;
+    r.run = swarm.runId();
+    r.pk = identity.publicKey();
+    r.seq = seq;
+    r.round = round;
+    if (auto bytes = signRecord(r, identity)) swarm.injectRawGossip(*bytes);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   QCoreApplication app(argc, argv);
   QCommandLineParser parser;
-  parser.addOptions({{"listen", "IP:PORT", "endpoint"}, {"bootstrap", "DHT node", "endpoint"},
-                     {"key", "identity file", "file"}, {"run", "run torrent", "file"}, {"run-dir", "run folder", "dir"},
-                     {"make-torrent", "write PATH's torrent to --out and exit", "path"}, {"out", "torrent file", "file"},
-                     {"internet", "a peer among others on other hosts (tests/netlab): libtorrent's internet defaults"}});
+  parser.addOptions({{"listen", "IP:PORT", "endpoint"},
+                     {"bootstrap", "DHT node", "endpoint"},
+                     {"key", "identity file", "file"},
+                     {"run", "run torrent", "file"},
+                     {"run-dir", "run folder", "dir"},
+                     {"make-torrent", "write PATH's torrent to --out and exit", "path"},
+                     {"out", "torrent file", "file"},
+                     {"internet", "a peer among others on other hosts (tests/netlab): libtorrent's internet defaults"},
+                     {"alert-queue", "libtorrent's alert queue size (tiny: alerts are dropped)", "n"}});
   parser.process(app);
   if (parser.isSet("make-torrent")) {
     auto torrent = makeTorrent(parser.value("make-torrent").toStdString());
@@ -76,6 +115,7 @@ int main(int argc, char** argv) {
   SwarmSettings settings;
   settings.listen = parser.value("listen").toStdString();
   for (const auto& node : parser.values("bootstrap")) settings.bootstrap.push_back(node.toStdString());
+  if (parser.isSet("alert-queue")) settings.alertQueueSize = parser.value("alert-queue").toInt();
   if (!parser.isSet("internet")) {
     settings.sameHostSwarm = true;
     settings.limitLocalPeers = true;  // so `limit` applies on loopback
@@ -94,11 +134,17 @@ int main(int argc, char** argv) {
   QObject::connect(&swarm, &SwarmSession::recordDropped, [](const QString& sender, const QString& reason) {
     emitEvent({{"event", "dropped"}, {"sender", sender}, {"reason", reason}});
   });
+  QObject::connect(&swarm, &SwarmSession::keyBanned, [](const QString& id, const QString& reason) {
+    emitEvent({{"event", "banned"}, {"id", id}, {"reason", reason}});
+  });
   QObject::connect(&swarm, &SwarmSession::transferFinished, [](const QString& hash, const QString& path) {
     emitEvent({{"event", "finished"}, {"hash", hash}, {"path", path}, {"sha256", sha256Of(path)}});
   });
   QObject::connect(&swarm, &SwarmSession::transferFailed, [](const QString& hash, const QString& reason) {
     emitEvent({{"event", "failed"}, {"hash", hash}, {"reason", reason}});
+  });
+  QObject::connect(&swarm, &SwarmSession::transferRefused, [](const QString& hash, const QString& reason) {
+    emitEvent({{"event", "refused"}, {"hash", hash}, {"reason", reason}});
   });
   QObject::connect(&swarm, &SwarmSession::pieceHashFailed, [](const QString& hash) {
     emitEvent({{"event", "hashfail"}, {"hash", hash}});
@@ -108,7 +154,8 @@ int main(int argc, char** argv) {
     if (auto s = swarm.joinRun(parser.value("run").toStdString(), parser.value("run-dir").toStdString()); !s)
       return std::fprintf(stderr, "%s\n", s.error().c_str()), 1;
   }
-  emitEvent({{"event", "ready"}, {"endpoint", QString::fromStdString(swarm.listenEndpoint())},
+  emitEvent({{"event", "ready"},
+             {"endpoint", QString::fromStdString(swarm.listenEndpoint())},
              {"pk", QString::fromStdString(toHex(identity->publicKey()))}});
 
   auto fail = [](const QString& what, const std::string& why) {
@@ -121,26 +168,43 @@ int main(int argc, char** argv) {
     if (words.isEmpty()) return;
     const QString& cmd = words[0];
     if (cmd == "quit") return app.quit();
-    if (cmd == "record" && words.size() == 5) {
+    if (cmd == "record" && (words.size() == 5 || words.size() == 6)) {
       PeerRecord r;
       r.seq = words[1].toLongLong();
       r.round = words[2].toLongLong();
       r.claims = parseClaims(words[3]);
       r.leaseUntil = words[4].toLongLong();
-      if (auto s = swarm.publishRecord(r); !s) fail(cmd, s.error());
-      else emitEvent({{"event", "published-record"}, {"seq", qint64(r.seq)}});
+      if (words.size() == 6)
+        for (const auto& entry : words[5].split(',', Qt::SkipEmptyParts))
+          r.contrib[entry.section('=', 0, 0).toLongLong()] = entry.section('=', 1).toStdString();
+      if (auto s = swarm.publishRecord(r); !s)
+        fail(cmd, s.error());
+      else
+        emitEvent({{"event", "published-record"}, {"seq", qint64(r.seq)}});
     } else if (cmd == "publish" && words.size() == 2) {
       auto hash = swarm.publishFile(words[1].toStdString());
-      if (!hash) fail(cmd, hash.error());
-      else emitEvent({{"event", "published"}, {"hash", QString::fromStdString(*hash)}});
-    } else if (cmd == "fetch" && words.size() == 3) {
-      if (auto s = swarm.fetch(words[1].toStdString(), words[2].toStdString()); !s) fail(cmd, s.error());
+      if (!hash)
+        fail(cmd, hash.error());
+      else
+        emitEvent({{"event", "published"}, {"hash", QString::fromStdString(*hash)}});
+    } else if (cmd == "fetch" && (words.size() == 3 || words.size() == 4)) {
+      es::node::FetchLimits limits;
+      if (words.size() == 4)
+        for (const auto& size : words[3].split(',', Qt::SkipEmptyParts)) limits.sizes.push_back(size.toLongLong());
+      if (auto s = swarm.fetch(words[1].toStdString(), words[2].toStdString(), limits); !s) fail(cmd, s.error());
     } else if (cmd == "inject" && words.size() == 2) {
       swarm.injectRawGossip(QByteArray::fromHex(words[1].toLatin1()).toStdString());
+    } else if (cmd == "flood" && words.size() == 3) {
+      flood(swarm, words[1], words[2].toInt());
+      emitEvent({{"event", "flooded"}, {"count", words[2].toInt()}});
+    } else if (cmd == "equivocate" && words.size() == 2) {
+      equivocate(swarm, *identity, words[1].toLongLong());
+      emitEvent({{"event", "equivocated"}});
     } else if (cmd == "limit" && words.size() == 3) {
       swarm.setTransferUploadLimit(words[1].toStdString(), words[2].toInt());
-    } else if (cmd == "leases" && words.size() == 3) {
-      const auto map = ownershipMap(swarm.records().records(), words[1].toLongLong(), words[2].toInt());
+    } else if (cmd == "leases" && words.size() == 4) {
+      const auto map =
+          ownershipMap(swarm.records().records(), words[1].toLongLong(), words[2].toInt(), words[3].toInt());
       QJsonArray owners;
       for (const auto& expertOwners : map.owners) {
         QJsonArray keys;
@@ -152,11 +216,23 @@ int main(int argc, char** argv) {
       const auto c = swarm.counters();
       QJsonArray transfers;
       for (const auto& t : swarm.transfers())
-        transfers.append(QJsonObject{{"hash", QString::fromStdString(t.infoHash)}, {"done", qint64(t.doneBytes)},
-                                     {"uploaded", qint64(t.uploadedBytes)}, {"downloaded", qint64(t.downloadedBytes)},
+        transfers.append(QJsonObject{{"hash", QString::fromStdString(t.infoHash)},
+                                     {"done", qint64(t.doneBytes)},
+                                     {"uploaded", qint64(t.uploadedBytes)},
+                                     {"downloaded", qint64(t.downloadedBytes)},
                                      {"finished", t.finished}});
-      emitEvent({{"event", "status"}, {"records", int(swarm.records().size())}, {"dropped", c.recordsDropped},
-                 {"hashfail", c.hashFailures}, {"runPeers", c.runPeers}, {"transfers", transfers}});
+      emitEvent({{"event", "status"},
+                 {"records", int(swarm.records().size())},
+                 {"dropped", c.recordsDropped},
+                 {"hashfail", c.hashFailures},
+                 {"refused", c.refusedFetches},
+                 {"droppedAlerts", c.droppedAlerts},
+                 {"runPeers", c.runPeers},
+                 {"rateDropped", c.gossipRateDropped},
+                 {"inboxDropped", c.gossipInboxDropped},
+                 {"disconnects", c.gossipDisconnects},
+                 {"bannedKeys", c.bannedKeys},
+                 {"transfers", transfers}});
     } else {
       fail(cmd, "unknown command or wrong arguments: " + line);
     }

@@ -68,17 +68,21 @@ class Probe {
   std::vector<QJsonObject> events_;
 };
 
-inline bool isEvent(const QJsonObject& e, const char* name) { return e.value("event").toString() == QLatin1String(name); }
+inline bool isEvent(const QJsonObject& e, const char* name) {
+  return e.value("event").toString() == QLatin1String(name);
+}
 
 // The last event of a kind after sending `command` (e.g. "status" → "status").
 inline QJsonObject ask(Probe& probe, const QString& command, const char* reply, int timeoutMs = 10000) {
   const auto before = probe.events().size();
   probe.send(command);
   QJsonObject found;
-  waitUntil([&] {
-    found = probe.find([&](const QJsonObject& e) { return isEvent(e, reply); }, before);
-    return !found.isEmpty();
-  }, timeoutMs);
+  waitUntil(
+      [&] {
+        found = probe.find([&](const QJsonObject& e) { return isEvent(e, reply); }, before);
+        return !found.isEmpty();
+      },
+      timeoutMs);
   return found;
 }
 

@@ -1,0 +1,30 @@
+// The node's bans: made when a contribution is rejected, kept in the ledger, reloaded at start
+// (core/node/bans.h has the rules).
+#include "core/node/node.h"
+#include "core/node/node_util.h"
+
+#include <QDateTime>
+
+namespace es::node {
+
+using detail::q;
+
+void Node::loadBans() {
+  if (!ledger_) return;
+  auto bans = es::node::loadBans(ledger_->path(), swarm_.runId(), QDateTime::currentMSecsSinceEpoch());
+  if (!bans) return Q_EMIT message(QStringLiteral("Cannot load the run's bans: %1").arg(q(bans.error())));
+  banned_.insert(bans->begin(), bans->end());
+  if (!bans->empty()) Q_EMIT message(QStringLiteral("Loaded %1 bans of this run from the ledger").arg(bans->size()));
+}
+
+void Node::ban(const std::string& id, const std::string& reason) {
+  banned_[id] = {QDateTime::currentMSecsSinceEpoch(), reason};
+  if (ledger_) ledger_->banPeer(swarm_.runId(), id, reason);
+}
+
+bool Node::isBanned(const std::string& id) const {
+  auto it = banned_.find(id);
+  return it != banned_.end() && banInForce(it->second, QDateTime::currentMSecsSinceEpoch());
+}
+
+}  // namespace es::node

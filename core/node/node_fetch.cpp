@@ -1,0 +1,203 @@
+// Node: what fetched content may cost (issue 14). Every byte from the network is hostile: each
+// fetch gets its own folder and the exact sizes its content may have (checked by the swarm layer
+// on the metadata, before the first piece), at most kMaxConcurrentFetches run at once, none
+// starts past the run folder's disk quota, and whatever a round left behind is deleted.
+#include "core/node/node.h"
+#include "core/node/node_util.h"
+#include "core/sync/fetch_size.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QDirIterator>
+#include <QFile>
+#include <QFileInfo>
+
+namespace es::node {
+
+using detail::q;
+
+using detail::isSafeId;
+
+namespace {
+
+QString mib(std::int64_t bytes) { return QString::number(double(bytes) / (1 << 20), 'f', 1); }
+
+}  // namespace
+
+FetchLimits Node::contributionLimits(const std::string& sender, const std::set<int>& claims, qint64 round) const {
+  // Our own contribution of the round carries the base hash every honest one names (a stale
+  // one names another base of the same length: same size).
+  const std::string base = gather_ ? gather_->own.contribution.baseHash : std::string();
+  const sync::ContributionHeader header{runIdForFiles(), round, sender, base, config_.peer.codec};
+  return {sync::contributionSizes(config_.peer.trainer.model, claims, header)};
+}
+
+FetchLimits Node::snapshotLimits(qint64 round) const {
+  return {{sync::snapshotBytes(config_.peer.trainer.model, runIdForFiles(), round)}};
+}
+
+int Node::fetchesInFlight() const { return gather_ ? static_cast<int>(gather_->inFlight.size()) : 0; }
+
+// Starts the transfer of a contribution of `round`, or not yet: false when K fetches are in
+// flight or the quota does not allow it (gather() asks again on every event; a held-back fetch
+// starts when a slot frees up, a round closes or the donor raises the quota). One transfer per
+// content id, whoever announced it (Gather::fetching says why), with every announcer's sizes.
+bool Node::startFetch(const std::string& id, qint64 round) {
+  if (fetchesInFlight() >= kMaxConcurrentFetches) return false;
+  const auto limits = limitsFor(id, round);
+  const auto senders = gather_->sendersOf(id);
+  const QString who = senders.empty() ? QString() : q(*senders.begin()).left(16);
+  if (!quotaAllows(limits.sizes.back(), QStringLiteral("the contribution of %1 to round %2").arg(who).arg(round)))
+    return false;
+  gather_->transfers[id] = limits;
+  gather_->inFlight[id] = limits.sizes.back();
+  gather_->progress[id] = {0, gather_->clock.elapsed(), gather_->clock.elapsed()};
+  fetched_[round].insert(id);
+  const QString dir = QDir(config_.fetchDir).filePath(QString::number(round) + "/" + q(id));
+  if (auto s = swarm_.fetch(id, dir.toStdString(), limits); !s) {
+    Q_EMIT message(QStringLiteral("Cannot fetch from %1: %2").arg(who, q(s.error())));
+    gather_->inFlight.erase(id);
+  }
+  return true;
+}
+
+// A resync's snapshot: exactly the predicted size, in its own folder, within the quota.
+bool Node::startSnapshotFetch(qint64 round, const std::string& id) {
+  if (!isSafeId(id)) return false;
+  const auto limits = snapshotLimits(round);
+  if (!quotaAllows(limits.sizes.back(), QStringLiteral("the snapshot of round %1").arg(round))) return false;
+  pendingSnapshot_ = id;
+  pendingSnapshotRound_ = round;
+  snapshotFetches_.insert(id);
+  const QString dir = QDir(config_.fetchDir).filePath("snapshots/" + q(id));
+  if (auto s = swarm_.fetch(id, dir.toStdString(), limits); !s) {
+    Q_EMIT message(QStringLiteral("Cannot fetch the snapshot: %1").arg(q(s.error())));
+    pendingSnapshot_.clear();
+    return false;
+  }
+  return true;
+}
+
+std::int64_t Node::runFolderBytes() const {
+  const QString root = config_.runDir.isEmpty() ? QFileInfo(config_.fetchDir).absolutePath() : config_.runDir;
+  std::int64_t bytes = 0;
+  QDirIterator it(root, QDir::Files | QDir::Hidden | QDir::NoSymLinks, QDirIterator::Subdirectories);
+  while (it.hasNext()) {
+    it.next();
+    bytes += it.fileInfo().size();
+  }
+  return bytes;
+}
+
+// What is on disk plus the most that the fetches in flight may still bring must stay within the
+// quota: the run folder never exceeds it, whatever the senders send (the limits bound each file).
+bool Node::quotaAllows(std::int64_t bytes, const QString& what) {
+  if (config_.diskQuotaBytes <= 0) return true;
+  diskUsed_ = runFolderBytes();
+  std::int64_t coming = 0;
+  if (gather_)
+    for (const auto& [id, most] : gather_->inFlight) coming += most;
+  if (diskUsed_ + coming + bytes <= config_.diskQuotaBytes) return true;
+  quotaReached_ = true;
+  if (quotaReportedRound_ != round_) {
+    quotaReportedRound_ = round_;
+    Q_EMIT message(
+        QStringLiteral("Disk quota reached: the run folder holds %1 MiB (%2 MiB more on its way) of its %3 MiB "
+                       "quota; not fetching %4 (%5 MiB). Training goes on; raise the quota in the settings.")
+            .arg(mib(diskUsed_), mib(coming), mib(config_.diskQuotaBytes), what, mib(bytes)));
+  }
+  return false;
+}
+
+void Node::onFetchFailed(const std::string& id, const std::string& reason, bool refused) {
+  Q_EMIT message(QStringLiteral("Fetch failed. Content: \"%1\". Reason: \"%2\"").arg(q(id).left(16), q(reason)));
+  if (refused) return refuse(id, reason);
+  if (!pendingSnapshot_.empty() && id == pendingSnapshot_) {  // the next candidate, if any
+    dropPendingSnapshot(QStringLiteral("its fetch failed"), true);
+    return tryResync();
+  }
+  // Drop the transfer and its partial file; the next gather() starts it afresh — at most 3 times,
+  // then the content is given up for the round (it stays in `fetching`: never started again).
+  if (!gather_ || !gather_->transfers.count(id)) return;
+  gather_->inFlight.erase(id);
+  swarm_.retire(id, true);
+  if (++fetchRetries_[id] > 3) return;  // stays in `transfers`: never started again
+  gather_->transfers.erase(id);
+  QTimer::singleShot(500, this, [this] { gather(); });
+}
+
+// The content broke its limits (more files, another size): removed by the swarm layer before its
+// first piece. A contribution's sender is banned (as for a rejected contribution) and the round
+// stops waiting for it; a snapshot is never chosen again.
+void Node::refuse(const std::string& id, const std::string& reason) {
+  if (!pendingSnapshot_.empty() && id == pendingSnapshot_) {  // never chosen again
+    dropPendingSnapshot(QStringLiteral("refused: ") + q(reason), true);
+    QTimer::singleShot(0, this, [this] { tryResync(); });
+    return;
+  }
+  if (!gather_ || !gather_->transfers.count(id)) return;
+  gather_->inFlight.erase(id);
+  // Someone announced it after its transfer began, with other sizes: not yet conclusive (that
+  // one may be the real sender, the first an impostor) — once more, with everyone's sizes.
+  if (gather_->transfers[id].sizes != limitsFor(id, gather_->round).sizes) {
+    gather_->transfers.erase(id);
+    QTimer::singleShot(500, this, [this] { gather(); });
+    return;
+  }
+  // Checked against every announcer's predicted sizes: none of them told the truth.
+  const std::string why = "refused before download: " + reason;
+  for (const auto& sender : gather_->sendersOf(id)) {
+    if (ledger_) ledger_->addContribution(swarm_.runId(), {gather_->round, sender, id, 0, "rejected", why});
+    banSender(sender, why);
+  }
+  gather();
+}
+
+void Node::banSender(const std::string& sender, const std::string& reason) {
+  ban(sender, reason);
+  Q_EMIT message(QStringLiteral("Contribution rejected, peer banned. Peer: \"%1\". Reason: \"%2\"")
+                     .arg(q(sender).left(16), q(reason)));
+}
+
+// The round is merged: what did not arrive by now is of no use (a never-seeded torrent would
+// otherwise re-announce until it is retired two rounds later). Its partial file goes with it.
+void Node::retireUnarrived() {
+  if (!gather_) return;
+  for (const auto& [id, limits] : gather_->transfers)
+    if (!gather_->fetchedPath.count(id)) swarm_.retire(id, true);
+}
+
+// At start nothing in incoming/ belongs to a transfer (the session restores none): all of it goes.
+// At round close: round folders older than the retention (their torrents were just retired),
+// snapshots other than the one being fetched. Both times: temp files of other processes
+// (atomic_file.cpp's "*.tmp-<pid>", identity.cpp's "*.tmp-<pid>-<nonce>") in the run's folders.
+void Node::cleanRunFolder(bool atStart) {
+  if (config_.fetchDir.isEmpty()) return;  // QDir("") is the working directory
+  QDir incoming(config_.fetchDir);
+  if (atStart) incoming.removeRecursively();
+  for (const auto& name : incoming.entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+    bool numeric = false;
+    const qint64 r = name.toLongLong(&numeric);
+    if (numeric && r + 2 <= mergedRound_ && !fetched_.count(r)) QDir(incoming.filePath(name)).removeRecursively();
+  }
+  for (auto it = snapshotFetches_.begin(); it != snapshotFetches_.end();) {
+    if (*it == pendingSnapshot_) {
+      ++it;
+      continue;
+    }
+    swarm_.retire(*it, true);
+    QDir(incoming.filePath("snapshots/" + q(*it))).removeRecursively();
+    it = snapshotFetches_.erase(it);
+  }
+  const QString ours = QStringLiteral(".tmp-%1").arg(QCoreApplication::applicationPid());
+  for (const QString& dir : {config_.fetchDir, config_.contribDir, config_.snapshotDir, q(config_.peer.stateDir)}) {
+    if (dir.isEmpty()) continue;
+    QDirIterator it(dir, {QStringLiteral("*.tmp-*")}, QDir::Files | QDir::Hidden, QDirIterator::Subdirectories);
+    while (it.hasNext()) {
+      const QString path = it.next();
+      if (!QFileInfo(path).fileName().contains(ours + "-") && !path.endsWith(ours)) QFile::remove(path);
+    }
+  }
+}
+
+}  // namespace es::node

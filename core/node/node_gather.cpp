@@ -1,0 +1,158 @@
+// Node: gathering a round's contributions (issue 15, item 3: a peer that announces and never
+// serves must not hold rounds). Every live peer's announced contribution is fetched; the round
+// closes once every expected one arrived, or at its deadline. Past the deadline a contribution is
+// waited for only while its bytes arrive fast enough to land before deadline.max_seconds; a
+// sender whose contribution never began to arrive kNoShowRounds rounds in a row is not waited for.
+#include "core/node/node.h"
+#include "core/node/node_util.h"
+
+#include <algorithm>
+
+namespace es::node {
+
+using detail::isSafeId;
+using detail::q;
+
+bool Node::Gather::hasContent(const std::string& id) const {
+  for (const auto& [key, claims] : fetching)
+    if (key.second == id) return true;
+  return false;
+}
+
+std::set<std::string> Node::Gather::sendersOf(const std::string& id) const {
+  std::set<std::string> senders;
+  for (const auto& [key, claims] : fetching)
+    if (key.second == id) senders.insert(key.first);
+  return senders;
+}
+
+void Node::gather() {
+  if (!gather_ || gather_->closing) return;
+  const qint64 r = gather_->round;
+  gather_->expected = {swarm_.selfId()};
+  for (const auto& p : livePeers(r)) gather_->expected.insert(p.id);
+  // No-shows are fetched from all the same (not waited for): one that delivers is back at once.
+  for (const auto& p : livePeers(r, true)) {
+    auto c = p.contrib.find(r);
+    if (c == p.contrib.end()) continue;
+    dropSuperseded(p.id, c->second);
+    if (gather_->arrived.count(p.id)) continue;
+    if (!gather_->fetching.count({p.id, c->second})) noteAnnounced(p, c->second);
+    const std::string& id = c->second;
+    if (isSafeId(id) && !gather_->transfers.count(id) && !gather_->fetchedPath.count(id))
+      startFetch(id, r);  // or later: at most kMaxConcurrentFetches at once, within the quota
+  }
+  for (const auto& id : gather_->expected)
+    if (!gather_->arrived.count(id)) return;
+  closeRound(false);
+}
+
+// `peer` names `id` as its contribution of the round: it is owed those bytes' verdict.
+void Node::noteAnnounced(const SwarmPeer& peer, const std::string& id) {
+  if (!isSafeId(id)) Q_EMIT message(QStringLiteral("Ignoring a malformed content id from %1").arg(q(peer.id).left(16)));
+  gather_->fetching[{peer.id, id}] = std::set<int>(peer.claims.begin(), peer.claims.end());
+  if (auto path = gather_->fetchedPath.find(id); path != gather_->fetchedPath.end())  // already here
+    QTimer::singleShot(0, this, [this, id, file = path->second] { onContributionFetched(id, file); });
+}
+
+// A peer that resynced mid-round trains the round again on the swarm's base and announces a new
+// contribution for it: the one it announced last is the one to merge (the first is stale).
+void Node::dropSuperseded(const std::string& sender, const std::string& current) {
+  for (auto it = gather_->fetching.begin(); it != gather_->fetching.end();) {
+    const auto [who, id] = it->first;
+    if (who != sender || id == current) {
+      ++it;
+      continue;
+    }
+    gather_->arrived.erase(sender);
+    it = gather_->fetching.erase(it);
+    if (gather_->hasContent(id)) continue;  // another announcer still waits for those bytes
+    gather_->inFlight.erase(id);
+    gather_->transfers.erase(id);
+    swarm_.retire(id, true);
+  }
+}
+
+// The bytes of `contentId` are here: a contribution of every sender that announced it (one
+// transfer serves all; validation keeps the one the file names).
+void Node::onContributionFetched(const std::string& id, const std::string& path) {
+  if (!gather_ || !gather_->transfers.count(id)) return;
+  gather_->inFlight.erase(id);
+  gather_->fetchedPath[id] = path;
+  for (const auto& [key, claims] : gather_->fetching)
+    if (key.second == id) gather_->arrived[key.first] = {key.first, path, claims};
+  gather();
+}
+
+// The exact sizes the content may have: those of every sender that announced it this round (an
+// impostor's claims must not make the real sender's file look wrong and get it banned).
+FetchLimits Node::limitsFor(const std::string& id, qint64 round) const {
+  FetchLimits all;
+  for (const auto& [key, claims] : gather_->fetching) {
+    if (key.second != id) continue;
+    const auto limits = contributionLimits(key.first, claims, round);
+    all.sizes.insert(all.sizes.end(), limits.sizes.begin(), limits.sizes.end());
+  }
+  std::sort(all.sizes.begin(), all.sizes.end());
+  all.sizes.erase(std::unique(all.sizes.begin(), all.sizes.end()), all.sizes.end());
+  return all;
+}
+
+// Waiting on past the deadline is worth it only for a transfer that will finish in time: bytes
+// came since the last look, and at that rate the rest lands before deadline.max_seconds. A
+// contribution announced but never served (no bytes) or served at a trickle (an attacker holding
+// the round to its maximum, one byte a look) is not waited for. A transfer younger than one
+// re-arm (half the minimum) is given that look to begin: a late sender's contribution, announced
+// just before the deadline, is still connecting (tst_swarm_newcomer: closing on it at once left
+// the newcomer's contributions out of every round).
+bool Node::fetchesProgressing() {
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> done;  // id → (bytes done, total once known)
+  for (const auto& t : swarm_.traffic().transfers) done[t.contentId] = {t.doneBytes, t.totalBytes};
+  const qint64 nowMs = gather_->clock.elapsed();
+  const double leftSeconds = config_.policy.deadlineMaxSeconds - nowMs / 1000.0;
+  const qint64 graceMs = static_cast<qint64>(config_.policy.deadlineMinSeconds * 1000 / 2);
+  bool progressing = false;
+  for (const auto& [id, most] : gather_->inFlight) {
+    auto& p = gather_->progress[id];
+    const auto [bytes, total] = done.count(id) ? done[id] : std::pair<std::int64_t, std::int64_t>{0, 0};
+    const std::int64_t size = total > 0 ? std::min(total, most) : most;  // the metadata's size, once known
+    const double seconds = std::max<qint64>(nowMs - p.atMs, 1) / 1000.0;
+    const double rate = (bytes - p.bytes) / seconds;  // bytes per second since the last look
+    const bool young = nowMs - p.startedMs < graceMs;
+    if (young || (rate > 0 && (size - bytes) / rate <= leftSeconds)) progressing = true;
+    p.bytes = bytes;
+    p.atMs = nowMs;
+  }
+  return progressing;
+}
+
+// At round close: a sender whose announced contribution was fetched and sent us not one byte is
+// one round nearer to not being waited for; one whose contribution arrived, or at least began to
+// (a slow honest uplink is waited for to the deadline, as before), starts again from zero. A
+// trickle is not a no-show, but the deadline does not wait for it (fetchesProgressing).
+void Node::countNoShows() {
+  std::map<std::string, std::int64_t> done;
+  for (const auto& t : swarm_.traffic().transfers) done[t.contentId] = t.doneBytes;
+  std::set<std::string> missing, serving;  // missing: its transfer started (not held back by our quota or K)
+  for (const auto& [key, claims] : gather_->fetching) {
+    const auto& [sender, id] = key;
+    if (sender == swarm_.selfId() || gather_->arrived.count(sender)) continue;
+    const bool started = gather_->transfers.count(id) > 0;
+    if (started && done[id] > 0)
+      serving.insert(sender);
+    else if (started || !isSafeId(id))
+      missing.insert(sender);
+  }
+  for (const auto& [sender, c] : gather_->arrived) noShows_.erase(sender);
+  for (const auto& sender : serving) noShows_.erase(sender);
+  for (const auto& sender : missing) {
+    if (serving.count(sender) || ++noShows_[sender] != kNoShowRounds) continue;
+    Q_EMIT message(QStringLiteral("Peer %1 announced contributions that never began to arrive %2 rounds in a row; not "
+                                  "waiting for it (nor counting it as an owner) until one does")
+                       .arg(q(sender).left(16))
+                       .arg(kNoShowRounds));
+  }
+  if (noShows_.size() > 4096) noShows_.clear();  // bounded: only live peers' counts matter
+}
+
+}  // namespace es::node

@@ -1,0 +1,42 @@
+// The exact size of what a peer fetches, predicted before its first byte arrives: a fetched
+// torrent whose one file is not one of these sizes is refused when its metadata arrives (issue
+// 14). Pure functions of the run's model config, the sender's claims, the header strings and the
+// codec; they lay the file out with the same buildHeader() the writer uses, so a prediction is
+// byte-exact (tst_fetch_limits checks them against real files). No Torch: the node uses them.
+#pragma once
+
+#include "core/checkpoint/safetensors_format.h"
+#include "core/model/model_config.h"
+#include "core/sync/contribution_header.h"
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace es::sync {
+
+// Every parameter of the model (core/model/tensor_names.h), float32, sorted by name.
+std::vector<ckpt::TensorInfo> modelTensors(const model::ModelConfig& config);
+
+// A contribution of a sender claiming `claims` (empty: every expert, as the trainer does): the
+// shared tensors and the claimed experts' tensors, encoded with header.codec.
+std::int64_t contributionBytes(const model::ModelConfig& config, const std::set<int>& claims,
+                               const ContributionHeader& header);
+
+// Every size an honest contribution of that sender may have: one per codec (the codec is the
+// sender's choice, validated after decoding), smallest first. Ascending, duplicates removed.
+std::vector<std::int64_t> contributionSizes(const model::ModelConfig& config, const std::set<int>& claims,
+                                            const ContributionHeader& header);
+
+// A merged-state snapshot of `round` (SpesPeer::writeSnapshot: every tensor, float32).
+std::int64_t snapshotBytes(const model::ModelConfig& config, const std::string& run, std::int64_t round);
+
+// The run folder's default disk quota:
+//   3 rounds × 32 peers × the largest contribution (every expert, f32)   others' contributions
+//   + 16 × the model's float32 size                                      state, snapshots, ours
+// incoming/ holds at most three rounds (others' contributions are deleted two rounds after their
+// round); 32 peers is more than a run of this model size has had.
+std::int64_t defaultDiskQuotaBytes(const model::ModelConfig& config);
+
+}  // namespace es::sync

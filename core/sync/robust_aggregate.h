@@ -1,0 +1,50 @@
+// Centered clipping for the shared tensors (Karimireddy, He, Jaggi 2021, "Learning from History
+// for Byzantine Robust Optimization"), the robust alternative to their plain mean in aggregate().
+//
+// Each contribution's shared deltas are treated as ONE vector x_i (all shared tensors it carries,
+// concatenated conceptually). Starting from v = 0 (the base: deltas are against it), each of
+// `iterations` rounds does
+//   d_i = ‖x_i − v‖ over all shared tensors of contribution i
+//   τ   = tauFactor × low median of the d_i
+//   v  ← v + (1/n_t) Σ_i min(1, τ / d_i) · (x_{i,t} − v_t)   for every shared tensor t
+// where n_t counts the contributions carrying t. A contribution therefore moves v by at most τ/n
+// per round however large it is, and τ follows the honest spread because the median does.
+// Why the whole vector and not per tensor: a poisoner bounded per tensor can still place its full
+// budget in the tensors that matter most; one distance per sender gives it one budget in all.
+//
+// Few contributions: one → v = x_1 exactly after the first round (it is the mean). Two → the low
+// median is the smaller distance, so the farther one is pulled in to the nearer one's distance: in
+// a 1-against-1 disagreement neither can move the state further than the other could alone.
+// No NaN: the inputs are finite (validated), distances are finite, and τ / d_i is formed only
+// when d_i > τ ≥ 0.
+//
+// Arithmetic (as merge.cpp): element-wise float64 torch ops (sub, mul, add, div — each correctly
+// rounded, so no kernel or thread count changes a bit), contributions summed in sender order. The
+// only reductions, the distances, are sequential float64 loops; each tensor's sum of squares is
+// added in name order, so the distance does not depend on the order of the base's tensors either.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace es::sync {
+
+// One shared tensor: its base (for the shape) and the deltas that carry it, each tagged with its
+// contribution's index in sender order; the deltas are in sender order too.
+struct SharedDeltas {
+  std::string name;
+  const at::Tensor* base = nullptr;
+  std::vector<std::pair<std::size_t, const at::Tensor*>> deltas;
+};
+
+// The aggregated delta of every entry, float64, in the entries' order (zeros where no delta).
+// `contributions` is the number of contributions (the largest index + 1 at most); iterations ≥ 1
+// and tauFactor > 0 are the caller's to ensure (std::invalid_argument otherwise).
+std::vector<at::Tensor> centeredClip(const std::vector<SharedDeltas>& tensors, std::size_t contributions,
+                                     int iterations, double tauFactor);
+
+}  // namespace es::sync

@@ -1,0 +1,67 @@
+// Test helper: a Node configuration for in-process nodes over MemorySwarm — a tiny model on the
+// bundled corpus, CPU, int8 contributions, every folder under `root`/`name`.
+#pragma once
+
+#include "core/node/memory_swarm.h"
+#include "core/node/node.h"
+#include "core/train/corpus_prep.h"
+
+#include <QDir>
+#include <QFile>
+
+namespace es::test {
+
+inline node::NodeConfig tinyNodeConfig(const train::RunData& data, const QString& root, const QString& name) {
+  node::NodeConfig c;
+  c.runName = "tiny";
+  c.nExperts = 4;
+  c.policy.expertsPerPeer = 2;
+  c.policy.joinWindowMs = 300;
+  auto& t = c.peer.trainer;
+  t.model = data.manifest.model;
+  t.model.dModel = 32;
+  t.model.nLayers = 2;
+  t.model.nHeads = 2;
+  t.model.nExperts = 4;
+  t.model.expertHidden = 32;
+  t.model.seqLen = 32;
+  t.train = data.manifest.train;
+  t.train.batchSize = 2;
+  t.train.evalBatches = 1;
+  t.seed = 7;
+  t.device = "cpu";
+  c.peer.runId = "tiny-run";
+  c.peer.selfId = name.toStdString();
+  c.peer.codec = "int8";
+  const QDir dir(root);
+  c.peer.stateDir = dir.filePath(name + "/state").toStdString();
+  c.contribDir = dir.filePath(name + "/contrib");
+  c.fetchDir = dir.filePath(name + "/incoming");
+  c.snapshotDir = dir.filePath(name + "/snapshots");
+  return c;
+}
+
+// The bundled default run prepared into `runDir` and loaded: the data every tiny node trains on.
+inline Expected<train::RunData> bundledRunData(const QString& runDir) {
+  if (auto s = train::prepareRunData(ES_SHARE_DIR "/runs/default", runDir.toStdString(), [](const std::string&) {}); !s)
+    return makeError(s.error());
+  return train::loadRunData(runDir.toStdString());
+}
+
+// A peer that only announces: `bytes` of junk published as its contribution to each of `rounds`,
+// claiming expert 0. Returns the content id ("" on failure).
+inline std::string announceJunk(node::MemorySwarm& swarm, const QString& path, int bytes, std::vector<qint64> rounds) {
+  QFile junk(path);
+  if (!junk.open(QIODevice::WriteOnly) || junk.write(QByteArray(bytes, 'j')) != bytes) return {};
+  junk.close();
+  const auto id = swarm.publish(path.toStdString());
+  if (!id) return {};
+  node::Announcement a;
+  a.round = rounds.front();
+  a.claims = {0};
+  a.leaseUntil = rounds.front() + 3;  // lease_rounds (3): a longer lease counts for nothing
+  for (auto r : rounds) a.contrib[r] = *id;
+  return swarm.announce(a).ok() ? *id : std::string();
+}
+
+}  // namespace es::test

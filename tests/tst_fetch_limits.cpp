@@ -1,0 +1,278 @@
+// Issue 14, fetched content: the predicted sizes of contributions and snapshots against real
+// files; MemorySwarm's metadata check; the node refusing a wrong-sized contribution (sender
+// banned, round closed without it) and holding fetches back at its disk quota while it trains on.
+#include "core/checkpoint/safetensors.h"
+#include "core/model/moe_transformer.h"
+#include "core/model/tensor_names.h"
+#include "core/node/memory_swarm.h"
+#include "core/node/node.h"
+#include "core/node/spes_peer.h"
+#include "core/sync/contribution_file.h"
+#include "core/sync/fetch_size.h"
+#include "core/train/corpus_prep.h"
+#include "support/tiny_node.h"
+#include "support/wait_until.h"
+
+#include <QFile>
+#include <QFileInfo>
+#include <QTemporaryDir>
+
+#include <torch/torch.h>
+
+using namespace es;
+using namespace es::node;
+
+namespace {
+
+model::ModelConfig tinyModel() {
+  model::ModelConfig m;
+  m.vocabSize = 300;
+  m.dModel = 32;
+  m.nLayers = 2;
+  m.nHeads = 2;
+  m.nExperts = 4;
+  m.expertHidden = 24;
+  m.seqLen = 32;
+  return m;
+}
+
+// Random deltas of every trainable tensor of a sender claiming `claims` (empty: all), the model's
+// own parameter names and shapes.
+ckpt::NamedTensors deltasFor(const model::ModelConfig& config, const std::set<int>& claims) {
+  model::MoeTransformer net(config);
+  ckpt::NamedTensors out;
+  for (const auto& p : net->named_parameters()) {
+    const auto expert = model::expertOf(p.key());
+    if (!expert || claims.empty() || claims.count(expert->expert))
+      out.emplace_back(p.key(), torch::randn_like(p.value()));
+  }
+  return out;
+}
+
+}  // namespace
+
+class FetchLimitsTest : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir dir_;
+  std::unique_ptr<train::RunData> data_;
+
+ private Q_SLOTS:
+  void modelTensorsAreTheModelsParameters() {
+    const auto config = tinyModel();
+    model::MoeTransformer net(config);
+    std::map<std::string, std::vector<std::int64_t>> real;
+    for (const auto& p : net->named_parameters()) real[p.key()] = p.value().sizes().vec();
+    const auto predicted = sync::modelTensors(config);
+    QCOMPARE(predicted.size(), real.size());
+    for (const auto& t : predicted) {
+      QVERIFY2(real.count(t.name), t.name.c_str());
+      QCOMPARE(t.shape, real[t.name]);
+    }
+  }
+
+  void contributionSizeIsExact_data() {
+    QTest::addColumn<QString>("codec");
+    QTest::addColumn<QString>("claims");
+    QTest::addColumn<qint64>("round");
+    for (const char* codec : {"f32", "bf16", "int8"}) {
+      QTest::newRow(qPrintable(QString("%1 all r1").arg(codec))) << codec << "" << qint64(1);
+      QTest::newRow(qPrintable(QString("%1 1,3 r10").arg(codec))) << codec << "1,3" << qint64(10);
+      QTest::newRow(qPrintable(QString("%1 2 r12345").arg(codec))) << codec << "2" << qint64(12345);
+    }
+  }
+  void contributionSizeIsExact() {
+    QFETCH(QString, codec);
+    QFETCH(QString, claims);
+    QFETCH(qint64, round);
+    std::set<int> experts;
+    for (const auto& e : claims.split(',', Qt::SkipEmptyParts)) experts.insert(e.toInt());
+    const auto config = tinyModel();
+    const sync::ContributionHeader header{std::string(64, 'a'), round, std::string(64, 'b'), "0123456789abcdef",
+                                          codec.toStdString()};
+    const auto path = dir_.filePath("c.safetensors").toStdString();
+    QVERIFY(sync::saveContribution(path, header, deltasFor(config, experts)).ok());
+    const auto real = QFileInfo(QString::fromStdString(path)).size();
+    QCOMPARE(sync::contributionBytes(config, experts, header), real);
+    const auto sizes = sync::contributionSizes(config, experts, header);
+    QCOMPARE(int(sizes.size()), 3);
+    QVERIFY(std::find(sizes.begin(), sizes.end(), real) != sizes.end());
+    QVERIFY(std::is_sorted(sizes.begin(), sizes.end()));
+  }
+
+  void snapshotSizeIsExact() {
+    const auto config = tinyModel();
+    model::MoeTransformer net(config);
+    ckpt::NamedTensors weights;
+    for (const auto& p : net->named_parameters()) weights.emplace_back(p.key(), p.value().detach().clone());
+    const auto path = dir_.filePath("s.safetensors").toStdString();
+    // SpesPeer::writeSnapshot's metadata.
+    QVERIFY(
+        ckpt::saveSafetensors(path, weights, {{"format", "expertswarm-snapshot"}, {"round", "42"}, {"run", "r"}}).ok());
+    QCOMPARE(sync::snapshotBytes(config, "r", 42), QFileInfo(QString::fromStdString(path)).size());
+  }
+
+  // The default quota for the bundled run's model, stated: 3 × 32 × the largest contribution + 16
+  // × the model; more than three rounds of 32 peers need whatever their codec.
+  void defaultQuotaCoversThreeRoundsOf32Peers() {
+    const model::ModelConfig defaults;
+    const auto quota = sync::defaultDiskQuotaBytes(defaults);
+    const sync::ContributionHeader h{std::string(64, 'r'), 10, std::string(64, 's'), "0123456789abcdef", "f32"};
+    qInfo("default model: f32 contribution of all experts %lld bytes, default quota %lld MiB",
+          static_cast<long long>(sync::contributionBytes(defaults, {}, h)), static_cast<long long>(quota >> 20));
+    QVERIFY(quota > 3 * 32 * sync::contributionBytes(defaults, {}, h));
+    QVERIFY(quota < (std::int64_t(8) << 30));  // and stays a volunteer's few GiB
+  }
+
+  void memorySwarmChecksTheLimits() {
+    MemorySwarmHub hub("run");
+    MemorySwarm sender(hub, "s"), receiver(hub, "r");
+    QFile file(dir_.filePath("blob"));
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(QByteArray(1000, 'x'));
+    file.close();
+    const auto id = sender.publish(file.fileName().toStdString());
+    QVERIFY(id.ok());
+    std::vector<std::string> fetched, refused;
+    SwarmEvents events;
+    events.fetched = [&](const std::string& i, const std::string&) { fetched.push_back(i); };
+    events.fetchFailed = [&](const std::string& i, const std::string&, bool r) {
+      if (r) refused.push_back(i);
+    };
+    receiver.setEvents(events);
+    QVERIFY(receiver.fetch(*id, "x", FetchLimits{{999, 1001}}).ok());
+    QVERIFY(test::waitUntil([&] { return !refused.empty(); }, 5000));
+    QVERIFY(fetched.empty());
+    QVERIFY(receiver.fetch(*id, "x", FetchLimits{{5, 1000}}).ok());
+    QVERIFY(test::waitUntil([&] { return !fetched.empty(); }, 5000));
+    QCOMPARE(int(refused.size()), 1);
+  }
+
+  void initTestCase() {
+    auto data = test::bundledRunData(dir_.filePath("run"));
+    QVERIFY2(data.ok(), data ? "" : data.error().c_str());
+    data_ = std::make_unique<train::RunData>(std::move(*data));
+  }
+
+  void nodeRefusesAWrongSizeAndBansItsSender();
+  void aSnapshotIsAdoptedOnlyAsAnnouncedAndFinite();
+  void nodeTrainsOnAtItsDiskQuota();
+
+ private:
+  NodeConfig configFor(const QString& name, int rounds) const;
+};
+
+NodeConfig FetchLimitsTest::configFor(const QString& name, int rounds) const {
+  NodeConfig c = test::tinyNodeConfig(*data_, dir_.path(), name);
+  c.maxRounds = rounds;
+  c.policy.syncEvery = 2;
+  c.policy.deadlineMinSeconds = 3;
+  c.policy.deadlineMaxSeconds = 6;
+  c.peer.syncEvery = 2;
+  c.runDir = dir_.filePath(name);
+  return c;
+}
+
+// A liar announces a 5000-byte "contribution" for round 1, claiming expert 0: refused on its size
+// (MemorySwarm checks it as the p2p layer checks metadata), the liar banned, and round 1 closes
+// without waiting for its deadline. The node passed the exact sizes its claims predict.
+void FetchLimitsTest::nodeRefusesAWrongSizeAndBansItsSender() {
+  MemorySwarmHub hub("tiny-run");
+  MemorySwarm swarm(hub, "refuse"), liar(hub, "liar");
+  const auto id = test::announceJunk(liar, dir_.filePath("junk"), 5000, {1});
+  QVERIFY(!id.empty());
+  const auto config = configFor("refuse", 1);
+  Node node(swarm, config, data_->train, data_->val);
+  std::vector<RoundSummary> rounds;
+  QStringList log;
+  connect(&node, &Node::roundClosed, this, [&](const RoundSummary& s) {
+    rounds.push_back(s);
+    for (const auto& v : s.merge.verdicts) qInfo("verdict %s %d %s", v.sender.c_str(), v.accepted, v.reason.c_str());
+  });
+  connect(&node, &Node::message, this, [&](const QString& m) {
+    log << m;
+    qInfo("%s", qPrintable(m));
+  });
+  node.start();
+  QVERIFY2(test::waitUntil([&] { return !rounds.empty(); }, 120000), "round 1 did not close");
+  QVERIFY(!rounds[0].deadlineHit);  // the refused contribution is not waited for
+  QCOMPARE(rounds[0].peers, 1);
+  QVERIFY(log.filter("peer banned").join('|').contains("refused before download"));
+  QVERIFY(swarm.fetchLimits().count(id));
+  const sync::ContributionHeader header{"tiny-run", 1, "liar", std::string(16, '0'), "int8"};
+  QCOMPARE(swarm.fetchLimits().at(id).sizes, sync::contributionSizes(config.peer.trainer.model, {0}, header));
+}
+
+// A quota below what the run folder already holds: no fetch starts, the node says so once per
+// round and in its view, and trains on (rounds close by their deadline with its own contribution).
+// The other peer only announces contributions (it merges nothing, so no resync is asked for).
+void FetchLimitsTest::nodeTrainsOnAtItsDiskQuota() {
+  MemorySwarmHub hub("tiny-run");
+  MemorySwarm swarm(hub, "quota"), other(hub, "quiet");
+  QVERIFY(!test::announceJunk(other, dir_.filePath("junk2"), 100, {1, 2}).empty());
+  auto config = configFor("quota", 2);
+  config.diskQuotaBytes = 1;  // the state folder alone is more
+  Node node(swarm, config, data_->train, data_->val);
+  std::vector<RoundSummary> rounds;
+  QStringList log;
+  bool finished = false;
+  connect(&node, &Node::roundClosed, this, [&](const RoundSummary& s) { rounds.push_back(s); });
+  connect(&node, &Node::message, this, [&](const QString& m) {
+    log << m;
+    qInfo("%s", qPrintable(m));
+  });
+  connect(&node, &Node::finished, this, [&finished] { finished = true; });
+  node.start();
+  QVERIFY2(test::waitUntil([&] { return finished; }, 180000), "the node did not finish");
+  QCOMPARE(int(rounds.size()), 2);
+  for (const auto& r : rounds) {
+    QCOMPARE(r.peers, 1);  // only its own: nothing was fetched
+    QVERIFY(r.deadlineHit);
+  }
+  QCOMPARE(log.filter("Disk quota reached").size(), 2);  // once per round
+  QVERIFY(node.view().diskQuotaReached);
+  QCOMPARE(node.view().diskQuotaBytes, std::int64_t(1));
+  QVERIFY(swarm.fetchLimits().empty());  // no fetch was even started
+}
+
+QTEST_GUILESS_MAIN(FetchLimitsTest)
+// Issue 15 item 1: a snapshot's round is the one its announcers gave it (the file's own word is
+// checked against it), and every tensor must be float32, finite and of the run's shape; a refused
+// snapshot changes nothing. (The node bounds the announced round by the swarm's: node_resync.cpp.)
+void FetchLimitsTest::aSnapshotIsAdoptedOnlyAsAnnouncedAndFinite() {
+  const auto config = configFor("adopt", 1).peer;
+  auto peer = SpesPeer::create(config, data_->train, data_->val);
+  QVERIFY2(peer.ok(), peer ? "" : peer.error().c_str());
+  model::MoeTransformer net(config.trainer.model);
+  ckpt::NamedTensors weights;
+  for (const auto& p : net->named_parameters()) weights.emplace_back(p.key(), p.value().detach().clone());
+  auto write = [&](const QString& name, const ckpt::NamedTensors& tensors, const std::string& round) {
+    const auto path = dir_.filePath(name).toStdString();
+    const bool ok = ckpt::saveSafetensors(path, tensors,
+                                          {{"format", "expertswarm-snapshot"}, {"round", round}, {"run", "tiny-run"}})
+                        .ok();
+    return ok ? path : std::string();
+  };
+  auto refusal = [&](const std::string& path, std::int64_t announced) {
+    auto r = (*peer)->adoptSnapshot(path, announced);
+    return r ? std::string() : r.error();
+  };
+  const auto good = write("good.safetensors", weights, "5");
+  QVERIFY(refusal(good, 6).find("announced as round 6") != std::string::npos);  // the file says 5
+  auto nan = weights;
+  nan.back().second = nan.back().second.clone();  // the copy shares storage with `weights`
+  nan.back().second.view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
+  QVERIFY(refusal(write("nan.safetensors", nan, "5"), 5).find("not finite") != std::string::npos);
+  auto wide = weights;
+  wide.front().second = wide.front().second.to(torch::kBFloat16);  // a dtype safetensors carries, not ours
+  const auto bf16 = refusal(write("bf16.safetensors", wide, "5"), 5);
+  QVERIFY2(bf16.find("not float32") != std::string::npos, bf16.c_str());
+  QVERIFY(refusal(write("negative.safetensors", weights, "-3"), -3).find("says round -3") != std::string::npos);
+  QCOMPARE((*peer)->mergedRound(), std::int64_t(0));  // nothing refused changed the state
+  auto adopted = (*peer)->adoptSnapshot(good, 5);
+  QVERIFY2(adopted.ok(), adopted ? "" : adopted.error().c_str());
+  QCOMPARE(*adopted, std::int64_t(5));
+  QCOMPARE((*peer)->mergedRound(), std::int64_t(5));
+}
+
+#include "tst_fetch_limits.moc"

@@ -1,0 +1,211 @@
+// Specification of the node's rules about other peers (core/node/peer_rules.h, core/node/bans.h;
+// issue 15 items 2 and 6): leases that cannot run forever, tie-breaks no id wins every round,
+// banned and silent peers owning nothing, and bans that outlive a restart and then expire.
+#include "core/common/lease_terms.h"
+#include "core/node/bans.h"
+#include "core/node/peer_rules.h"
+#include "core/store/ledger.h"
+#include "core/store/migrations.h"
+#include "core/store/sqlite_db.h"
+
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <limits>
+
+using namespace es::node;
+
+namespace {
+
+constexpr int kLease = 3;
+const std::string kMigrations = std::string(ES_SHARE_DIR) + "/sql";
+
+// An honest peer in `round`: its lease is round + lease_rounds, it published every round so far.
+SwarmPeer peer(const std::string& id, std::vector<int> claims, std::int64_t round) {
+  SwarmPeer p;
+  p.id = id;
+  p.round = round;
+  p.claims = std::move(claims);
+  p.leaseUntil = round + kLease;
+  for (std::int64_t r = std::max<std::int64_t>(1, round - 2); r < round; ++r)
+    p.contrib[r] = id + "-" + std::to_string(r);
+  return p;
+}
+
+std::vector<std::string> idsOf(const std::vector<SwarmPeer>& peers) {
+  std::vector<std::string> ids;
+  for (const auto& p : peers) ids.push_back(p.id);
+  return ids;
+}
+
+ClaimPlanInput planFor(const std::string& self, std::vector<int> claims, std::vector<SwarmPeer> live,
+                       std::int64_t round) {
+  return {self, std::move(claims), std::move(live), round, 4, 1, 0};
+}
+
+}  // namespace
+
+class PeerRulesTest : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void aLeaseHoldsOnlyWithinItsRoundPlusLeaseRoundsPlusSlack() {
+    QVERIFY(es::leaseHolds(5, 5 + kLease, 5, kLease));           // honest
+    QVERIFY(es::leaseHolds(6, 6 + kLease, 5, kLease));           // one round ahead: the slack
+    QVERIFY(!es::leaseHolds(7, 7 + kLease, 5, kLease));          // two rounds ahead
+    QVERIFY(es::leaseHolds(4, 4 + kLease, 4 + kLease, kLease));  // through its last round
+    QVERIFY(!es::leaseHolds(4, 4 + kLease, 5 + kLease, kLease));
+    QVERIFY(!es::leaseHolds(5, std::int64_t{1} << 62, 5, kLease));  // "until 2^62": nothing
+    QVERIFY(!es::leaseHolds(5, 5 + kLease + es::kLeaseSlackRounds + 1, 5, kLease));
+    constexpr auto max = std::numeric_limits<std::int64_t>::max();
+    QVERIFY(!es::leaseHolds(max, max, 5, kLease));
+    QVERIFY(!es::leaseHolds(std::numeric_limits<std::int64_t>::min(), max, 5, kLease));
+  }
+
+  void anEndlessLeaseIsNotLiveAndItsExpertsAreDealt() {
+    SwarmPeer endless = peer("peer-x", {2, 3}, 5);
+    endless.leaseUntil = std::int64_t{1} << 62;
+    std::map<std::string, std::int64_t> since{{"peer-x", 1}, {"peer-b", 1}};
+    const auto live = livePeersOf({endless, peer("peer-b", {1}, 5)}, 5, kLease, {}, 0, since);
+    QCOMPARE(idsOf(live), std::vector<std::string>{"peer-b"});
+    const auto next = planClaims(planFor("peer-a", {0}, live, 6));
+    QVERIFY2(
+        std::find(next.begin(), next.end(), 2) != next.end() || std::find(next.begin(), next.end(), 3) != next.end(),
+        "no orphan of the endless lease was dealt to us");
+  }
+
+  // Two peers holding the same four experts, each above its share: the one first in the round's
+  // order keeps them, the other sheds two. Over 20 rounds the smaller id must not always keep.
+  void theReplicaKeeperIsDrawnByRoundNotBySmallestId() {
+    int smallerKept = 0;
+    for (std::int64_t round = 1; round <= 20; ++round) {
+      const auto a = planClaims(planFor("peer-a", {0, 1, 2, 3}, {peer("peer-b", {0, 1, 2, 3}, round)}, round));
+      const auto b = planClaims(planFor("peer-b", {0, 1, 2, 3}, {peer("peer-a", {0, 1, 2, 3}, round)}, round));
+      QCOMPARE(int(a.size() + b.size()), 6);  // exactly one of them shed two, both computed the same
+      QCOMPARE(a.size() == 4, ranksBefore(round, "peer-a", "peer-b"));
+      smallerKept += a.size() == 4 ? 1 : 0;
+    }
+    QVERIFY2(smallerKept > 0 && smallerKept < 20,
+             qPrintable(QString("peer-a kept in %1 of 20 rounds").arg(smallerKept)));
+  }
+
+  void orphansGoToPeersRankedByClaimsThenRoundRank() {
+    int selfFirst = 0;
+    for (std::int64_t round = 1; round <= 20; ++round) {
+      // Experts 2 and 3 are orphans; both peers hold one: the first in round order gets expert 2.
+      const auto a = planClaims(planFor("peer-a", {0}, {peer("peer-b", {1}, round)}, round));
+      const auto b = planClaims(planFor("peer-b", {1}, {peer("peer-a", {0}, round)}, round));
+      const bool aFirst = ranksBefore(round, "peer-a", "peer-b");
+      QCOMPARE(a, aFirst ? (std::vector<int>{0, 2}) : (std::vector<int>{0, 3}));
+      QCOMPARE(b, aFirst ? (std::vector<int>{1, 3}) : (std::vector<int>{1, 2}));
+      selfFirst += aFirst ? 1 : 0;
+    }
+    QVERIFY(selfFirst > 0 && selfFirst < 20);
+  }
+
+  void aBannedPeerIsNotLiveAndItsExpertsBecomeClaimable() {
+    const Bans bans{{"peer-x", {1000, "norm 3e6 > bound 4"}}};
+    std::map<std::string, std::int64_t> since;
+    const std::vector<SwarmPeer> peers{peer("peer-x", {2, 3}, 5), peer("peer-b", {1}, 5)};
+    const auto live = livePeersOf(peers, 5, kLease, bans, 2000, since);
+    QCOMPARE(idsOf(live), std::vector<std::string>{"peer-b"});
+    const auto next = planClaims(planFor("peer-a", {0}, live, 6));
+    QVERIFY(std::find(next.begin(), next.end(), 2) != next.end() ||
+            std::find(next.begin(), next.end(), 3) != next.end());
+    // An expired ban no longer excludes it.
+    QCOMPARE(idsOf(livePeersOf(peers, 5, kLease, bans, 1000 + kBanExpiryMs, since)),
+             (std::vector<std::string>{"peer-x", "peer-b"}));
+  }
+
+  // A claimer that stops publishing after round 4 is live through round 6 and not in round 7:
+  // two rounds (5, 6) without a contribution. Its experts are dealt in the plan for round 7.
+  void aSilentClaimerStopsBeingLiveAfterTwoRounds() {
+    std::map<std::string, std::int64_t> since{{"peer-s", 1}, {"peer-b", 1}};  // both claiming since round 1
+    SwarmPeer silent = peer("peer-s", {2, 3}, 5);                             // contributions for 3 and 4
+    for (std::int64_t round = 5; round <= 7; ++round) {
+      silent.round = round;
+      silent.leaseUntil = round + kLease;  // it keeps renewing its lease
+      const auto live = livePeersOf({silent, peer("peer-b", {1}, round)}, round, kLease, {}, 0, since);
+      const auto ids = idsOf(live);
+      const bool silentLive = std::find(ids.begin(), ids.end(), "peer-s") != ids.end();
+      QCOMPARE(silentLive, round < 7);
+      const auto next = planClaims(planFor("peer-a", {0}, live, round));
+      const auto& b = live.back();
+      const auto bNext = planClaims(planFor("peer-b", b.claims, {peer("peer-a", {0}, round)}, round));
+      // Once it is silent, experts 2 and 3 are dealt between peer-a and peer-b, one each.
+      if (round == 7) {
+        std::vector<int> all = next;
+        all.insert(all.end(), bNext.begin(), bNext.end());
+        std::sort(all.begin(), all.end());
+        QCOMPARE(all, (std::vector<int>{0, 1, 2, 3}));
+      } else {
+        QCOMPARE(next, std::vector<int>{0});
+      }
+    }
+    // Publishing again makes it live at once (its contribution is then gathered).
+    silent.contrib[7] = "peer-s-7";
+    QCOMPARE(livePeersOf({silent}, 7, kLease, {}, 0, since).size(), std::size_t{1});
+  }
+
+  void aNewcomerGetsTheSameRoundsToPublish() {
+    std::map<std::string, std::int64_t> since;
+    SwarmPeer newcomer = peer("peer-n", {2}, 10);
+    newcomer.contrib.clear();
+    QCOMPARE(livePeersOf({newcomer}, 10, kLease, {}, 0, since).size(), std::size_t{1});  // first seen in 10
+    newcomer.round = 12;
+    newcomer.leaseUntil = 12 + kLease;
+    QCOMPARE(livePeersOf({newcomer}, 12, kLease, {}, 0, since).size(), std::size_t{0});  // 10, 11, 12: nothing
+    QVERIFY(!silentAt(newcomer, 2, 0));  // the first rounds of a swarm: nobody is silent yet
+  }
+
+  void theSwarmRoundIsTheMedianOfThePeersRounds() {
+    std::vector<SwarmPeer> peers{peer("a", {0}, 9), peer("b", {0}, 10), peer("c", {0}, 10)};
+    peers.push_back(peer("x", {0}, std::int64_t{1} << 62));
+    SwarmPeer joining = peer("n", {1}, 0);  // a newcomer before its trainer is ready
+    peers.push_back(joining);
+    peers.push_back(joining);
+    QCOMPARE(swarmRound(peers), std::int64_t{10});
+    QCOMPARE(swarmRound({joining}), std::int64_t{0});
+    QCOMPARE(swarmRound({}), std::int64_t{0});
+  }
+
+  // Item 6: bans made before a restart come back from the ledger file with their reason and time;
+  // one older than kBanExpiryMs does not, nor one of another run.
+  void bansSurviveARestartAndExpire() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("expertswarm.db").toStdString();
+    const std::int64_t before = es::store::nowMs();
+    {
+      auto ledger = es::store::Ledger::open(path, kMigrations);
+      QVERIFY2(ledger.ok(), ledger.ok() ? "" : ledger.error().c_str());
+      (*ledger)->joinRun("run-1", "default");
+      (*ledger)->joinRun("run-2", "other");
+      (*ledger)->banPeer("run-1", "peer-bad", "norm 3.1e6 > bound 4.2");
+      (*ledger)->banPeer("run-1", "peer-old", "claimed expert 9");
+      (*ledger)->banPeer("run-2", "peer-elsewhere", "stale");
+      QVERIFY((*ledger)->flush().ok());
+    }
+    {  // peer-old's ban was made eight days ago
+      auto db = es::store::Db::open(path, SQLITE_OPEN_READWRITE);
+      QVERIFY(db.ok());
+      const std::int64_t old = before - kBanExpiryMs - 24LL * 3600 * 1000;
+      QVERIFY(db->exec("UPDATE peers SET banned_at = " + std::to_string(old) + " WHERE peer_id = 'peer-old'").ok());
+    }
+    auto ledger = es::store::Ledger::open(path, kMigrations);  // the restart
+    QVERIFY(ledger.ok());
+    const std::int64_t now = es::store::nowMs();
+    auto bans = loadBans((*ledger)->path(), "run-1", now);
+    QVERIFY2(bans.ok(), bans.ok() ? "" : bans.error().c_str());
+    QCOMPARE(bans->size(), std::size_t{1});
+    const Ban& ban = bans->at("peer-bad");
+    QCOMPARE(ban.reason, std::string("norm 3.1e6 > bound 4.2"));
+    QVERIFY(ban.at >= before && ban.at <= now);
+    QVERIFY(banInForce(ban, now));
+    QVERIFY(!banInForce(ban, ban.at + kBanExpiryMs));
+    // At a later time the same ledger holds no ban in force.
+    QVERIFY(loadBans(path, "run-1", ban.at + kBanExpiryMs)->empty());
+  }
+};
+
+QTEST_APPLESS_MAIN(PeerRulesTest)
+#include "tst_peer_rules.moc"
