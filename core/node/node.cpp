@@ -371,7 +371,10 @@ void Node::stop() {
     QMetaObject::invokeMethod(
         worker_, [w = worker_] { w->stop(); }, Qt::BlockingQueuedConnection);
   announce();  // claims released: others re-claim our experts without waiting for the lease
-  Q_EMIT finished();
+  // Queued, not emitted here: the trainer's last `persisted` reports were posted to this thread
+  // while stop() waited for its writes, and they record the last rounds in the ledger first.
+  QMetaObject::invokeMethod(
+      this, [this] { Q_EMIT finished(); }, Qt::QueuedConnection);
 }
 
 }  // namespace es::node

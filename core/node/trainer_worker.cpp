@@ -23,9 +23,12 @@ void TrainerWorker::start() {
   auto peer = SpesPeer::create(config_, train_, val_);
   if (!peer) return Q_EMIT failed(QString::fromStdString(peer.error()));
   peer_ = std::move(*peer);
-  peer_->setPersistedCallback([this](std::int64_t round, std::string error) {
-    QMetaObject::invokeMethod(
-        this, [this, round, error] { Q_EMIT persisted(round, QString::fromStdString(error)); }, Qt::QueuedConnection);
+  peer_->setPersistedCallback([this](std::int64_t round, std::string error) {  // on the writer thread
+    {
+      std::lock_guard lock(persistMutex_);
+      persistReports_.emplace_back(round, QString::fromStdString(error));
+    }
+    QMetaObject::invokeMethod(this, &TrainerWorker::reportPersisted, Qt::QueuedConnection);
   });
   Q_EMIT ready(peer_->mergedRound(), peer_->stepCount(), peer_->resumed(),
                QString::fromStdString(peer_->baseSharedFingerprint()), QString::fromStdString(peer_->resumeNote()));
@@ -158,7 +161,19 @@ void TrainerWorker::pauseAfterRound() {
 void TrainerWorker::stop() {
   stopping_ = true;
   if (peer_) peer_->waitForWrites();
+  // Now, not from the queued call: the node emits `finished` once stop() returns, and the
+  // ledger must have recorded the last round by then (tst_node_rounds lost it under CI load).
+  reportPersisted();
   Q_EMIT stopped();
+}
+
+void TrainerWorker::reportPersisted() {
+  std::vector<std::pair<qint64, QString>> reports;
+  {
+    std::lock_guard lock(persistMutex_);
+    reports.swap(persistReports_);
+  }
+  for (const auto& [round, error] : reports) Q_EMIT persisted(round, error);
 }
 
 Status TrainerWorker::exportTo(const QString& path) {

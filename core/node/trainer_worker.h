@@ -11,6 +11,9 @@
 #include <QString>
 
 #include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 namespace es::node {
 
@@ -61,12 +64,13 @@ class TrainerWorker : public QObject {
   void stopped();
   void snapshotAdopted(qint64 round, const QString& fingerprint, const QString& error);
   void snapshotWritten(qint64 round, const QString& path);
-  void persisted(qint64 round, const QString& error);
-  void pausedChanged(bool paused);  // the state after `round` is durable
+  void persisted(qint64 round, const QString& error);  // the state after `round` is durable
+  void pausedChanged(bool paused);
 
  private:
   void tick();
   void writeContribution();
+  void reportPersisted();  // emits the writer's reports, in order, from this thread
 
   SpesPeerConfig config_;
   std::shared_ptr<const std::vector<std::uint16_t>> train_, val_;
@@ -79,6 +83,10 @@ class TrainerWorker : public QObject {
   bool ticking_ = false;
   bool paused_ = false;
   bool pauseAfterRound_ = false;
+  // The writer thread's reports (round, error), emitted here: after the round's `merged` (so the
+  // node knows the round) and, at stop(), before it returns (so they precede `finished`).
+  std::mutex persistMutex_;
+  std::vector<std::pair<qint64, QString>> persistReports_;
   double roundLoss_ = 0, roundSeconds_ = 0;
   qint64 roundTokens_ = 0, roundSteps_ = 0;
 };
