@@ -33,7 +33,7 @@ class SwarmChurn : public QObject {
     // Short deadline and lease so the test takes a minute, not ten.
     const auto run = customRun(
         dir_.filePath("run"),
-        {{"lease_rounds", 2}, {"deadline", QJsonObject{{"factor", 1.5}, {"min_seconds", 6}, {"max_seconds", 30}}}});
+        {{"lease_rounds", 2}, {"deadline", QJsonObject{{"factor", 1.5}, {"min_seconds", 15}, {"max_seconds", 40}}}});
     QVERIFY(!run.isEmpty());
     const QString bootstrap = QString("127.0.0.1:%1").arg(freeLoopbackPort());
     std::vector<std::unique_ptr<SwarmClient>> peers;
@@ -77,7 +77,12 @@ class SwarmChurn : public QObject {
       QVERIFY2(p.finishedWith(0), qPrintable(p.name()));
       QCOMPARE(int(p.rounds().size()), kRounds);
       QCOMPARE(p.rounds().at(1).peers, kPeers);
-      QCOMPARE(p.rounds().at(2).peers, kPeers - 1);  // closed without the dead peer
+      // Closed by the deadline without the dead peer. Not necessarily with every survivor: on a
+      // loaded 2-core machine one survivor's round-2 contribution can come later than another's
+      // deadline (seen twice: the clean CI run of the recovered work, and a run beside a build,
+      // where peer0 merged 3 and the other two 2 with a 15 s minimum). The agreement step then
+      // repairs the split (checked below), which is what the protocol promises.
+      QVERIFY(p.rounds().at(2).peers >= 2 && p.rounds().at(2).peers <= kPeers - 1);
       QVERIFY(p.logContains("Round 2 closed by its deadline"));
       {
         const auto &first = p.rounds().at(1).valLoss, &last = p.rounds().at(kRounds).valLoss;  // eval every round
@@ -88,8 +93,10 @@ class SwarmChurn : public QObject {
     // Within one lease after it expired, the dead peer's experts have live owners again.
     for (int e : victimClaims) QVERIFY2(covered.count(e), qPrintable(QString("expert %1 was not re-claimed").arg(e)));
     QCOMPARE(int(covered.size()), 8);
-    // From round 3 on the survivors merge the same contributions.
-    for (int r = 3; r <= kRounds; ++r)
+    // Back in step within two rounds of the lease's end: from round 5 on the survivors merge the
+    // same contributions (a split of round 2 is seen from the records in round 3 and repaired by
+    // the majority's snapshot before round 4 is trained).
+    for (int r = 5; r <= kRounds; ++r)
       for (int i = 1; i < kPeers - 1; ++i) QCOMPARE(peers[i]->rounds().at(r).merged, peers[0]->rounds().at(r).merged);
   }
 };
