@@ -287,6 +287,61 @@ class NodeRounds : public QObject {
     }
   }
 
+  // Issue 15 item 1 (Sybil majorities): from round 2 on, three fresh keys report in their records
+  // that they merged every round into a state of their own, and announce a snapshot of it. By
+  // head count they are the majority (3 against 2) and the honest pair took "their" snapshot;
+  // weighted by accepted work (core/node/standing.h) they weigh 3 against the pair's 2 × (1 + 2)
+  // and more each round, so neither honest node leaves its state and both agree every round.
+  void freshKeysReportingAnotherStateDoNotPullTheSwarm() {
+    MemorySwarmHub hub("tiny-run");
+    MemorySwarm swarmA(hub, "peer-a"), swarmB(hub, "peer-b");
+    std::vector<std::unique_ptr<MemorySwarm>> sybils;
+    for (const char* id : {"sybil-1", "sybil-2", "sybil-3"}) sybils.push_back(std::make_unique<MemorySwarm>(hub, id));
+    auto configA = isolatedConfigFor("peer-a", "sybil"), configB = isolatedConfigFor("peer-b", "sybil");
+    for (auto* c : {&configA, &configB}) {
+      c->maxRounds = 4;
+      c->policy.deadlineMinSeconds = 3;
+      c->policy.deadlineMaxSeconds = 10;
+    }
+    Node a(swarmA, configA, data_->train, data_->val), b(swarmB, configB, data_->train, data_->val);
+    std::map<std::string, std::map<qint64, std::string>> fingerprints;
+    QStringList resyncs;
+    int finished = 0;
+    QString failure;
+    const auto lie = [&sybils](qint64 merged) {  // every Sybil: "we merged `merged` into our state"
+      for (auto& s : sybils) {
+        Announcement an;
+        an.round = merged + 1;
+        an.claims = {0};
+        an.leaseUntil = merged + 2;
+        an.merged = {{merged - 1, "5ca1ab1e5ca1ab1e"}, {merged, "5ca1ab1e5ca1ab1e"}};
+        an.snapshot = {{merged, "5ca1ab1e00000000"}};
+        QVERIFY(s->announce(an).ok());
+      }
+    };
+    for (auto* n : {&a, &b}) {
+      const std::string name = n == &a ? "peer-a" : "peer-b";
+      connect(n, &Node::roundClosed, this, [&, name](const RoundSummary& s) {
+        fingerprints[name][s.round] = s.merge.fingerprint;
+        if (s.round >= 2) lie(s.round);
+      });
+      connect(n, &Node::message, this, [&resyncs, name](const QString& m) {
+        qInfo("%s: %s", name.c_str(), qPrintable(m));
+        if (m.startsWith("Out of step") || m.startsWith("Fetching the swarm's snapshot")) resyncs << m;
+      });
+      connect(n, &Node::finished, this, [&finished] { ++finished; });
+      connect(n, &Node::failed, this, [&failure](const QString& e) { failure = e; });
+    }
+    a.start();
+    b.start();
+    QVERIFY2(es::test::waitUntil([&] { return finished == 2 || !failure.isEmpty(); }, 240000),
+             "the nodes did not finish");
+    QVERIFY2(failure.isEmpty(), qPrintable(failure));
+    QVERIFY2(resyncs.isEmpty(), qPrintable(resyncs.join("\n")));
+    QCOMPARE(int(fingerprints["peer-a"].size()), 4);
+    QCOMPARE(fingerprints["peer-a"], fingerprints["peer-b"]);
+  }
+
   // Issue 15 item 3: two peers claim experts and announce a contribution every round; the ghost
   // never serves a byte, the trickler one byte more at every look. Neither holds a round past its
   // deadline (the old rule waited for the trickle to the maximum); after 2 rounds the ghost is a

@@ -246,6 +246,7 @@ void Node::onMerged(const RoundMerged& merged) {
   for (const auto& v : merged.result.verdicts)
     if (!v.accepted && !v.stale && v.sender != swarm_.selfId()) banSender(v.sender, v.reason);
   unrecorded_[s.round] = captureForLedger(s, merged.step);  // committed once its state is durable
+  noteStanding(merged.result);
   mergedRound_ = s.round;
   noteFingerprint(s.round, s.merge.fingerprint);
   if (!merged.snapshotPath.isEmpty()) publishSnapshot(s.round, merged.snapshotPath);
@@ -280,26 +281,28 @@ RoundSummary Node::summarize(const RoundMerged& merged) const {
 }
 
 // Most others built on a base we do not hold: we merged a different set of contributions (a
-// deadline hit us but not them). Take the majority's snapshot instead of drifting apart.
+// deadline hit us but not them). Take the majority's snapshot instead of drifting apart. "Most"
+// by weight (core/node/standing.h): contributions naming a base of their own from fresh keys do
+// not outweigh the peers we merged with, so a stale flood does not push us into resyncs.
 void Node::resyncIfOutOfStep(const MergeResult& result) {
-  int othersAccepted = 0, othersStale = 0, largestStaleGroup = 0;
-  std::string staleSender;
-  std::map<std::string, int> staleBases;  // base hash → others that built on it
+  std::set<std::string> accepted, stale;
+  std::map<std::string, std::set<std::string>> staleBases;  // base hash → others that built on it
   for (const auto& v : result.verdicts) {
     if (v.sender == swarm_.selfId()) continue;
-    othersAccepted += v.accepted ? 1 : 0;
-    othersStale += v.stale ? 1 : 0;
+    if (v.accepted) accepted.insert(v.sender);
     if (v.stale) {
-      staleSender = v.sender;
-      largestStaleGroup = std::max(largestStaleGroup, ++staleBases[v.staleBase]);
+      stale.insert(v.sender);
+      staleBases[v.staleBase].insert(v.sender);
     }
   }
+  std::size_t largestStaleGroup = 0;
+  for (const auto& [base, senders] : staleBases) largestStaleGroup = std::max(largestStaleGroup, senders.size());
   // Two peers that disagree see the same picture: only the larger id gives in.
-  const bool tie = othersAccepted == 0 && othersStale == 1 && swarm_.selfId() < staleSender;
-  if (othersStale <= othersAccepted || tie) return;
+  const bool tie = accepted.empty() && stale.size() == 1 && swarm_.selfId() < *stale.begin();
+  if (stale.empty() || totalWeight(standing_, stale) <= totalWeight(standing_, accepted) || tie) return;
   Q_EMIT message(QStringLiteral("Out of step: %1 of %2 contributions of round %3 were built on another base; resyncing")
-                     .arg(othersStale)
-                     .arg(othersStale + othersAccepted)
+                     .arg(stale.size())
+                     .arg(stale.size() + accepted.size())
                      .arg(result.round));
   resyncWanted_ = true;
   // Two or more others agree on a state we do not hold: they are the swarm, we are the odd one

@@ -9,6 +9,7 @@
 
 #include "core/node/bans.h"
 #include "core/node/peer_sightings.h"
+#include "core/node/standing.h"
 #include "core/node/swarm.h"
 #include "core/node/trainer_worker.h"
 #include "core/store/ledger.h"
@@ -173,7 +174,8 @@ class Node : public QObject {
   // Without `withNoShows`, peers whose announced contributions did not arrive kNoShowRounds
   // rounds in a row are left out too (they are still fetched from, so they come back at once).
   std::vector<SwarmPeer> livePeers(qint64 round, bool withNoShows = false) const;
-  void loadBans();  // node_bans.cpp: the run's bans in force, from the ledger
+  void loadBans();  // node_bans.cpp: the run's bans in force and the peers' standing, from the ledger
+  void noteStanding(const MergeResult& result);  // node_bans.cpp: accepted contributions add weight
   void ban(const std::string& id, const std::string& reason);
   bool isBanned(const std::string& id) const;  // and the ban has not expired
 
@@ -236,6 +238,7 @@ class Node : public QObject {
   double lastLoss_ = 0, lastTokensPerSecond_ = 0;
   qint64 steps_ = 0;
   Bans banned_;              // peer id → when and why (expired ones are ignored: isBanned)
+  Standing standing_;        // peer id → rounds we merged its contribution: its vote's weight
   PeerSightings sightings_;  // which peers the ledger has seen, and when (peersChanged)
   // Peer id → the round we first saw it claiming: the grace of the silent rule (peer_rules.h).
   // Filled as livePeers meets them, hence mutable. Peers may differ by a round on a newcomer's

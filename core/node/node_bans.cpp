@@ -1,5 +1,6 @@
-// The node's bans: made when a contribution is rejected, kept in the ledger, reloaded at start
-// (core/node/bans.h has the rules).
+// The node's bans and standing: bans are made when a contribution is rejected, standing grows
+// when one is accepted; both are kept in the ledger and reloaded at start (core/node/bans.h and
+// core/node/standing.h have the rules).
 #include "core/node/node.h"
 #include "core/node/node_util.h"
 
@@ -15,6 +16,16 @@ void Node::loadBans() {
   if (!bans) return Q_EMIT message(QStringLiteral("Cannot load the run's bans: %1").arg(q(bans.error())));
   banned_.insert(bans->begin(), bans->end());
   if (!bans->empty()) Q_EMIT message(QStringLiteral("Loaded %1 bans of this run from the ledger").arg(bans->size()));
+  auto standing = es::node::loadStanding(ledger_->path(), swarm_.runId());
+  if (!standing) return Q_EMIT message(QStringLiteral("Cannot load the peers' standing: %1").arg(q(standing.error())));
+  standing_ = std::move(*standing);
+}
+
+// Counted at merge time (the ledger's rows follow once the round is durable); a crash between
+// the two loses at most that round's increments, as it loses the round.
+void Node::noteStanding(const MergeResult& result) {
+  for (const auto& v : result.verdicts)
+    if (v.accepted) ++standing_[v.sender];
 }
 
 void Node::ban(const std::string& id, const std::string& reason) {

@@ -46,35 +46,29 @@ void Node::tryResync() {
   startSnapshotFetch(chosen->first, chosen->second);  // refused by the quota: tried again on the next record
 }
 
-// The newest snapshot that at least two peers announce with the same content id (one, if only
-// one peer announces snapshots at all): a single peer cannot feed us a state of its own making.
-// Out of step with a known majority (checkAgreement), only that majority's snapshots count: the
-// other odd peers out announce the state we are leaving. Snapshots that failed or were refused
-// are skipped; one that stalled comes after every other candidate. → ((round, id), votes).
+// The snapshot to take (core/node/standing.h, chooseSnapshot): the newest adoptable one that two
+// peers announce and that carries half the weight of all announcers — votes weigh the work each
+// announcer did for us, so fresh Sybil keys do not outvote the peers we merged with. Out of step
+// with a known majority (checkAgreement), only that majority's snapshots count: the other odd
+// peers out announce the state we are leaving. Snapshots that failed or were refused are skipped;
+// one that stalled comes after every other candidate. → ((round, id), announcers).
 std::optional<std::pair<std::pair<qint64, std::string>, int>> Node::bestAnnouncedSnapshot() const {
-  std::map<std::pair<qint64, std::string>, int> votes;
-  std::set<std::string> announcers;
+  SnapshotBallot ballot;
   for (const auto& p : swarm_.peers()) {
     if (isBanned(p.id) || (!majority_.empty() && !majority_.count(p.id))) continue;
-    for (const auto& [round, id] : p.snapshot) {
-      if (badSnapshots_.count(id)) continue;
-      ++votes[{round, id}];
-      announcers.insert(p.id);
-    }
+    for (const auto& [round, id] : p.snapshot)
+      if (!badSnapshots_.count(id)) ballot.votes[{round, id}].insert(p.id);
   }
-  const int needed = announcers.size() >= 2 ? 2 : 1;
   // A snapshot of the round we merged counts: being out of step means our state of that round is
   // not the swarm's (the netlab's partition: the odd peer out merged round 4 with 5 of 6, the
   // others' round-4 snapshot was there, and `>` ignored it).
   // From a known majority: any of its snapshots since the round we split from it.
-  const qint64 oldest = majority_.empty() ? mergedRound_ : majoritySince_;
-  const qint64 newest = newestAdoptableRound();
-  for (bool allowStalled : {false, true})
-    for (auto it = votes.rbegin(); it != votes.rend(); ++it)
-      if (it->second >= needed && it->first.first >= oldest && it->first.first <= newest &&
-          (allowStalled || !stalledSnapshots_.count(it->first.second)))
-        return std::pair{it->first, it->second};
-  return std::nullopt;
+  ballot.oldest = majority_.empty() ? mergedRound_ : majoritySince_;
+  ballot.newest = newestAdoptableRound();
+  ballot.stalled = stalledSnapshots_;
+  const auto choice = chooseSnapshot(ballot, standing_);
+  if (!choice) return std::nullopt;
+  return std::pair{std::pair{choice->round, choice->contentId}, choice->announcers};
 }
 
 // Never past the swarm's round (the median of the running peers' rounds, peer_rules.h) by more
@@ -160,31 +154,35 @@ void Node::publishSnapshot(qint64 round, const QString& path) {
 // Agreement (docs/ARCHITECTURE.md, "Agreement"): every record carries the fingerprint of the state its
 // peer merged for its last two rounds. For each of our last two rounds, the live peers that
 // merged it group by fingerprint. A group holds the swarm's state once it has more than half of
-// those peers plus those still gathering that round (us included), or, when none is still
-// gathering it, if it is the largest (a tie goes to the smaller fingerprint, so every peer picks
-// the same group). Deciding on fewer was wrong in the netlab: a cut peer saw only the other cut
-// peer's record, took the tie and adopted that peer's odd state. Both rounds, because a peer
-// whose deadline hit early has merged the next round before the others report the one it merged
-// alone. A peer that skipped the round (it took a later snapshot) or is behind it has no say.
+// the weight of those peers plus those still gathering that round (us included), or, when none is
+// still gathering it, if it is the heaviest (a tie goes to the smaller fingerprint). Weight is
+// standing (core/node/standing.h): 1 + the rounds we merged the peer's work; among peers we
+// merged equally often this is a head count, so every peer picks the same group. Deciding on fewer was wrong in the
+// netlab: a cut peer saw only the other cut peer's record, took the tie and adopted that peer's odd state. Both rounds,
+// because a peer whose deadline hit early has merged the next round before the others report the one it merged alone. A
+// peer that skipped the round (it took a later snapshot) or is behind it has no say.
 std::optional<Node::StateGroup> Node::swarmStateOf(qint64 round, const std::string& own) const {
   std::map<std::string, std::set<std::string>> groups;  // fingerprint → peer ids (ordered: ties → smaller)
   groups[own].insert(swarm_.selfId());
-  std::size_t reported = 1, gathering = 0;
+  std::set<std::string> reporting{swarm_.selfId()}, gathering;
   for (const auto& p : swarm_.peers()) {
     if (isBanned(p.id) || p.claims.empty()) continue;
     if (auto m = p.merged.find(round); m != p.merged.end()) {
       groups[m->second].insert(p.id);
-      ++reported;
+      reporting.insert(p.id);
     } else if (p.round == round) {
-      ++gathering;
+      gathering.insert(p.id);
     }
   }
-  const std::size_t reached = reported + gathering;
+  const std::int64_t reached = totalWeight(standing_, reporting) + totalWeight(standing_, gathering);
   if (groups.size() < 2) return std::nullopt;  // nobody disagrees (yet)
+  // The heaviest group is the swarm's (votes weigh accepted work, core/node/standing.h: fresh keys
+  // reporting a state of their own do not make us the odd one out); ties → smaller fingerprint.
   auto largest = groups.begin();
   for (auto it = groups.begin(); it != groups.end(); ++it)
-    if (it->second.size() > largest->second.size()) largest = it;
-  if (2 * largest->second.size() <= reached && gathering > 0) return std::nullopt;  // not decided yet
+    if (totalWeight(standing_, it->second) > totalWeight(standing_, largest->second)) largest = it;
+  if (2 * totalWeight(standing_, largest->second) <= reached && !gathering.empty())
+    return std::nullopt;  // not decided yet
   return StateGroup{largest->first, largest->second, groups[own].size()};
 }
 

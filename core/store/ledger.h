@@ -142,6 +142,8 @@ class LedgerReader {
   Expected<std::vector<ClaimRow>> claims(const std::string& runId, std::int64_t round);  // by peer, expert
   Expected<std::vector<PeerRow>> peers(const std::string& runId);                        // by peer id
   Expected<std::vector<PeerRow>> bannedPeers(const std::string& runId);
+  // Per peer id, the rounds in which its contribution was merged ("accepted"), by peer id.
+  Expected<std::vector<std::pair<std::string, std::int64_t>>> acceptedRounds(const std::string& runId);
   // The bans made at or after `sinceMs` (ms since the epoch), with their time and reason, by peer
   // id. Needs schema version 2 (peers.banned_at), which Ledger::open brings any ledger to.
   Expected<std::vector<PeerRow>> bansSince(const std::string& runId, std::int64_t sinceMs);

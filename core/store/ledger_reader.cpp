@@ -123,6 +123,17 @@ Expected<std::vector<PeerRow>> LedgerReader::bansSince(const std::string& runId,
       runId, sinceMs);
 }
 
+Expected<std::vector<std::pair<std::string, std::int64_t>>> LedgerReader::acceptedRounds(const std::string& runId) {
+  return rowsOf<std::pair<std::string, std::int64_t>>(
+      *db_, "accepted rounds",
+      "SELECT peer_id, COUNT(*) FROM contributions WHERE run_id = ? AND verdict = 'accepted' GROUP BY peer_id "
+      "ORDER BY peer_id",
+      [](const Row& row) {
+        return std::pair{row.text(0), row.integer(1)};
+      },
+      runId);
+}
+
 std::string LedgerReader::integrityCheck() {
   std::string report;
   auto status = db_->query("PRAGMA integrity_check",

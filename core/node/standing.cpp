@@ -1,0 +1,66 @@
+#include "core/node/standing.h"
+
+#include "core/store/ledger.h"
+
+#include <algorithm>
+
+namespace es::node {
+
+std::int64_t voteWeight(const Standing& standing, const std::string& id) {
+  const auto it = standing.find(id);
+  return 1 + (it == standing.end() ? 0 : std::clamp<std::int64_t>(it->second, 0, kStandingCap));
+}
+
+std::int64_t totalWeight(const Standing& standing, const std::set<std::string>& ids) {
+  std::int64_t sum = 0;
+  for (const auto& id : ids) sum += voteWeight(standing, id);
+  return sum;
+}
+
+namespace {
+
+// The heaviest eligible candidate of one round (ties: the smaller content id, met first).
+std::optional<SnapshotChoice> bestOfRound(SnapshotVotes::const_iterator first, SnapshotVotes::const_iterator last,
+                                          const Standing& standing, std::size_t neededCount, std::int64_t allWeight,
+                                          const std::set<std::string>* skip) {
+  std::optional<SnapshotChoice> best;
+  for (auto it = first; it != last; ++it) {
+    const auto& [key, announcers] = *it;
+    if (skip && skip->count(key.second)) continue;
+    const std::int64_t weight = totalWeight(standing, announcers);
+    if (announcers.size() < neededCount || 2 * weight < allWeight) continue;
+    if (!best || weight > best->weight) best = SnapshotChoice{key.first, key.second, int(announcers.size()), weight};
+  }
+  return best;
+}
+
+}  // namespace
+
+std::optional<SnapshotChoice> chooseSnapshot(const SnapshotBallot& ballot, const Standing& standing) {
+  std::set<std::string> voters;
+  for (const auto& [key, announcers] : ballot.votes) voters.insert(announcers.begin(), announcers.end());
+  const std::size_t neededCount = voters.size() >= 2 ? 2 : 1;
+  const std::int64_t allWeight = totalWeight(standing, voters);
+  // Stalled transfers are tried only once nothing else qualifies.
+  for (const auto* skip : {&ballot.stalled, static_cast<const std::set<std::string>*>(nullptr)}) {
+    auto roundEnd = ballot.votes.end();
+    while (roundEnd != ballot.votes.begin()) {  // newest round first
+      const std::int64_t round = std::prev(roundEnd)->first.first;
+      const auto roundBegin = ballot.votes.lower_bound({round, std::string()});
+      if (round >= ballot.oldest && round <= ballot.newest)
+        if (auto best = bestOfRound(roundBegin, roundEnd, standing, neededCount, allWeight, skip)) return best;
+      roundEnd = roundBegin;
+    }
+  }
+  return std::nullopt;
+}
+
+Expected<Standing> loadStanding(const std::string& dbPath, const std::string& runId) {
+  auto reader = store::LedgerReader::open(dbPath);
+  if (!reader) return makeError(reader.error());
+  auto rows = (*reader)->acceptedRounds(runId);
+  if (!rows) return makeError(rows.error());
+  return Standing(rows->begin(), rows->end());
+}
+
+}  // namespace es::node

@@ -1,0 +1,126 @@
+// Specification of votes weighted by accepted work (core/node/standing.h; issue 15 item 1,
+// "Sybil majorities"): fresh keys that agree on a snapshot of their own do not outvote the peers
+// we merged with, two keys are still needed, and standing survives a restart via the ledger.
+#include "core/node/standing.h"
+#include "core/store/ledger.h"
+
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace es::node;
+
+namespace {
+
+const std::string kMigrations = std::string(ES_SHARE_DIR) + "/sql";
+
+// Three honest peers that each contributed to 10 of our rounds.
+Standing honestStanding() { return {{"honest-a", 10}, {"honest-b", 10}, {"honest-c", 10}}; }
+
+SnapshotBallot ballot(std::int64_t oldest, std::int64_t newest) {
+  SnapshotBallot b;
+  b.oldest = oldest;
+  b.newest = newest;
+  return b;
+}
+
+}  // namespace
+
+class StandingTest : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void aFreshKeyWeighsOneAndStandingIsCapped() {
+    const Standing s{{"worker", 5}, {"veteran", 10'000}, {"negative", -3}};
+    QCOMPARE(voteWeight(s, "stranger"), std::int64_t{1});
+    QCOMPARE(voteWeight(s, "worker"), std::int64_t{6});
+    QCOMPARE(voteWeight(s, "veteran"), 1 + kStandingCap);
+    QCOMPARE(voteWeight(s, "negative"), std::int64_t{1});
+    QCOMPARE(totalWeight(s, {"worker", "stranger"}), std::int64_t{7});
+  }
+
+  // The attack: two (or three) Sybil keys announce a newer snapshot of their own making. Counting
+  // keys, the newest snapshot with two announcers won; weighted, the honest one does.
+  void sybilKeysDoNotOutvoteThePeersWeMergedWith() {
+    auto b = ballot(8, 12);
+    b.votes[{10, "honest-state"}] = {"honest-a", "honest-b", "honest-c"};
+    b.votes[{12, "sybil-state"}] = {"sybil-1", "sybil-2", "sybil-3"};
+    const auto choice = chooseSnapshot(b, honestStanding());
+    QVERIFY(choice);
+    QCOMPARE(choice->contentId, std::string("honest-state"));
+    QCOMPARE(choice->announcers, 3);
+    QCOMPARE(choice->weight, std::int64_t{33});
+    // Without standing (a newcomer's view) keys are all there is: the newest with half the keys.
+    const auto newcomer = chooseSnapshot(b, {});
+    QVERIFY(newcomer);
+    QCOMPARE(newcomer->contentId, std::string("sybil-state"));
+  }
+
+  // Sybils that did as much accepted work as the honest peers weigh as much: standing is bought
+  // with work, not keys.
+  void sybilsThatDidTheWorkWeighAsMuch() {
+    auto b = ballot(8, 12);
+    b.votes[{10, "honest-state"}] = {"honest-a", "honest-b"};
+    b.votes[{12, "other-state"}] = {"worker-1", "worker-2"};
+    const Standing s{{"honest-a", 4}, {"honest-b", 4}, {"worker-1", 4}, {"worker-2", 4}};
+    QCOMPARE(chooseSnapshot(b, s)->contentId, std::string("other-state"));
+  }
+
+  // Within one round the heaviest state wins, whatever the key count.
+  void withinARoundTheHeaviestWins() {
+    auto b = ballot(10, 10);
+    b.votes[{10, "honest-state"}] = {"honest-a", "honest-b"};
+    b.votes[{10, "sybil-state"}] = {"sybil-1", "sybil-2", "sybil-3", "sybil-4"};
+    QCOMPARE(chooseSnapshot(b, honestStanding())->contentId, std::string("honest-state"));
+  }
+
+  // One key alone never feeds us a state while another key announces snapshots, however heavy it
+  // is; alone in the swarm, it may (a swarm of two).
+  void oneAnnouncerIsEnoughOnlyWhenItIsTheOnlyOne() {
+    auto b = ballot(0, 20);
+    b.votes[{12, "solo-state"}] = {"honest-a"};
+    QCOMPARE(chooseSnapshot(b, honestStanding())->contentId, std::string("solo-state"));
+    b.votes[{10, "other-state"}] = {"sybil-1"};
+    QVERIFY(!chooseSnapshot(b, honestStanding()));
+  }
+
+  // Rounds outside [oldest, newest] are not adoptable; a stalled transfer is tried only when no
+  // other candidate qualifies.
+  void boundsAndStalledTransfers() {
+    auto b = ballot(5, 11);
+    b.votes[{12, "too-new"}] = {"honest-a", "honest-b", "honest-c"};
+    b.votes[{4, "too-old"}] = {"honest-a", "honest-b", "honest-c"};
+    QVERIFY(!chooseSnapshot(b, honestStanding()));
+    b.votes[{10, "stalled"}] = {"honest-a", "honest-b", "honest-c"};
+    b.votes[{8, "older"}] = {"honest-a", "honest-b", "honest-c"};
+    b.stalled = {"stalled"};
+    QCOMPARE(chooseSnapshot(b, honestStanding())->contentId, std::string("older"));
+    b.votes.erase({8, "older"});
+    QCOMPARE(chooseSnapshot(b, honestStanding())->contentId, std::string("stalled"));
+  }
+
+  // The ledger's verdicts are the standing after a restart: accepted rounds count, rejected and
+  // stale ones and other runs do not.
+  void standingSurvivesARestart() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("expertswarm.db").toStdString();
+    {
+      auto ledger = es::store::Ledger::open(path, kMigrations);
+      QVERIFY2(ledger.ok(), ledger.ok() ? "" : ledger.error().c_str());
+      (*ledger)->joinRun("run-1", "default");
+      (*ledger)->joinRun("run-2", "other");
+      for (int round = 1; round <= 3; ++round)
+        (*ledger)->addContribution("run-1", {round, "peer-a", "id", 10, "accepted", ""});
+      (*ledger)->addContribution("run-1", {1, "peer-b", "id", 10, "accepted", ""});
+      (*ledger)->addContribution("run-1", {2, "peer-b", "id", 10, "stale", ""});
+      (*ledger)->addContribution("run-1", {3, "peer-c", "id", 10, "rejected", "norm"});
+      (*ledger)->addContribution("run-2", {1, "peer-c", "id", 10, "accepted", ""});
+      QVERIFY((*ledger)->flush().ok());
+    }
+    auto standing = loadStanding(path, "run-1");
+    QVERIFY2(standing.ok(), standing.ok() ? "" : standing.error().c_str());
+    QCOMPARE(*standing, (Standing{{"peer-a", 3}, {"peer-b", 1}}));
+  }
+};
+
+QTEST_APPLESS_MAIN(StandingTest)
+#include "tst_standing.moc"
