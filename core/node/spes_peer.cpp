@@ -7,6 +7,7 @@
 #include "core/node/round_dirs.h"
 #include "core/sync/contribution_file.h"
 #include "core/sync/merge.h"
+#include "core/sync/round_merge.h"
 #include "core/sync/validate.h"
 #include "core/train/trainer_impl.h"
 #include "core/train/trainer_weights.h"
@@ -84,6 +85,40 @@ void poison(NamedTensors& deltas, const std::string& kind, const train::TrainerO
 sync::AggregatePolicy aggregatePolicy(const SpesPeerConfig& config) {
   return {sync::parseSharedRule(config.aggregate).value_or(sync::SharedRule::Mean), config.clipIterations,
           config.clipTauFactor};
+}
+
+// Reads the round's contribution files. One that cannot be read, or that names another sender
+// than the peer that announced it, gets its verdict here; the rest go to the round's merge.
+std::vector<sync::RoundEntry> readEntries(const std::vector<IncomingContribution>& incoming,
+                                          std::vector<ContributionVerdict>& verdicts,
+                                          std::map<std::string, std::int64_t>& bytesOf) {
+  std::vector<sync::RoundEntry> entries;
+  for (const auto& c : incoming) {
+    ContributionVerdict v;
+    v.sender = c.sender;
+    std::error_code ec;
+    v.bytes = static_cast<std::int64_t>(fs::file_size(c.path, ec));
+    auto file = sync::loadContribution(c.path);
+    if (!file)
+      v.reason = "unreadable: " + file.error();
+    else if (file->header.sender != c.sender)
+      v.reason = "file names sender \"" + file->header.sender + "\"";
+    if (!v.reason.empty()) {
+      verdicts.push_back(std::move(v));
+      continue;
+    }
+    bytesOf[c.sender] = v.bytes;
+    entries.push_back({std::move(file->header), std::move(file->deltas), c.claims});
+  }
+  return entries;
+}
+
+sync::RoundPolicy roundPolicy(const SpesPeerConfig& config) {
+  sync::RoundPolicy policy{aggregatePolicy(config), std::nullopt, {}};
+  if (config.warmupAlpha0 > 0)
+    policy.warmup =
+        sync::WarmupConfig{config.warmupInterval, config.warmupAlpha0, config.warmupDecaySteps, config.warmupTopk};
+  return policy;
 }
 
 }  // namespace
@@ -233,63 +268,19 @@ Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<Inco
   MergeResult result;
   result.round = round;
   const sync::RoundContext context{d.config.runId, round, sync::stateFingerprint(d.base)};
-  // Sender order, not arrival order: every peer validates and merges the same list the same way.
-  auto sorted = incoming;
-  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.sender < b.sender; });
-  std::vector<sync::ContributionHeader> headers;
-  std::vector<NamedTensors> deltas;
-  std::vector<std::set<int>> claims;
-  std::vector<std::size_t> candidates;  // index into `sorted` of what reaches validateRound
-  result.verdicts.resize(sorted.size());
-  for (std::size_t i = 0; i < sorted.size(); ++i) {
-    auto& v = result.verdicts[i];
-    v.sender = sorted[i].sender;
-    std::error_code ec;
-    v.bytes = static_cast<std::int64_t>(fs::file_size(sorted[i].path, ec));
-    auto file = sync::loadContribution(sorted[i].path);
-    if (!file) {
-      v.reason = "unreadable: " + file.error();
-      continue;
-    }
-    if (file->header.sender != sorted[i].sender) {
-      v.reason = "file names sender \"" + file->header.sender + "\"";
-      continue;
-    }
-    if (file->header.run == context.run && file->header.round == round && file->header.baseHash != context.baseHash) {
-      v.stale = true;  // built on another base (the sender missed a contribution): skip, no ban
-      v.staleBase = file->header.baseHash;
-      v.reason = "stale base " + file->header.baseHash;
-      continue;
-    }
-    headers.push_back(file->header);
-    deltas.push_back(std::move(file->deltas));
-    claims.push_back(sorted[i].claims);
-    candidates.push_back(i);
-  }
-  const auto verdicts = sync::validateRound(headers, deltas, d.base, claims, context);
-  std::vector<sync::Contribution> accepted;
-  sync::Ownership owners;
-  for (std::size_t k = 0; k < candidates.size(); ++k) {
-    auto& v = result.verdicts[candidates[k]];
-    v.accepted = verdicts[k].accepted;
-    v.reason = verdicts[k].reason;
-    if (!v.accepted) continue;
-    for (int e : claims[k]) owners[e].insert(v.sender);
-    accepted.push_back({v.sender, std::move(deltas[k])});
-  }
-  result.accepted = static_cast<int>(accepted.size());
-  NamedTensors merged;
-  try {
-    merged = sync::aggregate(d.base, accepted, owners, aggregatePolicy(d.config));
-    sync::WarmupConfig warmup{d.config.warmupInterval, d.config.warmupAlpha0, d.config.warmupDecaySteps,
-                              d.config.warmupTopk};
-    const std::int64_t mergeStep = round * d.config.syncEvery;
-    result.alpha = d.config.warmupAlpha0 > 0 ? sync::warmupAlpha(warmup, mergeStep) : 0.0;
-    if (result.alpha > 0)
-      merged = sync::applyMergingWarmup(merged, d.config.trainer.model, result.alpha, d.config.warmupTopk);
-  } catch (const std::exception& e) {
-    return makeError("merging round " + std::to_string(round) + ": " + e.what());
-  }
+  std::map<std::string, std::int64_t> bytesOf;  // sender → file size, for the verdicts
+  auto entries = readEntries(incoming, result.verdicts, bytesOf);
+  // The round's merge: the same function the simulator runs (issue 13, item 2).
+  auto outcome = sync::mergeRound(d.base, context, std::move(entries), roundPolicy(d.config),
+                                  round * d.config.syncEvery, d.config.trainer.model);
+  if (!outcome) return makeError(outcome.error());
+  for (const auto& e : outcome->verdicts)
+    result.verdicts.push_back({e.sender, e.accepted, e.stale, e.staleBase, e.reason, bytesOf[e.sender]});
+  std::sort(result.verdicts.begin(), result.verdicts.end(),
+            [](const auto& a, const auto& b) { return a.sender < b.sender; });
+  result.accepted = static_cast<int>(outcome->accepted.size());
+  result.alpha = outcome->alpha;
+  NamedTensors merged = std::move(outcome->merged);
   // Keep what this peer learned since it wrote its contribution (training never waited).
   auto local = train::trainerWeights(*d.trainer);
   if (evaluate) {  // the merged state alone, then our progress on top
@@ -300,7 +291,7 @@ Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<Inco
   for (std::size_t i = 0; i < merged.size(); ++i)
     adopted.emplace_back(merged[i].first, merged[i].second + (local[i].second - d.snapshot[i].second));
   if (auto s = train::setTrainerWeights(*d.trainer, adopted); !s) return makeError(s.error());
-  result.fingerprint = sync::stateFingerprint(merged);
+  result.fingerprint = outcome->fingerprint;
   result.sharedFingerprint = sync::stateFingerprint(sharedOnly(merged));
   d.base = std::move(merged);
   d.baseRound = round;

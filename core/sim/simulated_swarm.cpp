@@ -109,14 +109,12 @@ Expected<SimResult> runSwarm(Strategy strategy, const SimConfig& c, const train:
   // Each peer: its own disjoint shard, its own data stream, the run's seed (same initial weights).
   const auto shards = splitTokens(data.train, c.peers, c.shardBlockTokens);
   std::vector<detail::Peer> peers;
-  sync::Ownership owners;
   for (int p = 0; p < c.peers; ++p) {
     detail::Peer peer{"peer-" + std::to_string(p), claims[static_cast<std::size_t>(p)], nullptr, {}};
     train::TrainerOptions options{c.model, c.train, c.seed, c.dataSeed + static_cast<std::uint64_t>(p), peer.claims};
     auto created = train::Trainer::create(options, shards[static_cast<std::size_t>(p)], data.val);
     if (!created) return makeError(peer.id + ": " + created.error());
     peer.trainer = std::move(*created);
-    for (int e : peer.claims) owners[e].insert(peer.id);
     result.optimizerStateBytesPerPeer =
         std::max(result.optimizerStateBytesPerPeer, peer.trainer->optimizerStateBytes());
     peers.push_back(std::move(peer));
@@ -140,7 +138,7 @@ Expected<SimResult> runSwarm(Strategy strategy, const SimConfig& c, const train:
       }
     }
     const auto mergeStart = Clock::now();
-    auto outcome = detail::syncRound(peers, {round, end, base, owners, c}, observer, log);
+    auto outcome = detail::syncRound(peers, {round, end, base, c}, observer, log);
     if (!outcome) return makeError(outcome.error());
     base = std::move(outcome->merged);
     result.merges += 1;

@@ -1,6 +1,7 @@
 #include "core/sim/swarm_round.h"
 
 #include "core/sync/contribution_file.h"
+#include "core/sync/round_merge.h"
 #include "core/sync/validate.h"
 #include "core/train/trainer_weights.h"
 
@@ -64,10 +65,10 @@ bool sameWeights(const ckpt::NamedTensors& a, const ckpt::NamedTensors& b) {
 }
 
 // Peer p sees the contributions in its own arrival order (rotated by p, reversed for odd p):
-// aggregate() promises that the order does not change the result, and the identity check
-// after the merge holds it to that.
-std::vector<sync::Contribution> arrivalOrder(const std::vector<sync::Contribution>& accepted, std::size_t p) {
-  std::vector<sync::Contribution> order = accepted;
+// mergeRound promises that the order does not change the result, and the identity check after
+// the merge holds it to that.
+std::vector<sync::RoundEntry> arrivalOrder(const std::vector<sync::RoundEntry>& entries, std::size_t p) {
+  std::vector<sync::RoundEntry> order = entries;
   if (order.empty()) return order;
   std::rotate(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(p % order.size()), order.end());
   if (p % 2 == 1) std::reverse(order.begin(), order.end());
@@ -98,9 +99,8 @@ Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in,
   const sync::RoundContext context{kRun, in.round, sync::stateFingerprint(in.base)};
 
   // 1. Every peer builds, measures and "sends" its contribution.
-  std::vector<ckpt::NamedTensors> local, received;
-  std::vector<sync::ContributionHeader> headers;
-  std::vector<std::set<int>> claims;
+  std::vector<ckpt::NamedTensors> local;
+  std::vector<sync::RoundEntry> entries;
   for (std::size_t p = 0; p < peers.size(); ++p) {
     local.push_back(train::trainerWeights(*peers[p].trainer));
     const auto deltas = contributionDeltas(*peers[p].trainer, local.back(), in.base);
@@ -108,40 +108,37 @@ Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in,
     sync::ContributionHeader header{kRun, in.round, peers[p].id, context.baseHash, sync::codecName(config.codec)};
     auto arrived = transport(deltas, header, config);
     if (!arrived) return makeError(peers[p].id + " round " + std::to_string(in.round) + ": " + arrived.error());
-    received.push_back(std::move(*arrived));
-    headers.push_back(header);
-    claims.emplace_back(peers[p].claims.begin(), peers[p].claims.end());
+    entries.push_back({header, std::move(*arrived), {peers[p].claims.begin(), peers[p].claims.end()}});
   }
 
-  // 2. Validation, as a receiver does it; a rejected contribution is left out of the merge.
-  const auto verdicts = sync::validateRound(headers, received, in.base, claims, context);
-  std::vector<sync::Contribution> accepted;
-  for (std::size_t p = 0; p < peers.size(); ++p) {
-    if (verdicts[p].accepted) {
-      accepted.push_back({peers[p].id, std::move(received[p])});
-    } else {
-      ++out.rejected;
-      log(peers[p].id + " round " + std::to_string(in.round) + " rejected: " + verdicts[p].reason);
-    }
-  }
-
-  // 3. Every peer merges by itself, in its own arrival order, and adopts the result (the
-  //    optimizer moments stay, as in SPES).
-  out.alpha = config.warmup ? sync::warmupAlpha(config.warmupConfig, in.step) : 0.0;
+  // 2. Every peer merges by itself — the client's own round function (sync::mergeRound:
+  //    validation, the accepted senders' ownership, aggregate, warm-up), fed in its own arrival
+  //    order — and adopts the result (the optimizer moments stay, as in SPES).
+  sync::RoundPolicy policy{config.aggregate, std::nullopt, {}};
+  if (config.warmup) policy.warmup = config.warmupConfig;
   ckpt::NamedTensors firstMerged;
+  std::vector<sync::Contribution> accepted;
+  sync::Ownership owners;
   for (std::size_t p = 0; p < peers.size(); ++p) {
-    ckpt::NamedTensors merged;
-    try {  // es_sync throws only on caller errors (a duplicate sender, a misshapen delta)
-      merged = sync::aggregate(in.base, arrivalOrder(accepted, p), in.owners, config.aggregate);
-      if (config.outerLr != 1.0 || config.outerMomentum != 0.0)
-        merged = outerStep(in.base, merged, peers[p].outerMomentum, config);
-      if (out.alpha > 0) merged = sync::applyMergingWarmup(merged, config.model, out.alpha, config.warmupConfig.topk);
-    } catch (const std::exception& e) {
-      return makeError(peers[p].id + " merging round " + std::to_string(in.round) + ": " + e.what());
-    }
-    if (auto set = train::setTrainerWeights(*peers[p].trainer, merged); !set)
+    sync::OuterStep outer;
+    if (config.outerLr != 1.0 || config.outerMomentum != 0.0)
+      outer = [&](const ckpt::NamedTensors& base, ckpt::NamedTensors merged) {
+        return outerStep(base, merged, peers[p].outerMomentum, config);
+      };
+    auto merge = sync::mergeRound(in.base, context, arrivalOrder(entries, p), policy, in.step, config.model, outer);
+    if (!merge) return makeError(peers[p].id + ": " + merge.error());
+    if (auto set = train::setTrainerWeights(*peers[p].trainer, merge->merged); !set)
       return makeError(peers[p].id + " adopting the merge: " + set.error());
-    if (p == 0) firstMerged = std::move(merged);
+    if (p != 0) continue;
+    for (const auto& v : merge->verdicts)
+      if (!v.accepted) {
+        ++out.rejected;
+        log(v.sender + " round " + std::to_string(in.round) + " rejected: " + v.reason);
+      }
+    out.alpha = merge->alpha;
+    firstMerged = std::move(merge->merged);
+    accepted = std::move(merge->accepted);
+    owners = std::move(merge->owners);
   }
 
   // 4. Same inputs → same state: every peer must now hold exactly what peer 0 computed.
@@ -152,7 +149,7 @@ Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in,
   if (observer) {
     std::vector<std::vector<int>> claimLists;
     for (const auto& peer : peers) claimLists.push_back(peer.claims);
-    observer(MergeRecord{in.round, in.step, out.alpha, in.base, local, accepted, claimLists, in.owners, out.merged});
+    observer(MergeRecord{in.round, in.step, out.alpha, in.base, local, accepted, claimLists, owners, out.merged});
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // One sync round of the simulated swarm (internal to es_sim): every peer's contribution goes
-// through the real client's path, then every peer merges on its own and the results are checked
-// for bit-identity.
+// through the real client's path (codec, contribution file), then every peer merges on its own
+// with the client's round function (sync::mergeRound) and the results are checked for
+// bit-identity.
 #pragma once
 
 #include "core/sim/simulated_swarm.h"
@@ -31,7 +32,6 @@ struct RoundInput {
   int round = 0;
   std::int64_t step = 0;
   const ckpt::NamedTensors& base;
-  const sync::Ownership& owners;
   const SimConfig& config;
 };
 

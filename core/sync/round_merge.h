@@ -1,0 +1,67 @@
+// One round's merge, as every peer computes it: the one function that both the client
+// (SpesPeer::merge, core/node) and the simulated swarm (core/sim) run, so what the benches
+// measure is what the client does (issue 13, item 2). docs/ARCHITECTURE.md, "Merge rule".
+//
+//   contributions (decoded, any order) ─ sort by sender ─ stale check ─ validateRound ─┐
+//   owners = the accepted senders' claims ─ aggregate ─ [outer step] ─ warm-up ─ fingerprint
+//
+// Pure: LibTorch and the standard library; no files, no Qt, no networking.
+#pragma once
+
+#include "core/common/expected.h"
+#include "core/model/model_config.h"
+#include "core/sync/contribution_header.h"
+#include "core/sync/merge.h"
+#include "core/sync/validate.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace es::sync {
+
+// One contribution of the round that arrived and decoded.
+struct RoundEntry {
+  ContributionHeader header;  // as the file says (header.sender is the sender)
+  NamedTensors deltas;
+  std::set<int> claims;  // the experts the sender's signed record claimed for this round
+};
+
+struct RoundPolicy {
+  AggregatePolicy aggregate;
+  std::optional<WarmupConfig> warmup;  // SPES's expert-merging warm-up; nullopt: none
+  ValidationPolicy validation;
+};
+
+struct EntryVerdict {
+  std::string sender;
+  bool accepted = false;
+  bool stale = false;     // this round of this run, built on another base: skipped, no ban
+  std::string staleBase;  // that base, when stale
+  std::string reason;     // empty when accepted
+};
+
+struct RoundMerge {
+  NamedTensors merged;                 // the new base, in `base`'s order
+  std::vector<EntryVerdict> verdicts;  // one per entry, in sender order
+  std::vector<Contribution> accepted;  // what was merged, in sender order
+  Ownership owners;                    // expert → accepted senders that claimed it
+  double alpha = 0;                    // warm-up factor applied (0: none)
+  std::string fingerprint;             // stateFingerprint(merged)
+};
+
+// An optional step between the aggregate and the warm-up (the simulator's experimental outer
+// optimizer); the client passes none.
+using OuterStep = std::function<NamedTensors(const NamedTensors& base, NamedTensors merged)>;
+
+// Merges `entries` onto `base` for the round in `context`; `mergeStep` is the training step the
+// merge happens at (the warm-up's alpha depends on it). The same inputs in any order give the
+// bit-identical result. An error only for caller mistakes (two entries of one sender).
+Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& context, std::vector<RoundEntry> entries,
+                                const RoundPolicy& policy, std::int64_t mergeStep, const model::ModelConfig& model,
+                                const OuterStep& outer = {});
+
+}  // namespace es::sync

@@ -1,0 +1,133 @@
+// The round's merge as one function (core/sync/round_merge.h; issue 13 item 2): the client and
+// the simulator both run it. Order independence, stale entries skipped without a verdict against
+// them, rejected senders owning nothing, duplicate senders refused, and the outer-step hook.
+#ifndef Q_MOC_RUN  // moc need not parse LibTorch
+#include "core/model/tensor_names.h"
+#include "core/sync/round_merge.h"
+
+#include <torch/torch.h>
+#endif
+
+#include <QtTest>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+using namespace es::sync;
+using es::model::expertTensorName;
+
+namespace {
+
+const std::string kRun = "run-1";
+const std::string kShared = "norm.weight";
+std::string expert(int e) { return expertTensorName(0, e, "w1"); }
+
+at::Tensor vec(std::vector<float> values) { return torch::tensor(values, torch::kFloat); }
+
+NamedTensors base() {
+  return {{kShared, vec({1, 2})}, {expert(0), vec({10, 20})}, {expert(1), vec({30, 40})}, {expert(2), vec({50, 60})}};
+}
+
+RoundContext context() { return {kRun, 3, stateFingerprint(base())}; }
+
+// A contribution of `sender` owning expert `e`: shared and expert deltas of size `d`.
+RoundEntry entry(const std::string& sender, int e, float d) {
+  ContributionHeader header{kRun, 3, sender, context().baseHash, "f32"};
+  return {header, {{kShared, vec({d, d})}, {expert(e), vec({d, -d})}}, {e}};
+}
+
+bool sameBits(const NamedTensors& a, const NamedTensors& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto &x = a[i].second.contiguous(), &y = b[i].second.contiguous();
+    if (a[i].first != b[i].first || x.sizes() != y.sizes() ||
+        std::memcmp(x.data_ptr(), y.data_ptr(), x.numel() * x.element_size()) != 0)
+      return false;
+  }
+  return true;
+}
+
+const at::Tensor& find(const NamedTensors& tensors, const std::string& name) {
+  for (const auto& [n, t] : tensors)
+    if (n == name) return t;
+  throw std::runtime_error("no tensor " + name);
+}
+
+}  // namespace
+
+class RoundMergeTest : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void initTestCase() { torch::set_num_threads(1); }
+
+  void anyArrivalOrderGivesTheSameBitsAndVerdictsInSenderOrder() {
+    std::vector<RoundEntry> entries{entry("peer-c", 2, 0.3f), entry("peer-a", 0, 0.1f), entry("peer-b", 1, 0.2f)};
+    auto first = mergeRound(base(), context(), entries, {}, 30, {});
+    std::reverse(entries.begin(), entries.end());
+    auto second = mergeRound(base(), context(), entries, {}, 30, {});
+    QVERIFY2(first.ok() && second.ok(), first.ok() ? "" : first.error().c_str());
+    QVERIFY(sameBits(first->merged, second->merged));
+    QCOMPARE(first->fingerprint, second->fingerprint);
+    QCOMPARE(first->fingerprint, stateFingerprint(first->merged));
+    QCOMPARE(int(first->verdicts.size()), 3);
+    for (std::size_t i = 0; i < 3; ++i) {
+      QCOMPARE(first->verdicts[i].sender, std::string(1, "abc"[i]).insert(0, "peer-"));
+      QVERIFY2(first->verdicts[i].accepted, first->verdicts[i].reason.c_str());
+    }
+    // Shared: base + mean of the three deltas; expert 1 from its owner alone.
+    QVERIFY(torch::allclose(find(first->merged, kShared), vec({1.2f, 2.2f})));
+    QVERIFY(torch::allclose(find(first->merged, expert(1)), vec({30.2f, 39.8f})));
+  }
+
+  // Built on another base: skipped as stale (no verdict against the sender), merged as if absent.
+  void aStaleEntryIsSkippedNotRejected() {
+    auto stale = entry("peer-s", 2, 5.0f);
+    stale.header.baseHash = "0123456789abcdef";
+    auto with = mergeRound(base(), context(), {entry("peer-a", 0, 0.1f), stale}, {}, 30, {});
+    auto without = mergeRound(base(), context(), {entry("peer-a", 0, 0.1f)}, {}, 30, {});
+    QVERIFY(with.ok() && without.ok());
+    QVERIFY(sameBits(with->merged, without->merged));
+    const auto& v = with->verdicts.at(1);
+    QCOMPARE(v.sender, std::string("peer-s"));
+    QVERIFY(v.stale && !v.accepted);
+    QCOMPARE(v.staleBase, std::string("0123456789abcdef"));
+    QCOMPARE(int(with->accepted.size()), 1);
+  }
+
+  // A rejected sender owns nothing: the expert it claimed keeps its base value.
+  void aRejectedSenderOwnsNothing() {
+    auto poisoned = entry("peer-x", 2, 0.1f);
+    poisoned.deltas[1].second = vec({std::numeric_limits<float>::quiet_NaN(), 0});
+    auto merge = mergeRound(base(), context(), {entry("peer-a", 0, 0.1f), poisoned}, {}, 30, {});
+    QVERIFY(merge.ok());
+    QVERIFY(!merge->verdicts.at(1).accepted && !merge->verdicts.at(1).stale);
+    QVERIFY(!merge->verdicts.at(1).reason.empty());
+    QVERIFY(!merge->owners.count(2));
+    QVERIFY(torch::equal(find(merge->merged, expert(2)), vec({50, 60})));
+  }
+
+  void twoEntriesOfOneSenderAreRefused() {
+    auto merge = mergeRound(base(), context(), {entry("peer-a", 0, 0.1f), entry("peer-a", 1, 0.2f)}, {}, 30, {});
+    QVERIFY(!merge.ok());
+    QVERIFY(QString::fromStdString(merge.error()).contains("peer-a"));
+  }
+
+  // The simulator's outer step sees the aggregate and its result is what the round returns.
+  void theOuterStepReplacesTheAggregate() {
+    bool called = false;
+    const OuterStep backToBase = [&called](const NamedTensors& b, NamedTensors merged) {
+      called = merged.size() == b.size();
+      return b;
+    };
+    auto merge = mergeRound(base(), context(), {entry("peer-a", 0, 0.1f)}, {}, 30, {}, backToBase);
+    QVERIFY(merge.ok());
+    QVERIFY(called);
+    QVERIFY(sameBits(merge->merged, base()));
+    QCOMPARE(merge->fingerprint, context().baseHash);
+  }
+};
+
+QTEST_APPLESS_MAIN(RoundMergeTest)
+#include "tst_round_merge.moc"
