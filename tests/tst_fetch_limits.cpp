@@ -17,6 +17,8 @@
 #include <QFileInfo>
 #include <QTemporaryDir>
 
+#include <functional>
+
 #include <torch/torch.h>
 
 using namespace es;
@@ -157,10 +159,32 @@ class FetchLimitsTest : public QObject {
   void nodeRefusesAWrongSizeAndBansItsSender();
   void aSnapshotIsAdoptedOnlyAsAnnouncedAndFinite();
   void nodeTrainsOnAtItsDiskQuota();
+  void aPeerStaleTwoRoundsInARowIsNotWaitedFor();
 
  private:
   NodeConfig configFor(const QString& name, int rounds) const;
+  struct NodeRun {
+    std::vector<RoundSummary> rounds;
+    QStringList log;
+  };
+  // Runs `node` to its last round, keeping its rounds and messages; `onRound` sees each round.
+  bool runToEnd(Node& node, NodeRun& run, const std::function<void(const RoundSummary&)>& onRound = {});
 };
+
+bool FetchLimitsTest::runToEnd(Node& node, NodeRun& run, const std::function<void(const RoundSummary&)>& onRound) {
+  bool finished = false;
+  connect(&node, &Node::roundClosed, this, [&run, onRound](const RoundSummary& s) {
+    run.rounds.push_back(s);
+    if (onRound) onRound(s);
+  });
+  connect(&node, &Node::message, this, [&run](const QString& m) {
+    run.log << m;
+    qInfo("%s", qPrintable(m));
+  });
+  connect(&node, &Node::finished, this, [&finished] { finished = true; });
+  node.start();
+  return test::waitUntil([&] { return finished; }, 180000);
+}
 
 NodeConfig FetchLimitsTest::configFor(const QString& name, int rounds) const {
   NodeConfig c = test::tinyNodeConfig(*data_, dir_.path(), name);
@@ -213,17 +237,9 @@ void FetchLimitsTest::nodeTrainsOnAtItsDiskQuota() {
   auto config = configFor("quota", 2);
   config.diskQuotaBytes = 1;  // the state folder alone is more
   Node node(swarm, config, data_->train, data_->val);
-  std::vector<RoundSummary> rounds;
-  QStringList log;
-  bool finished = false;
-  connect(&node, &Node::roundClosed, this, [&](const RoundSummary& s) { rounds.push_back(s); });
-  connect(&node, &Node::message, this, [&](const QString& m) {
-    log << m;
-    qInfo("%s", qPrintable(m));
-  });
-  connect(&node, &Node::finished, this, [&finished] { finished = true; });
-  node.start();
-  QVERIFY2(test::waitUntil([&] { return finished; }, 180000), "the node did not finish");
+  NodeRun run;
+  QVERIFY2(runToEnd(node, run), "the node did not finish");
+  const auto& [rounds, log] = run;
   QCOMPARE(int(rounds.size()), 2);
   for (const auto& r : rounds) {
     QCOMPARE(r.peers, 1);  // only its own: nothing was fetched
@@ -233,6 +249,49 @@ void FetchLimitsTest::nodeTrainsOnAtItsDiskQuota() {
   QVERIFY(node.view().diskQuotaReached);
   QCOMPARE(node.view().diskQuotaBytes, std::int64_t(1));
   QVERIFY(swarm.fetchLimits().empty());  // no fetch was even started
+}
+
+// Issue 15 item 1 (stale floods): "stale-z" claims expert 1 and announces, every round, a
+// well-formed contribution of the predicted size built on a base nobody holds. It is fetched
+// and skipped as stale (never a ban: a deadline can split honest peers); after kStaleRounds
+// rounds in a row — while the node holds the swarm's state — it is not waited for (round 3
+// expects the node alone), and the node never resyncs to it.
+void FetchLimitsTest::aPeerStaleTwoRoundsInARowIsNotWaitedFor() {
+  MemorySwarmHub hub("tiny-run");
+  MemorySwarm swarm(hub, "peer-a"), sybil(hub, "stale-z");  // the 1-against-1 rule: the larger id gives in
+  const auto config = configFor("peer-a", 4);
+  const auto announceStale = [&](qint64 round) {
+    const sync::ContributionHeader header{"tiny-run", round, "stale-z", "0123456789abcdef", config.peer.codec};
+    const auto path = dir_.filePath(QString("stale-%1.safetensors").arg(round)).toStdString();
+    QVERIFY(sync::saveContribution(path, header, deltasFor(config.peer.trainer.model, {1})).ok());
+    const auto id = sybil.publish(path);
+    QVERIFY(id.ok());
+    Announcement a;
+    a.round = round;
+    a.claims = {1};
+    a.leaseUntil = round + config.policy.leaseRounds;
+    a.contrib[round] = *id;
+    QVERIFY(sybil.announce(a).ok());
+  };
+  announceStale(1);
+  Node node(swarm, config, data_->train, data_->val);
+  NodeRun run;
+  QVERIFY2(runToEnd(node, run, [&](const RoundSummary& s) { announceStale(s.round + 1); }), "the node did not finish");
+  const auto& [rounds, log] = run;
+  QCOMPARE(int(rounds.size()), 4);
+  for (int r = 0; r < 2; ++r) {  // waited for, arrived, skipped as stale
+    QCOMPARE(rounds[r].expected, 2);
+    bool stale = false;
+    for (const auto& v : rounds[r].merge.verdicts) stale = stale || (v.sender == "stale-z" && v.stale);
+    QVERIFY2(stale, qPrintable(QString("round %1: no stale verdict for stale-z").arg(r + 1)));
+  }
+  for (int r = 2; r < 4; ++r) {
+    QCOMPARE(rounds[r].expected, 1);  // not waited for
+    QVERIFY(!rounds[r].deadlineHit);
+  }
+  QCOMPARE(log.filter("built on another base than the swarm's 2 rounds in a row").size(), 1);
+  QVERIFY(log.filter("peer banned").isEmpty());
+  QVERIFY(log.filter("Out of step").isEmpty());
 }
 
 QTEST_GUILESS_MAIN(FetchLimitsTest)

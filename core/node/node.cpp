@@ -166,8 +166,10 @@ std::vector<SwarmPeer> Node::livePeers(qint64 round, bool withNoShows) const {
   if (!withNoShows)
     live.erase(std::remove_if(live.begin(), live.end(),
                               [this](const SwarmPeer& p) {
-                                const auto it = noShows_.find(p.id);
-                                return it != noShows_.end() && it->second >= kNoShowRounds;
+                                const auto noShow = noShows_.find(p.id);
+                                const auto stale = staleStreak_.find(p.id);
+                                return (noShow != noShows_.end() && noShow->second >= kNoShowRounds) ||
+                                       (stale != staleStreak_.end() && stale->second >= kStaleRounds);
                               }),
                live.end());
   return live;
@@ -251,6 +253,7 @@ void Node::onMerged(const RoundMerged& merged) {
   noteFingerprint(s.round, s.merge.fingerprint);
   if (!merged.snapshotPath.isEmpty()) publishSnapshot(s.round, merged.snapshotPath);
   resyncIfOutOfStep(merged.result);
+  countStale(merged.result);
   retireUnarrived();
   gather_.reset();
   retireOldContent(s.round);

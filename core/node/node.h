@@ -63,6 +63,7 @@ constexpr int kMaxConcurrentFetches = 8;
 // A peer whose announced contribution never began to arrive (not one byte by round close) this many
 // rounds in a row is not waited for (nor counted as an owner) until one arrives again (issue 15, item 3).
 constexpr int kNoShowRounds = 2;
+constexpr int kStaleRounds = 2;  // contributions on another base in a row, while we hold the majority's state
 
 // Pre-flight check: how many experts fit in `availableBytes`. Every peer holds the whole model
 // four times (weights, merged base, contribution snapshot, the background writer's copy) plus
@@ -172,7 +173,8 @@ class Node : public QObject {
   void noteFingerprint(qint64 round, const std::string& fingerprint);
   // Claims, a lease that holds at `round`, not banned, not silent (core/node/peer_rules.h).
   // Without `withNoShows`, peers whose announced contributions did not arrive kNoShowRounds
-  // rounds in a row are left out too (they are still fetched from, so they come back at once).
+  // rounds in a row, or were stale kStaleRounds rounds in a row while we held the majority's
+  // state, are left out too (they are still fetched from, so they come back at once).
   std::vector<SwarmPeer> livePeers(qint64 round, bool withNoShows = false) const;
   void loadBans();  // node_bans.cpp: the run's bans in force and the peers' standing, from the ledger
   void noteStanding(const MergeResult& result);  // node_bans.cpp: accepted contributions add weight
@@ -182,6 +184,7 @@ class Node : public QObject {
   // onMerged's steps (node.cpp).
   RoundSummary summarize(const RoundMerged& merged) const;
   void resyncIfOutOfStep(const MergeResult& result);
+  void countStale(const MergeResult& result);  // node_gather.cpp: after resyncIfOutOfStep
   void retireOldContent(qint64 mergedRound);
   void advanceRound(const RoundSummary& summary);
   // What the ledger records of a merged round, captured at merge time (node_record.cpp).
@@ -246,6 +249,7 @@ class Node : public QObject {
   mutable std::map<std::string, std::int64_t> claimingSince_;
   std::map<std::string, int> fetchRetries_;  // content id → failed fetches restarted
   std::map<std::string, int> noShows_;       // sender → rounds in a row its announced contribution sent no byte
+  std::map<std::string, int> staleStreak_;   // sender → rounds in a row its contribution was stale (we in step)
   std::set<std::string> snapshotFetches_;    // snapshot content ids fetched (retired at round close)
   qint64 quotaReportedRound_ = -1;           // the quota message is said once a round
   bool quotaReached_ = false;

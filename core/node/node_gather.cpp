@@ -155,4 +155,23 @@ void Node::countNoShows() {
   if (noShows_.size() > 4096) noShows_.clear();  // bounded: only live peers' counts matter
 }
 
+// Issue 15, item 1: a contribution on another base is stale — skipped, never a ban (a deadline
+// can split honest peers). But a peer whose contributions are stale kStaleRounds rounds in a
+// row while we hold the swarm's state (resyncIfOutOfStep left us in step) is not catching up:
+// it is not waited for nor counted as an owner until one of its contributions is merged. Out of
+// step ourselves, we judge nobody.
+void Node::countStale(const MergeResult& result) {
+  if (resyncWanted_) return;
+  for (const auto& v : result.verdicts) {
+    if (v.sender == swarm_.selfId()) continue;
+    if (v.accepted) staleStreak_.erase(v.sender);
+    if (!v.stale || ++staleStreak_[v.sender] != kStaleRounds) continue;
+    Q_EMIT message(QStringLiteral("Peer %1 built on another base than the swarm's %2 rounds in a row; not waiting for "
+                                  "it (nor counting it as an owner) until one of its contributions is merged")
+                       .arg(q(v.sender).left(16))
+                       .arg(kStaleRounds));
+  }
+  if (staleStreak_.size() > 4096) staleStreak_.clear();  // bounded: only live peers' counts matter
+}
+
 }  // namespace es::node
