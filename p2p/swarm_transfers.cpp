@@ -3,6 +3,8 @@
 #include "p2p/swarm_session_impl.h"
 #include "p2p/torrent_maker.h"
 
+#include "core/common/safe_quote.h"
+
 #include <libtorrent/hex.hpp>
 #include <libtorrent/peer_info.hpp>
 #include <libtorrent/torrent_info.hpp>
@@ -32,8 +34,8 @@ TransferStatus statusOf(const std::string& hash, const Transfer& t) {
   return s;
 }
 
-// Empty when the torrent is one file of one of `sizes` bytes, else why not (for the log and the
-// sender's ban: numbers only, nothing the sender chose).
+// Empty when the torrent is one file of one of `sizes` bytes with a plain name, else why not (for
+// the log and the sender's ban: numbers only, nothing the sender chose).
 std::string contentProblem(const lt::torrent_info& ti, const std::vector<std::int64_t>& sizes) {
   const auto& files = ti.files();
   int count = 0;
@@ -44,6 +46,8 @@ std::string contentProblem(const lt::torrent_info& ti, const std::vector<std::in
     bytes = files.file_size(i);
   }
   if (count != 1) return std::to_string(count) + " files, expected exactly one";
+  // The name becomes the file's path under the fetch's folder and appears in log lines.
+  if (!isPlainName(ti.name())) return "a file name that is not 1-128 characters of [A-Za-z0-9._-]";
   if (std::find(sizes.begin(), sizes.end(), bytes) != sizes.end()) return {};
   std::string expected;
   for (const auto s : sizes) expected += (expected.empty() ? "" : " or ") + std::to_string(s);

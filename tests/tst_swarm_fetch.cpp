@@ -123,6 +123,18 @@ class SwarmFetch : public QObject {
              "the exact size was not fetched");
     QCOMPARE(statsOf(dir_.filePath("b/ok")).bytes, size);
     QVERIFY(eventFor(b, "finished", huge).isEmpty());
+    // The one file's name becomes a path and a log line: an escape byte and 150 characters are
+    // refused at the metadata too (issue 14 item 3), whatever the size.
+    const QString odd = "c\x1b[31m" + QString(150, 'x') + ".safetensors";
+    QVERIFY(writeFile(dir_.filePath("a/odd/" + odd), randomBytes(size)));
+    const auto oddHash =
+        ask(a, "publish " + dir_.filePath("a/odd/" + odd), "published", 60000).value("hash").toString();
+    QCOMPARE(oddHash.size(), 64);
+    b.send(QString("fetch %1 %2 %3").arg(oddHash, dir_.filePath("b/odd")).arg(size));
+    QVERIFY2(waitUntil([&] { return !eventFor(b, "refused", oddHash).isEmpty(); }, 60000),
+             "the odd name was not refused");
+    QVERIFY(eventFor(b, "refused", oddHash).value("reason").toString().contains("file name"));
+    QCOMPARE(statsOf(dir_.filePath("b/odd")).bytes, qint64(0));
     alertsDroppedByLibtorrentLoseNothing(node, exact, huge, size);
   }
 

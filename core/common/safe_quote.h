@@ -29,4 +29,17 @@ inline std::string safeQuote(std::string_view text, std::size_t max = 80) {
   return out;
 }
 
+// A stranger's name that is to become a file name (a fetched torrent's one file): 1..max bytes
+// of [A-Za-z0-9._-], and not "." or "..". Everything our own peers publish passes
+// ("round-3-<peer id>.safetensors", "snapshot-round-…"); a path separator, a control byte or a
+// name long enough to flood a log line does not.
+inline bool isPlainName(std::string_view name, std::size_t max = 128) {
+  if (name.empty() || name.size() > max || name == "." || name == "..") return false;
+  for (const char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+          c == '-'))
+      return false;
+  return true;
+}
+
 }  // namespace es
