@@ -38,22 +38,7 @@ class SwarmChurn : public QObject {
     const QString bootstrap = QString("127.0.0.1:%1").arg(freeLoopbackPort());
     std::vector<std::unique_ptr<SwarmClient>> peers;
     for (int i = 0; i < kPeers; ++i) {
-      QStringList a{"--no-gui",
-                    "--run",
-                    run,
-                    "--data-dir",
-                    dir_.filePath(QString("peer%1").arg(i)),
-                    "--listen",
-                    i == 0 ? bootstrap : QString("127.0.0.1:0"),
-                    "--sync-every",
-                    "5",
-                    "--eval-every",
-                    "5",
-                    "--rounds",
-                    QString::number(kRounds),
-                    "--threads",
-                    "1"};
-      if (i) a << "--bootstrap" << bootstrap;
+      const auto a = swarmPeerArgs(run, dir_.filePath(QString("peer%1").arg(i)), i, bootstrap, 5, kRounds);
       peers.push_back(std::make_unique<SwarmClient>(QString("peer%1").arg(i), a));
     }
     // Round 1 closes with everyone; then peer 3 dies in round 2.

@@ -179,22 +179,7 @@ void SwarmFetch::startHonest(const QString& bootstrap) {
   const auto run = customRun(dir_.filePath("run"),
                              {{"deadline", QJsonObject{{"factor", 2.0}, {"min_seconds", 15}, {"max_seconds", 60}}}});
   for (int i = 0; i < 2; ++i) {
-    QStringList args{"--no-gui",
-                     "--run",
-                     run,
-                     "--data-dir",
-                     dir_.filePath(QString("honest%1").arg(i)),
-                     "--listen",
-                     i == 0 ? bootstrap : QString("127.0.0.1:0"),
-                     "--sync-every",
-                     "4",
-                     "--eval-every",
-                     "4",
-                     "--rounds",
-                     QString::number(kRounds),
-                     "--threads",
-                     "1"};
-    if (i) args << "--bootstrap" << bootstrap;
+    const auto args = swarmPeerArgs(run, dir_.filePath(QString("honest%1").arg(i)), i, bootstrap, 4, kRounds);
     honest_.push_back(std::make_unique<SwarmClient>(QString("honest%1").arg(i), args));
   }
 }

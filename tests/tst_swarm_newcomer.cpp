@@ -15,24 +15,9 @@ class SwarmNewcomer : public QObject {
   static constexpr int kRounds = 7;
   QTemporaryDir dir_;
 
-  QStringList args(int i, const QString& run, const QString& bootstrap, bool first) const {
-    QStringList a{"--no-gui",
-                  "--run",
-                  run,
-                  "--data-dir",
-                  dir_.filePath(QString("peer%1").arg(i)),
-                  "--listen",
-                  first ? bootstrap : QString("127.0.0.1:0"),
-                  "--sync-every",
-                  "5",
-                  "--eval-every",
-                  "5",
-                  "--rounds",
-                  QString::number(kRounds),
-                  "--threads",
-                  "1"};
-    if (!first) a << "--bootstrap" << bootstrap;
-    return a;
+  // Peer 0 is the bootstrap node; the newcomer (i = 3) joins late like any other peer.
+  QStringList args(int i, const QString& run, const QString& bootstrap) const {
+    return swarmPeerArgs(run, dir_.filePath(QString("peer%1").arg(i)), i, bootstrap, 5, kRounds);
   }
 
  private Q_SLOTS:
@@ -44,9 +29,9 @@ class SwarmNewcomer : public QObject {
     const QString bootstrap = QString("127.0.0.1:%1").arg(freeLoopbackPort());
     std::vector<std::unique_ptr<SwarmClient>> peers;
     for (int i = 0; i < 3; ++i)
-      peers.push_back(std::make_unique<SwarmClient>(QString("peer%1").arg(i), args(i, run, bootstrap, i == 0)));
+      peers.push_back(std::make_unique<SwarmClient>(QString("peer%1").arg(i), args(i, run, bootstrap)));
     QVERIFY2(waitUntil([&] { return peers[0]->rounds().count(2) > 0; }, 300000), "round 2 did not close");
-    peers.push_back(std::make_unique<SwarmClient>("newcomer", args(3, run, bootstrap, false)));
+    peers.push_back(std::make_unique<SwarmClient>("newcomer", args(3, run, bootstrap)));
     auto& newcomer = *peers[3];
     const bool done = waitUntil(
         [&] {

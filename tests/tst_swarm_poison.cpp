@@ -22,22 +22,7 @@ class SwarmPoison : public QObject {
     const QStringList kinds{"", "", "nan", "norm", "foreign"};
     std::vector<std::unique_ptr<SwarmClient>> peers;
     for (int i = 0; i < kinds.size(); ++i) {
-      QStringList a{"--no-gui",
-                    "--run",
-                    run,
-                    "--data-dir",
-                    dir_.filePath(QString("peer%1").arg(i)),
-                    "--listen",
-                    i == 0 ? bootstrap : QString("127.0.0.1:0"),
-                    "--sync-every",
-                    "4",
-                    "--eval-every",
-                    "4",
-                    "--rounds",
-                    QString::number(kRounds),
-                    "--threads",
-                    "1"};
-      if (i) a << "--bootstrap" << bootstrap;
+      auto a = swarmPeerArgs(run, dir_.filePath(QString("peer%1").arg(i)), i, bootstrap, 4, kRounds);
       if (!kinds[i].isEmpty()) a << "--test-poison" << kinds[i];
       peers.push_back(std::make_unique<SwarmClient>(kinds[i].isEmpty() ? QString("honest%1").arg(i) : kinds[i], a));
     }

@@ -43,6 +43,30 @@ inline int freeLoopbackPort() {
   return 0;
 }
 
+// The headless client as the swarm tests run it: peer `i` of a loopback swarm whose peer 0
+// listens on `bootstrap` and is every other peer's bootstrap node; rounds of `syncEvery` steps,
+// each evaluated; one thread each (the tests share two cores).
+inline QStringList swarmPeerArgs(const QString& run, const QString& dataDir, int i, const QString& bootstrap,
+                                 int syncEvery, int rounds) {
+  QStringList a{"--no-gui",
+                "--run",
+                run,
+                "--data-dir",
+                dataDir,
+                "--listen",
+                i == 0 ? bootstrap : QStringLiteral("127.0.0.1:0"),
+                "--sync-every",
+                QString::number(syncEvery),
+                "--eval-every",
+                QString::number(syncEvery),
+                "--rounds",
+                QString::number(rounds),
+                "--threads",
+                "1"};
+  if (i > 0) a << "--bootstrap" << bootstrap;
+  return a;
+}
+
 // A copy of the bundled run with some of its "swarm" policy changed (the corpus is linked).
 inline QString customRun(const QString& dir, const QJsonObject& swarmChanges) {
   QFile source(QStringLiteral(ES_SHARE_DIR "/runs/default/run.json"));
