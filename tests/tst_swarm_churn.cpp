@@ -30,10 +30,14 @@ class SwarmChurn : public QObject {
 
  private Q_SLOTS:
   void survivorsCloseTheRoundAndReclaimTheExperts() {
-    // Short deadline and lease so the test takes a minute, not ten.
+    // Short lease so the test takes minutes, not ten. The deadline's minimum is 40 s: the dead
+    // peer is waited for in rounds 2 and 3 anyway, and with 15 s a clean CI run (c34eea2, beside
+    // another test) split round 2 three ways (the survivors merged 3, 2 and 1 contributions) and
+    // the survivors were not back in step by round 5 — a slow recovery from a 3-way split that is
+    // open in the protocol (docs/ROADMAP.md), not what this test is about.
     const auto run = customRun(
         dir_.filePath("run"),
-        {{"lease_rounds", 2}, {"deadline", QJsonObject{{"factor", 1.5}, {"min_seconds", 15}, {"max_seconds", 40}}}});
+        {{"lease_rounds", 2}, {"deadline", QJsonObject{{"factor", 1.5}, {"min_seconds", 40}, {"max_seconds", 60}}}});
     QVERIFY(!run.isEmpty());
     const QString bootstrap = QString("127.0.0.1:%1").arg(freeLoopbackPort());
     std::vector<std::unique_ptr<SwarmClient>> peers;
