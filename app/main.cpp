@@ -3,6 +3,7 @@
 #include "app/command_line.h"
 #include "app/gui_client.h"
 #include "app/local_training.h"
+#include "app/model_commands.h"
 #include "app/swarm_client.h"
 #include "core/common/openmp_policy.h"
 #include "p2p/swarm_session.h"
@@ -38,8 +39,8 @@ int main(int argc, char** argv) {
   bool wantsWindow = true;
   for (int i = 1; i < argc; ++i) {
     const QByteArray arg(argv[i]);
-    if (arg == "--no-gui" || arg == "-no-gui" || arg == "--help" || arg == "-help" || arg == "-h" ||
-        arg == "--version" || arg == "-version")
+    if ((i == 1 && (arg == "export" || arg == "sample" || arg == "eval")) || arg == "--no-gui" || arg == "-no-gui" ||
+        arg == "--help" || arg == "-help" || arg == "-h" || arg == "--version" || arg == "-version")
       wantsWindow = false;
   }
   std::unique_ptr<QCoreApplication> app;
@@ -48,13 +49,21 @@ int main(int argc, char** argv) {
   else
     app = std::make_unique<QCoreApplication>(argc, argv);
 
+  const QString shareDir = QCoreApplication::applicationDirPath() + QStringLiteral("/../share/expertswarm");
+  if (es::app::isModelCommand(QCoreApplication::arguments())) {
+    const auto model = es::app::parseModelCommand(QCoreApplication::arguments());
+    if (!model.command) {
+      QTextStream(model.exitCode == 0 ? stdout : stderr) << model.message;
+      return model.exitCode;
+    }
+    return es::app::runModelCommand(*model.command, shareDir);
+  }
   const auto parsed = es::app::parseCommandLine(QCoreApplication::arguments());
   if (!parsed.commandLine) {
     QTextStream(parsed.exitCode == 0 ? stdout : stderr) << parsed.message;
     return parsed.exitCode;
   }
   const auto& cl = *parsed.commandLine;
-  const QString shareDir = QCoreApplication::applicationDirPath() + QStringLiteral("/../share/expertswarm");
   if (!cl.noGui) {
     if (!qobject_cast<QApplication*>(app.get())) {
       QTextStream(stderr) << "expertswarm: " << es::app::missingDisplay() << "\n";

@@ -11,19 +11,18 @@ namespace {
 
 torch::nn::Linear linear(int in, int out) { return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)); }
 
-// Rotates channel pairs (i, i + h/2) of x: [B, H, T, h] by the angles in cos/sin: [T, h/2].
+bool endsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
 torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
   const int64_t half = x.size(-1) / 2;
   auto x1 = x.narrow(-1, 0, half);
   auto x2 = x.narrow(-1, half, half);
   return torch::cat({x1 * cos - x2 * sin, x1 * sin + x2 * cos}, -1);
 }
-
-bool endsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-}  // namespace
 
 RmsNormImpl::RmsNormImpl(int dim, double eps) : eps_(eps) { weight = register_parameter("weight", torch::ones({dim})); }
 

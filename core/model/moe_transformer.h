@@ -26,12 +26,30 @@ class RmsNormImpl : public torch::nn::Module {
 };
 TORCH_MODULE(RmsNorm);
 
+// Rotates channel pairs (i, i + h/2) of x: [B, H, T, h] by the angles in cos/sin: [T, h/2].
+torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
+// One layer's keys and values so far: [B, H, t, h] each (undefined before the first call).
+struct LayerKvCache {
+  torch::Tensor k, v;
+};
+
+// Every layer's cache plus the number of positions it holds (generation, core/model/generate.h).
+struct KvCache {
+  std::vector<LayerKvCache> layers;
+  std::int64_t length = 0;
+};
+
 class CausalSelfAttentionImpl : public torch::nn::Module {
  public:
   explicit CausalSelfAttentionImpl(const ModelConfig& config);
   // x: [B, T, d]; cos/sin: [T, head_dim/2]; mask: [T, T] additive (0 / -inf)
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& mask);
+  // Inference with a key/value cache (kv_cache.cpp): x holds the T tokens after the cache's
+  // keys; mask: [T, cached + T] additive. Appends this call's keys and values to `cache`.
+  torch::Tensor forwardCached(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                              const torch::Tensor& mask, LayerKvCache& cache);
   torch::nn::Linear wqkv{nullptr}, wo{nullptr};
 
  private:
@@ -71,6 +89,10 @@ class MoeTransformerImpl : public torch::nn::Module {
 
   // tokens: [B, T] int64 with T <= seq_len. lbWeights: [E] (default all ones).
   ForwardOutput forward(const torch::Tensor& tokens, const torch::Tensor& lbWeights = {});
+
+  // Inference only (kv_cache.cpp): logits [B, T, vocab] of `tokens` [B, T] that follow the
+  // cache's positions; cache.length + T <= seq_len. Fills `cache` for the next call.
+  torch::Tensor logitsCached(const torch::Tensor& tokens, KvCache& cache);
 
   const ModelConfig& config() const { return config_; }
 

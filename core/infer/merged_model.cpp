@@ -1,0 +1,67 @@
+#include "core/infer/merged_model.h"
+
+#include "core/checkpoint/training_state.h"
+#include "core/node/round_dirs.h"
+
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <map>
+
+namespace es::infer {
+namespace fs = std::filesystem;
+
+Expected<MergedState> loadNewestState(const std::string& runDir) {
+  MergedState state;
+  const std::string stateDir = runDir + "/swarm-state";
+  std::error_code ec;
+  if (fs::is_directory(stateDir, ec)) {
+    std::vector<std::string> skipped;
+    auto loaded = node::round_dirs::loadNewest(
+        stateDir,
+        [&](const node::round_dirs::RoundDir& dir) -> Status {
+          auto file = ckpt::loadSafetensors(dir.path + "/base.safetensors");
+          if (!file) return makeError(file.error());
+          state.path = dir.path + "/base.safetensors";
+          state.round = dir.round;
+          state.weights = std::move(file->tensors);
+          return {};
+        },
+        skipped);
+    if (!loaded) return makeError(loaded.error());
+    if (*loaded) return state;
+  }
+  const std::string local = runDir + "/state/training-state.safetensors";
+  if (fs::exists(local, ec)) {
+    auto training = ckpt::loadTrainingState(local);
+    if (!training) return makeError(training.error());
+    state.path = local;
+    state.weights = std::move(training->weights);
+    return state;
+  }
+  return makeError("the run in " + runDir + " has no merged round and no local state yet: train it first");
+}
+
+Expected<model::MoeTransformer> buildModel(const model::ModelConfig& config, const ckpt::NamedTensors& weights) {
+  if (auto problem = config.validate(); !problem.empty()) return makeError("invalid model config: " + problem);
+  model::MoeTransformer model(config);
+  model->eval();
+  std::map<std::string, const at::Tensor*> byName;
+  for (const auto& [name, tensor] : weights)
+    if (!byName.emplace(name, &tensor).second) return makeError("tensor \"" + name + "\" appears twice");
+  torch::NoGradGuard noGrad;
+  auto params = model->named_parameters();
+  if (params.size() != byName.size())
+    return makeError("the state has " + std::to_string(byName.size()) + " tensors, the model " +
+                     std::to_string(params.size()));
+  for (auto& item : params) {
+    const auto it = byName.find(item.key());
+    if (it == byName.end()) return makeError("tensor \"" + item.key() + "\" is missing");
+    if (it->second->sizes() != item.value().sizes())
+      return makeError("tensor \"" + item.key() + "\" has the wrong shape");
+    item.value().copy_(*it->second);
+  }
+  return model;
+}
+
+}  // namespace es::infer
