@@ -201,6 +201,7 @@ int Engine::startRun() {
   peer.selfId = p.swarm->selfId();
   peer.syncEvery = config.policy.syncEvery;
   peer.stateDir = (p.prepared.runDir + QStringLiteral("/swarm-state")).toStdString();
+  peer.tokenizer = std::make_shared<const train::BpeTokenizer>(data.tokenizer);
   peer.testPoison = cl_.testPoison.toStdString();
   if (!cl_.testPoison.isEmpty())
     info("TEST MODE: every contribution of this peer is poisoned (" + peer.testPoison + ")");

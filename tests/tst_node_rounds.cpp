@@ -254,6 +254,7 @@ class NodeRounds : public QObject {
     const std::string ledgerPath = dir_.filePath("silent-ledger.sqlite").toStdString();
     auto ledger = es::store::Ledger::open(ledgerPath, std::string(ES_SHARE_DIR) + "/sql");
     QVERIFY2(ledger.ok(), ledger ? "" : ledger.error().c_str());
+    config.peer.tokenizer = std::make_shared<const es::train::BpeTokenizer>(data_->tokenizer);
     Node node(swarm, config, data_->train, data_->val, ledger->get());
     std::vector<RoundSummary> rounds;
     bool finished = false;
@@ -285,6 +286,23 @@ class NodeRounds : public QObject {
       QVERIFY2(experts == want[r - 1],
                qPrintable(QString("round %1: %2 claims in the ledger").arg(r).arg(experts.size())));
     }
+    // Issue 17 item 4: each eval round's sample (the merged model's greedy continuation of the
+    // run's prompt, the first tokens of its validation text) is in the ledger, and only those.
+    const auto samples = (*reader)->samples(hub.runId());
+    QVERIFY(samples.ok());
+    std::vector<qint64> evalRounds, sampled;
+    for (const auto& s : rounds)
+      if (s.valLoss) evalRounds.push_back(s.round);
+    const auto& val = *data_->val;
+    const std::string prompt = data_->tokenizer.decode({val.begin(), val.begin() + 12});
+    for (const auto& row : *samples) {
+      sampled.push_back(row.round);
+      QCOMPARE(row.prompt, prompt);
+      QVERIFY(!row.text.empty());
+      QCOMPARE(row.text, rounds[std::size_t(row.round - 1)].merge.sample->text);
+    }
+    QVERIFY(!evalRounds.empty());
+    QCOMPARE(sampled, evalRounds);
   }
 
   // Issue 15 item 1 (Sybil majorities): from round 2 on, three fresh keys report in their records

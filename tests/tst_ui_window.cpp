@@ -10,12 +10,14 @@
 #include "ui/expert_map_widget.h"
 #include "ui/log_view.h"
 #include "ui/main_window.h"
+#include "ui/model_view.h"
 #include "ui/peer_map_widget.h"
 #include "ui/peers_view.h"
 #include "ui/transfers_view.h"
 
 #include <QAction>
 #include <QLabel>
+#include <QPushButton>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTemporaryDir>
@@ -158,6 +160,44 @@ class UiWindow : public QObject {
     // Live steps after a restart replace what the crashed process trained past its last merge.
     Q_EMIT engine.stepped({11, 0.1, 7.0, 1e-3, 900});
     QCOMPARE(dash->trainPointCount(), 11);
+  }
+
+  // Issue 17 item 4: the Model tab shows the samples of the last rounds from a real ledger file,
+  // newest first, then each eval round's sample as it closes (a rewritten round replaces its row).
+  void modelTabShowsTheSamplesOfTheLastRounds() {
+    const auto dbPath = dir_.filePath("samples.db").toStdString();
+    const auto runId = std::string(64, 'b');
+    {
+      auto ledger = store::Ledger::open(dbPath, ES_SHARE_DIR "/sql");
+      QVERIFY2(ledger.ok(), ledger.ok() ? "" : ledger.error().c_str());
+      (*ledger)->joinRun(runId, "sotu-default");
+      (*ledger)->addSample(runId, {2, "The union", " is is is the the", 7.5, 0});
+      (*ledger)->addSample(runId, {4, "The union", " is strong and \x1b[31mfree\xff", 6.25, 0});
+      (*ledger)->joinRun(std::string(64, 'c'), "another");
+      (*ledger)->addSample(std::string(64, 'c'), {6, "Another run", " not shown", 1.0, 0});
+      QVERIFY((*ledger)->flush().ok());
+    }
+    test::FakeEngine engine;
+    auto app = makeApp(engine, "samples");
+    auto info = runInfo(QString::fromStdString(dbPath));
+    info.runId = runId;
+    Q_EMIT engine.started(info);
+    auto* model = app->window()->model();
+    QCOMPARE(model->sampleCount(), 2);
+    QCOMPARE(model->textOfRound(2), QStringLiteral("The union▸ is is is the the"));
+    // A control byte and invalid UTF-8 from the model show as U+FFFD, never as themselves.
+    QCOMPARE(model->textOfRound(4), QStringLiteral("The union▸ is strong and \uFFFD[31mfree\uFFFD"));
+    node::RoundSummary s;
+    s.round = 6;
+    s.valLoss = 5.5;
+    s.merge.sample = node::ModelSample{"The union", " is strong"};
+    Q_EMIT engine.roundClosed(s);
+    s.round = 7;  // not an eval round: no sample, no row
+    s.merge.sample.reset();
+    Q_EMIT engine.roundClosed(s);
+    QCOMPARE(model->sampleCount(), 3);
+    QCOMPARE(model->textOfRound(6), QStringLiteral("The union▸ is strong"));
+    QVERIFY(model->exportButton()->isEnabled());
   }
 
   void settingsAreSavedAndReachTheEngine() {

@@ -9,6 +9,7 @@
 #include "ui/idle_monitor.h"
 #include "ui/log_view.h"
 #include "ui/main_window.h"
+#include "ui/model_view.h"
 #include "ui/peer_map_widget.h"
 #include "ui/peers_view.h"
 #include "ui/settings_dialog.h"
@@ -17,10 +18,13 @@
 #include <QAction>
 #include <QApplication>
 #include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QMessageBox>
+#include <QProcess>
 #include <QSaveFile>
 #include <QSettings>
 #include <QSystemTrayIcon>
@@ -48,7 +52,10 @@ DesktopApp::DesktopApp(EngineControl& engine, QSettings& store, QString executab
     window_->setHidesToTray(true);
   }
   connect(window_->settingsAction(), &QAction::triggered, this, &DesktopApp::openSettings);
+  connect(window_->exportAction(), &QAction::triggered, this, &DesktopApp::chooseExportFolder);
+  connect(window_->model(), &ModelView::exportRequested, this, &DesktopApp::chooseExportFolder);
   connect(&engine_, &EngineControl::started, this, [this](const node::RunInfo& info) {
+    runInfo_ = info;
     window_->setRunInfo(info);
     if (const auto error = loadHistory(info); !error.isEmpty()) window_->log()->append(error);
   });
@@ -83,7 +90,39 @@ QString DesktopApp::loadHistory(const node::RunInfo& info) {
   window_->dashboard()->loadHistory(*rows);
   if (!rows->empty())
     window_->log()->append(tr("Loaded %1 points of this run's history from the ledger").arg(rows->size()));
+  auto samples = (*reader)->samples(info.runId);
+  if (!samples) return tr("Model samples not shown: %1").arg(QString::fromStdString(samples.error()));
+  window_->model()->loadHistory(*samples);
   return {};
+}
+
+void DesktopApp::chooseExportFolder() {
+  if (runInfo_.runId.empty()) {
+    window_->log()->append(tr("Export: the run has not started yet"));
+    return;
+  }
+  const QString suggested = QDir::home().filePath(QString::fromStdString(runInfo_.runName) + QStringLiteral("-hf"));
+  const QString dir = QFileDialog::getSaveFileName(window_.get(), tr("Export the merged model (a folder)"), suggested);
+  if (!dir.isEmpty()) exportModel(dir);
+}
+
+bool DesktopApp::exportModel(const QString& dir) {
+  if (runInfo_.runId.empty()) return false;
+  auto* process = new QProcess(this);
+  const QString dataDir = QFileInfo(QString::fromStdString(runInfo_.ledgerPath)).absolutePath();
+  window_->log()->append(tr("Exporting the merged model to \"%1\"…").arg(dir));
+  connect(process, &QProcess::finished, this, [this, process, dir](int code, QProcess::ExitStatus status) {
+    const QString err = QString::fromUtf8(process->readAllStandardError()).trimmed();
+    const QString last = err.section(QLatin1Char('\n'), -1);
+    window_->log()->append(status == QProcess::NormalExit && code == 0
+                               ? tr("Exported the merged model to \"%1\"").arg(dir)
+                               : tr("Export failed: %1").arg(last.isEmpty() ? tr("exit code %1").arg(code) : last));
+    process->deleteLater();
+  });
+  process->start(executable_, {QStringLiteral("export"), QStringLiteral("--out"), dir, QStringLiteral("--run"),
+                               QStringLiteral("magnet:?xt=urn:btmh:1220") + QString::fromStdString(runInfo_.runId),
+                               QStringLiteral("--data-dir"), dataDir});
+  return true;
 }
 
 void DesktopApp::applySettings(const settings::ClientSettings& next) {

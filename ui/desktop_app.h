@@ -38,16 +38,21 @@ class DesktopApp : public QObject {
   void applySettings(const settings::ClientSettings& settings);  // saves, applies, updates autostart
   // Loads the run's loss history from the ledger at `ledgerPath` (read-only). "" or the reason.
   QString loadHistory(const node::RunInfo& info);
+  // Writes the newest merged model as a Hugging Face folder at `dir` with `expertswarm export` in
+  // a child process; its outcome goes to the log. False when no run has started yet.
+  bool exportModel(const QString& dir);
   // Writes dashboard.png, peers.png, experts.png and ui-state.json into `dir`. "" or the reason.
   QString writeSnapshot(const QString& dir);
 
  private:
   void openSettings();
+  void chooseExportFolder();
 
   EngineControl& engine_;
   QSettings& store_;
   QString executable_, snapshotDir_;
   settings::ClientSettings settings_;
+  node::RunInfo runInfo_;
   std::unique_ptr<IdleSource> idle_;
   std::unique_ptr<DonationController> donation_;
   std::unique_ptr<MainWindow> window_;

@@ -5,6 +5,7 @@
 #include "ui/engine_control.h"
 #include "ui/expert_map_widget.h"
 #include "ui/log_view.h"
+#include "ui/model_view.h"
 #include "ui/peers_view.h"
 #include "ui/transfers_view.h"
 
@@ -25,18 +26,21 @@ MainWindow::MainWindow(EngineControl& engine, DonationController& donation, QWid
   peers_ = new PeersView;
   experts_ = new ExpertMapWidget;
   transfers_ = new TransfersView;
+  model_ = new ModelView;
   log_ = new LogView;
   tabs_ = new QTabWidget;
   tabs_->addTab(dashboard_, tr("Dashboard"));
   tabs_->addTab(peers_, tr("Peers"));
   tabs_->addTab(experts_, tr("Experts"));
   tabs_->addTab(transfers_, tr("Transfers"));
+  tabs_->addTab(model_, tr("Model"));
   tabs_->addTab(log_, tr("Log"));
   setCentralWidget(tabs_);
   resize(1100, 680);
 
   auto* app = menuBar()->addMenu(tr("&ExpertSwarm"));
   settingsAction_ = app->addAction(tr("&Settings…"));
+  exportAction_ = app->addAction(tr("&Export model…"));
   app->addSeparator();
   quitAction_ = app->addAction(tr("&Quit"));
   quitAction_->setShortcut(QKeySequence::Quit);
@@ -67,6 +71,7 @@ MainWindow::MainWindow(EngineControl& engine, DonationController& donation, QWid
   connect(&engine_, &EngineControl::roundClosed, this, [this](const node::RoundSummary& s) {
     dashboard_->addRound(s);
     experts_->noteRound(s);
+    model_->addRound(s);
   });
   connect(&engine_, &EngineControl::swarmChanged, this, [this](const node::SwarmView& v) {
     dashboard_->showSwarm(v);

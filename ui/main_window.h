@@ -19,6 +19,7 @@ class DonationController;
 class EngineControl;
 class ExpertMapWidget;
 class LogView;
+class ModelView;
 class PeersView;
 class TransfersView;
 
@@ -36,9 +37,11 @@ class MainWindow : public QMainWindow {
   PeersView* peers() const { return peers_; }
   ExpertMapWidget* experts() const { return experts_; }
   TransfersView* transfers() const { return transfers_; }
+  ModelView* model() const { return model_; }
   LogView* log() const { return log_; }
   QTabWidget* tabs() const { return tabs_; }
   QAction* settingsAction() const { return settingsAction_; }
+  QAction* exportAction() const { return exportAction_; }  // File ▸ Export (also the Model tab's button)
   QAction* pauseAction() const { return pauseAction_; }
   QAction* snoozeAction() const { return snoozeAction_; }
   QAction* finishRoundAction() const { return finishRoundAction_; }
@@ -57,12 +60,14 @@ class MainWindow : public QMainWindow {
   PeersView* peers_ = nullptr;
   ExpertMapWidget* experts_ = nullptr;
   TransfersView* transfers_ = nullptr;
+  ModelView* model_ = nullptr;
   LogView* log_ = nullptr;
   QTabWidget* tabs_ = nullptr;
   QLabel* runLabel_ = nullptr;
   QLabel* stateLabel_ = nullptr;
   QLabel* networkLabel_ = nullptr;
   QAction* settingsAction_ = nullptr;
+  QAction* exportAction_ = nullptr;
   QAction* pauseAction_ = nullptr;
   QAction* snoozeAction_ = nullptr;
   QAction* finishRoundAction_ = nullptr;

@@ -35,13 +35,14 @@ Expected<std::vector<std::int64_t>> generate(model::MoeTransformer& model, const
   torch::NoGradGuard noGrad;
   auto generator = at::make_generator<at::CPUGeneratorImpl>(options.seed);
   model::KvCache cache;
-  auto input = torch::tensor(prompt, torch::kLong).unsqueeze(0);  // [1, T]
+  const auto device = model->parameters().front().device();                  // the trainer's model may be on a GPU
+  auto input = torch::tensor(prompt, torch::kLong).unsqueeze(0).to(device);  // [1, T]
   std::vector<std::int64_t> out;
   for (int i = 0; i < options.tokens; ++i) {
     auto logits = model->logitsCached(input, cache);  // [1, T, vocab]
     const auto next = pick(logits[0][logits.size(1) - 1], options, generator);
     out.push_back(next);
-    input = torch::full({1, 1}, next, torch::kLong);
+    input = torch::full({1, 1}, next, torch::TensorOptions(torch::kLong).device(device));
   }
   return out;
 }
@@ -50,7 +51,7 @@ Expected<TextLoss> textLoss(model::MoeTransformer& model, const std::vector<std:
   if (tokens.size() < 2) return makeError("the text has fewer than 2 tokens");
   torch::NoGradGuard noGrad;
   const std::int64_t window = model->config().seqLen + 1, n = std::int64_t(tokens.size());
-  auto all = torch::tensor(tokens, torch::kLong);
+  auto all = torch::tensor(tokens, torch::kLong).to(model->parameters().front().device());
   double sum = 0;
   std::int64_t count = 0;
   for (std::int64_t start = 0; start + 1 < n; start += window - 1) {

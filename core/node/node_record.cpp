@@ -47,6 +47,7 @@ void Node::recordRound(const UnrecordedRound& u) {
     ledger_->setClaims(run, s.round, v.sender, claims == u.claimsOf.end() ? std::vector<int>{} : claims->second);
   }
   ledger_->addMetric(run, {u.step, s.round, u.loss, s.valLoss, u.lr, s.tokensPerSecond, now});
+  if (s.merge.sample) ledger_->addSample(run, {s.round, s.merge.sample->prompt, s.merge.sample->text, s.valLoss, now});
   ledger_->commitRound(run, {s.round, now, s.expected, static_cast<int>(s.merge.verdicts.size()), s.merge.accepted,
                              s.merge.sharedFingerprint, config_.peer.stateDir});
 }

@@ -28,6 +28,12 @@ struct ContributionVerdict {
   std::int64_t bytes = 0;
 };
 
+// What a merged model writes: the greedy continuation of the run's fixed prompt (merged_sample.h).
+struct ModelSample {
+  std::string prompt;
+  std::string text;  // the continuation only
+};
+
 struct MergeResult {
   std::int64_t round = 0;
   std::vector<ContributionVerdict> verdicts;
@@ -39,6 +45,8 @@ struct MergeResult {
   // contribution is added back): the same on every peer that merged the same set. Only on eval
   // rounds (SpesPeer::isEvalRound); never a value repeated from an earlier round.
   std::optional<double> valLoss;
+  // On the same rounds, from the same merged state: what it writes (issue 17 item 4).
+  std::optional<ModelSample> sample;
 };
 
 // One closed round, as this peer merged it.

@@ -4,6 +4,7 @@
 #include "core/checkpoint/training_state.h"
 #include "core/common/atomic_file.h"
 #include "core/model/tensor_names.h"
+#include "core/node/merged_sample.h"
 #include "core/node/round_dirs.h"
 #include "core/sync/contribution_file.h"
 #include "core/sync/merge.h"
@@ -286,6 +287,8 @@ Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<Inco
   if (evaluate) {  // the merged state alone, then our progress on top
     if (auto s = train::setTrainerWeights(*d.trainer, merged); !s) return makeError(s.error());
     result.valLoss = d.trainer->evaluate();
+    if (d.config.tokenizer)
+      result.sample = sampleMergedModel(d.trainer->impl().model, *d.valTokens, *d.config.tokenizer);
   }
   NamedTensors adopted;
   for (std::size_t i = 0; i < merged.size(); ++i)

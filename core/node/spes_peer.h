@@ -8,6 +8,7 @@
 
 #include "core/common/expected.h"
 #include "core/node/node_reports.h"
+#include "core/train/bpe_tokenizer.h"
 #include "core/train/run_manifest.h"
 #include "core/train/trainer.h"
 
@@ -51,6 +52,8 @@ struct SpesPeerConfig {
   int clipIterations = train::SwarmPolicy{}.clipIterations;
   double clipTauFactor = train::SwarmPolicy{}.clipTauFactor;
   std::string stateDir;  // training state + base, written after every merge
+  // Decodes the merged model's sample on eval rounds (MergeResult::sample); none: no samples.
+  std::shared_ptr<const train::BpeTokenizer> tokenizer;
   // Test only: "nan", "norm" (×10⁶) or "foreign" (an unclaimed expert) poisons every contribution.
   std::string testPoison;
 };

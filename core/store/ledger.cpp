@@ -180,6 +180,13 @@ void Ledger::addContribution(const std::string& runId, const ContributionRow& c)
   });
 }
 
+void Ledger::addSample(const std::string& runId, const SampleRow& r) {
+  enqueue(describe("addSample", runId, "round " + std::to_string(r.round)), [=](Db& db) {
+    return db.run("INSERT OR REPLACE INTO samples(run_id, round, prompt, text, val_loss, at) VALUES(?, ?, ?, ?, ?, ?)",
+                  runId, r.round, r.prompt, r.text, r.valLoss, r.at);
+  });
+}
+
 void Ledger::setClaims(const std::string& runId, std::int64_t round, const std::string& peerId,
                        std::vector<int> experts) {
   const std::string detail = "round " + std::to_string(round) + ", peer " + safeQuote(peerId);

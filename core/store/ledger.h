@@ -42,6 +42,14 @@ struct ContributionRow {
   std::string verdict, reason;
 };
 
+// What the merged model of a round wrote for the run's fixed prompt (greedy continuation).
+struct SampleRow {
+  std::int64_t round = 0;
+  std::string prompt, text;  // text: the continuation only
+  std::optional<double> valLoss;
+  std::int64_t at = 0;  // ms since the epoch
+};
+
 struct ClaimRow {
   std::string peerId;
   int expert = 0;
@@ -84,6 +92,7 @@ class Ledger {
                  const std::string& bytes, std::int64_t at);
   void addMetric(const std::string& runId, const MetricRow& metric);
   void addContribution(const std::string& runId, const ContributionRow& contribution);
+  void addSample(const std::string& runId, const SampleRow& sample);
   // Replaces the peer's claims for that round.
   void setClaims(const std::string& runId, std::int64_t round, const std::string& peerId, std::vector<int> experts);
   void addTransfer(const std::string& runId, const std::string& infoHash, const std::string& kind, std::int64_t round,
@@ -138,6 +147,7 @@ class LedgerReader {
   Expected<std::vector<MetricRow>> metrics(const std::string& runId);  // by step
   Expected<std::vector<RoundRow>> rounds(const std::string& runId);    // by round
   Expected<std::optional<std::int64_t>> lastCommittedRound(const std::string& runId);
+  Expected<std::vector<SampleRow>> samples(const std::string& runId);  // by round
   Expected<std::vector<ContributionRow>> contributions(const std::string& runId, std::int64_t round);
   Expected<std::vector<ClaimRow>> claims(const std::string& runId, std::int64_t round);  // by peer, expert
   Expected<std::vector<PeerRow>> peers(const std::string& runId);                        // by peer id

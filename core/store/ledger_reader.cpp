@@ -47,6 +47,15 @@ Expected<std::vector<MetricRow>> LedgerReader::metrics(const std::string& runId)
       runId);
 }
 
+Expected<std::vector<SampleRow>> LedgerReader::samples(const std::string& runId) {
+  return rowsOf<SampleRow>(
+      *db_, "samples", "SELECT round, prompt, text, val_loss, at FROM samples WHERE run_id = ? ORDER BY round",
+      [](const Row& row) {
+        return SampleRow{row.integer(0), row.text(1), row.text(2), row.optionalReal(3), row.integer(4)};
+      },
+      runId);
+}
+
 Expected<std::vector<RoundRow>> LedgerReader::rounds(const std::string& runId) {
   return rowsOf<RoundRow>(
       *db_, "rounds",
