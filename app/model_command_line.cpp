@@ -1,6 +1,7 @@
 #include "app/model_command_line.h"
 
 #include <QCommandLineParser>
+#include <QRegularExpression>
 
 #include <cmath>
 
@@ -65,6 +66,9 @@ ModelParseResult parseModelCommand(const QStringList& arguments) {
   if (c.verb == QLatin1String("eval"))
     p.addOption(
         {QStringLiteral("text"), QStringLiteral("A UTF-8 text file (at most 64 MiB)."), QStringLiteral("FILE")});
+  if (c.verb != QLatin1String("export"))
+    p.addOption({QStringLiteral("device"), QStringLiteral("auto (a GPU when available), cpu, cuda or cuda:N."),
+                 QStringLiteral("DEVICE"), QStringLiteral("auto")});
   if (c.verb == QLatin1String("sample")) {
     p.addOption({QStringLiteral("prompt"), QStringLiteral("The text to continue."), QStringLiteral("TEXT")});
     p.addOption({QStringLiteral("tokens"), QStringLiteral("New tokens (default 64)."), QStringLiteral("N")});
@@ -89,6 +93,12 @@ ModelParseResult parseModelCommand(const QStringList& arguments) {
     if (c.runMagnetHash.isEmpty()) return failure(c.verb, QStringLiteral("--run: a magnet link without a v2 run id"));
   }
   if (const QString problem = readVerbOptions(p, c); !problem.isEmpty()) return failure(c.verb, problem);
+  if (c.verb != QLatin1String("export")) {
+    c.device = p.value(QStringLiteral("device"));
+    static const QRegularExpression deviceSyntax(QStringLiteral("^(auto|cpu|cuda(:[0-9]{1,2})?)$"));
+    if (!deviceSyntax.match(c.device).hasMatch())
+      return failure(c.verb, QStringLiteral("--device must be auto, cpu, cuda or cuda:N, not '%1'").arg(c.device));
+  }
   return {c, 0, {}};
 }
 

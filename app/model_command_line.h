@@ -2,6 +2,7 @@
 //   expertswarm export --out DIR              a Hugging Face folder (core/export/hf_export.h)
 //   expertswarm sample --prompt TEXT [--tokens N] [--temperature T] [--top-k K] [--seed S]
 //   expertswarm eval --text FILE              tokens, loss and perplexity of a text
+// sample and eval also take --device (auto: a GPU when there is one).
 // Each takes --run (default | a run folder | the run's magnet link) and --data-dir like training.
 // Bad input: exit 2 with a message, as for the training command line.
 #pragma once
@@ -26,7 +27,8 @@ struct ModelCommand {
   double temperature = 0.8;
   int topK = 40;
   std::uint64_t seed = 1;
-  QString textFile;  // eval
+  QString textFile;                         // eval
+  QString device = QStringLiteral("auto");  // sample, eval: auto | cpu | cuda | cuda:N
 };
 
 struct ModelParseResult {

@@ -8,6 +8,7 @@
 #include "core/infer/merged_model.h"
 #include "core/store/ledger.h"
 #include "core/train/corpus_prep.h"
+#include "core/train/trainer.h"
 #include "p2p/torrent_maker.h"
 
 #include <QFileInfo>
@@ -126,7 +127,11 @@ int runModelCommand(const ModelCommand& c, const QString& shareDir) {
        (run->state.round > 0 ? "merged round " + std::to_string(run->state.round) : std::string("local state")) +
        " from \"" + run->state.path + "\"");
   if (c.verb == QLatin1String("export")) return exportRun(c, *run);
-  auto model = infer::buildModel(run->data.manifest.model, run->state.weights);
+  if (auto usable = train::checkDevice(c.device.toStdString()); !usable) {
+    info("expertswarm " + c.verb.toStdString() + ": --device: " + usable.error());
+    return 2;
+  }
+  auto model = infer::buildModel(run->data.manifest.model, run->state.weights, c.device.toStdString());
   if (!model) {
     info("expertswarm " + c.verb.toStdString() + ": " + model.error());
     return 1;

@@ -166,6 +166,10 @@ class SampleTest : public QObject {
         {QStringLiteral("sample"), QStringLiteral("--prompt"), QStringLiteral("x"), QStringLiteral("--out"),
          QStringLiteral("d")},
         {QStringLiteral("export")},
+        {QStringLiteral("eval"), QStringLiteral("--text"), QStringLiteral("f"), QStringLiteral("--device"),
+         QStringLiteral("tpu")},
+        {QStringLiteral("export"), QStringLiteral("--out"), QStringLiteral("d"), QStringLiteral("--device"),
+         QStringLiteral("cpu")},
         {QStringLiteral("eval"), QStringLiteral("--text")},
         {QStringLiteral("eval"), QStringLiteral("--text"), QStringLiteral("f"), QStringLiteral("extra")},
     };

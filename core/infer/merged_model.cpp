@@ -42,7 +42,8 @@ Expected<MergedState> loadNewestState(const std::string& runDir) {
   return makeError("the run in " + runDir + " has no merged round and no local state yet: train it first");
 }
 
-Expected<model::MoeTransformer> buildModel(const model::ModelConfig& config, const ckpt::NamedTensors& weights) {
+Expected<model::MoeTransformer> buildModel(const model::ModelConfig& config, const ckpt::NamedTensors& weights,
+                                           const std::string& device) {
   if (auto problem = config.validate(); !problem.empty()) return makeError("invalid model config: " + problem);
   model::MoeTransformer model(config);
   model->eval();
@@ -60,6 +61,12 @@ Expected<model::MoeTransformer> buildModel(const model::ModelConfig& config, con
     if (it->second->sizes() != item.value().sizes())
       return makeError("tensor \"" + item.key() + "\" has the wrong shape");
     item.value().copy_(*it->second);
+  }
+  try {
+    const bool gpu = device == "auto" ? torch::cuda::is_available() : device != "cpu";
+    if (gpu) model->to(device == "auto" ? torch::Device(torch::kCUDA) : torch::Device(device));
+  } catch (const std::exception& e) {
+    return makeError("device \"" + device + "\": " + e.what());
   }
   return model;
 }

@@ -23,7 +23,9 @@ struct MergedState {
 // Error when the run has neither: it has not trained yet.
 Expected<MergedState> loadNewestState(const std::string& runDir);
 
-// A model of `config` holding `weights` (every tensor, exact shapes), in eval mode on the CPU.
-Expected<model::MoeTransformer> buildModel(const model::ModelConfig& config, const ckpt::NamedTensors& weights);
+// A model of `config` holding `weights` (every tensor, exact shapes), in eval mode on `device`
+// ("cpu", "cuda", "cuda:N", or "auto": a GPU when there is one; checked by train::checkDevice).
+Expected<model::MoeTransformer> buildModel(const model::ModelConfig& config, const ckpt::NamedTensors& weights,
+                                           const std::string& device = "cpu");
 
 }  // namespace es::infer
