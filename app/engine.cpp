@@ -3,9 +3,11 @@
 
 #include "app/network_setup.h"
 #include "app/run_setup.h"
+#include "core/gpu/nvml_telemetry.h"
 #include "core/node/node.h"
 #include "core/store/ledger.h"
 #include "core/sync/fetch_size.h"
+#include "core/train/trainer.h"
 #include "p2p/identity.h"
 #include "p2p/p2p_swarm.h"
 #include "p2p/swarm_session.h"
@@ -55,6 +57,24 @@ std::int64_t availableMemory() {
   for (const auto& line : meminfo.readAll().split('\n'))
     if (line.startsWith("MemAvailable:")) return line.simplified().split(' ').value(1).toLongLong() * 1024;
   return -1;
+}
+
+// The memory the pre-flight sizes the claim by: on a GPU (`device` resolved: "cuda", "cuda:N") its
+// free memory as NVML reports it, with a start line naming the GPU; host memory otherwise, and
+// when NVML is not there (a line says so). -1 when unknown.
+std::int64_t preflightMemory(const std::string& device) {
+  const int gpu = gpu::cudaIndexOf(device);
+  if (gpu < 0) return availableMemory();
+  auto nvml = gpu::NvmlTelemetry::open();
+  auto sample = nvml ? (*nvml)->sample(gpu) : Expected<gpu::GpuSample>(makeError(nvml.error()));
+  if (!sample) {
+    info("Pre-flight: " + sample.error() + "; sizing by host memory");
+    return availableMemory();
+  }
+  info("GPU " + std::to_string(gpu) + ": " + sample->name + ", " + std::to_string(sample->memoryFreeBytes >> 20) +
+       " of " + std::to_string(sample->memoryTotalBytes >> 20) + " MiB free, " + std::to_string(sample->temperatureC) +
+       " °C, " + std::to_string(int(sample->powerWatts)) + " W");
+  return sample->memoryFreeBytes;
 }
 
 QString capsLine(int up, int down) {
@@ -172,9 +192,9 @@ int Engine::startRun() {
   if (!isLoopbackEndpoint(cl_.listen))
     config.policy.joinWindowMs = std::max(config.policy.joinWindowMs, kInternetJoinWindowMs);
   config.nExperts = data.manifest.model.nExperts;
-  // Pre-flight: how many experts this machine can train (host memory, within the donor's cap; a
-  // GPU's own memory is not probed yet).
-  auto available = availableMemory();
+  // Pre-flight: how many experts this machine can train: host memory, or on a GPU its free
+  // memory (NVML, loaded at run time); within the donor's cap either way.
+  auto available = preflightMemory(train::resolvedDevice(cl_.device.toStdString()));
   if (cl_.memoryCapMiB > 0)
     available = available > 0 ? std::min<std::int64_t>(available, std::int64_t(cl_.memoryCapMiB) << 20)
                               : std::int64_t(cl_.memoryCapMiB) << 20;

@@ -23,6 +23,7 @@ int runTrainingChild(const ChildOptions& o) {
   options.seed = data->manifest.seed;
   options.dataSeed = data->manifest.seed;
   options.localExperts = o.localExperts;
+  options.device = o.device;
   auto trainer = train::Trainer::create(options, data->train, data->val);
   if (!trainer) {
     std::fprintf(stderr, "train_throughput: %s\n", trainer.error().c_str());

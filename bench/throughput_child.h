@@ -13,6 +13,7 @@ struct ChildOptions {
   std::vector<int> localExperts;  // empty = all experts trainable
   int warmupSteps = 3;
   int timedSteps = 25;
+  std::string device = "cpu";
 };
 
 // Trains warmupSteps + timedSteps steps and prints tokens_per_s, step_ms_median, peak_rss_bytes,

@@ -87,18 +87,27 @@ std::int64_t peakRssBytes() {
   return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux: KiB
 }
 
-double gemmGflops(int n) {
+double gemmGflops(int n, const std::string& device) {
   torch::NoGradGuard noGrad;
-  auto a = torch::randn({n, n});
-  auto b = torch::randn({n, n});
-  auto c = torch::empty({n, n});
+  const bool gpu = device != "cpu";
+  if (gpu) n = 8192;
+  const auto options =
+      gpu ? torch::TensorOptions(torch::kBFloat16).device(torch::Device(device)) : torch::TensorOptions();
+  auto a = torch::randn({n, n}, options);
+  auto b = torch::randn({n, n}, options);
+  auto c = torch::empty({n, n}, options);
+  const auto sync = [&] {
+    if (gpu) (void)c.sum().item<float>();  // waits for the queued products
+  };
   for (int i = 0; i < 2; ++i) torch::mm_out(c, a, b);  // warm-up: pages, OpenBLAS buffers, threads
+  sync();
   const double flops = 2.0 * n * double(n) * n;
   constexpr int kBlocks = 3, kReps = 6;
   double best = 0;
   for (int block = 0; block < kBlocks; ++block) {
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < kReps; ++i) torch::mm_out(c, a, b);
+    sync();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     best = std::max(best, kReps * flops / seconds / 1e9);
   }

@@ -27,9 +27,10 @@ std::string shellQuote(const std::string& arg);
 // Peak resident set of this process, in bytes (getrusage: Linux reports KiB).
 std::int64_t peakRssBytes();
 
-// torch::mm of two n×n fp32 matrices at the current torch thread count: the best of a few
-// timed blocks, in GFLOP/s (2·n³ per product). "Best" because it stands for the machine's peak.
-double gemmGflops(int n = 2048);
+// torch::mm of two n×n matrices at the current torch thread count: the best of a few timed
+// blocks, in GFLOP/s (2·n³ per product). "Best" because it stands for the machine's peak. On a
+// GPU ("cuda", "cuda:N") in bf16 — the peak that MFU is measured against — with n = 8192.
+double gemmGflops(int n = 2048, const std::string& device = "cpu");
 
 // Training FLOPs per token for forward + backward with every expert trainable:
 //   6 · N_active  +  12 · L · T · d

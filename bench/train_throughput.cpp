@@ -4,8 +4,10 @@
 //   LibTorch, the training FLOP/s as a fraction of it, and the same model in Python
 //   (train_throughput_ref.py) for a C++/Python ratio.
 //
-// Usage: train_throughput [--threads N] [--steps N] [--warmup N] [--run-dir DIR]
+// Usage: train_throughput [--threads N] [--steps N] [--warmup N] [--run-dir DIR] [--device DEVICE]
 //                         [--python PATH | --no-python]
+// --device cuda: the same model on the GPU, its peak measured as a bf16 GEMM, MFU against it
+// (issue 16; the Python reference is CPU-only and is skipped).
 // Hidden: --child all|two  (measure one configuration; used by the parent on itself)
 #include "bench/throughput_child.h"
 #include "bench/throughput_util.h"
@@ -35,6 +37,7 @@ struct Args {
   std::string python = "/usr/bin/python3";  // Debian's torch lives in the system interpreter
   bool runPython = true;
   std::string child;  // "all" or "two": this process is a measuring child
+  std::string device = "cpu";
 };
 
 bool parseArgs(int argc, char** argv, Args& a) {
@@ -56,6 +59,8 @@ bool parseArgs(int argc, char** argv, Args& a) {
       a.runDir = v;
     else if (arg == "--python" && next(v))
       a.python = v;
+    else if (arg == "--device" && next(v))
+      a.device = v;
     else if (arg == "--no-python")
       a.runPython = false;
     else if (arg == "--child" && next(v))
@@ -93,7 +98,8 @@ std::string selfPath() {
 std::optional<Figures> measure(const Args& a, const std::string& which) {
   std::fprintf(stderr, "train_throughput: training with %s experts trainable...\n", which.c_str());
   return es::bench::runChild({selfPath(), "--child", which, "--threads", std::to_string(a.threads), "--steps",
-                              std::to_string(a.steps), "--warmup", std::to_string(a.warmup), "--run-dir", a.runDir});
+                              std::to_string(a.steps), "--warmup", std::to_string(a.warmup), "--run-dir", a.runDir,
+                              "--device", a.device});
 }
 
 }  // namespace
@@ -103,14 +109,14 @@ int main(int argc, char** argv) {
   Args args;
   if (!parseArgs(argc, argv, args)) {
     std::fprintf(stderr,
-                 "usage: %s [--threads N] [--steps N] [--warmup N] [--run-dir DIR] "
+                 "usage: %s [--threads N] [--steps N] [--warmup N] [--run-dir DIR] [--device DEVICE] "
                  "[--python PATH | --no-python]\n",
                  argv[0]);
     return 2;
   }
   es::train::configureTrainingRuntime(args.threads);  // mallopt + torch threads, as the app does
   if (!args.child.empty()) {
-    es::bench::ChildOptions child{args.runDir, {}, args.warmup, args.steps};
+    es::bench::ChildOptions child{args.runDir, {}, args.warmup, args.steps, args.device};
     if (args.child == "two") child.localExperts = {0, 1};
     return es::bench::runTrainingChild(child);
   }
@@ -136,8 +142,13 @@ int main(int argc, char** argv) {
   std::printf("omp_wait_policy: %s\n", waitPolicy ? waitPolicy : "(unset)");
   print("tokens_per_step", tokensPerStep, "tok");
   print("parameters_model_config", double(model.totalParameters()), "");
-  const double gemm = es::bench::gemmGflops();
-  print("gemm_gflops", gemm, "GFLOP/s", 1);
+  if (auto usable = es::train::checkDevice(args.device); !usable) {
+    log("--device: " + usable.error());
+    return 2;
+  }
+  std::printf("device: %s\n", args.device.c_str());
+  const double gemm = es::bench::gemmGflops(2048, args.device);
+  print(args.device == "cpu" ? "gemm_gflops" : "gemm_bf16_gflops", gemm, "GFLOP/s", 1);
 
   const auto all = measure(args, "all");
   const auto two = measure(args, "two");
@@ -168,8 +179,9 @@ int main(int argc, char** argv) {
   print("train_mflop_per_token", flopsPerToken / 1e6, "MFLOP/tok", 1);
   print("train_gflops_all_experts", trainGflops, "GFLOP/s", 1);
   print("train_fraction_of_gemm_peak", gemm > 0 ? trainGflops / gemm : 0.0, "", 2);
+  if (args.device != "cpu") print("mfu", gemm > 0 ? trainGflops / gemm : 0.0, "", 3);  // vs the bf16 peak
 
-  if (!args.runPython) return 0;
+  if (!args.runPython || args.device != "cpu") return 0;
   std::fprintf(stderr, "train_throughput: training the Python reference...\n");
   const auto py = es::bench::runChild({args.python, ES_BENCH_SOURCE_DIR "/train_throughput_ref.py", "--run-dir",
                                        args.runDir, "--threads", std::to_string(args.threads), "--steps",

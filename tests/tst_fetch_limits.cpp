@@ -160,6 +160,7 @@ class FetchLimitsTest : public QObject {
   void aSnapshotIsAdoptedOnlyAsAnnouncedAndFinite();
   void nodeTrainsOnAtItsDiskQuota();
   void aPeerStaleTwoRoundsInARowIsNotWaitedFor();
+  void aContributionIsSizedWithItsRoundsClaims();
 
  private:
   NodeConfig configFor(const QString& name, int rounds) const;
@@ -292,6 +293,46 @@ void FetchLimitsTest::aPeerStaleTwoRoundsInARowIsNotWaitedFor() {
   QCOMPARE(log.filter("built on another base than the swarm's 2 rounds in a row").size(), 1);
   QVERIFY(log.filter("peer banned").isEmpty());
   QVERIFY(log.filter("Out of step").isEmpty());
+}
+
+// A peer announces its contribution to round 1 trained with claims {1}, then moves on to round 2
+// with claims {1, 2} (re-balanced) before the node fetched it. The file is sized for {1}: the
+// node predicts its size from the claims of the round-1 record it saw, not the record's current
+// ones, so the contribution is fetched (and judged on its content: stale, its base is nobody's)
+// and its honest sender is not banned. Sized by the current claims it was refused and banned.
+void FetchLimitsTest::aContributionIsSizedWithItsRoundsClaims() {
+  MemorySwarmHub hub("tiny-run");
+  MemorySwarm swarm(hub, "peer-m"), mover(hub, "mover");
+  const auto config = configFor("peer-m", 1);
+  const sync::ContributionHeader header{"tiny-run", 1, "mover", "0123456789abcdef", config.peer.codec};
+  const auto path = dir_.filePath("mover-1.safetensors").toStdString();
+  QVERIFY(sync::saveContribution(path, header, deltasFor(config.peer.trainer.model, {1})).ok());
+  const auto id = mover.publish(path);
+  QVERIFY(id.ok());
+  Announcement a;
+  a.round = 1;
+  a.claims = {1};
+  a.leaseUntil = 1 + config.policy.leaseRounds;
+  a.contrib[1] = *id;
+  QVERIFY(mover.announce(a).ok());
+  Node node(swarm, config, data_->train, data_->val);
+  NodeRun run;
+  bool movedOn = false;
+  connect(&node, &Node::stepped, this, [&](const StepReport&) {
+    if (movedOn) return;
+    movedOn = true;  // the node has seen the round-1 record; now the record shows round 2
+    a.round = 2;
+    a.claims = {1, 2};
+    QVERIFY(mover.announce(a).ok());
+  });
+  QVERIFY2(runToEnd(node, run), "the node did not finish");
+  QVERIFY(movedOn);
+  QCOMPARE(int(run.rounds.size()), 1);
+  QCOMPARE(swarm.fetchLimits().at(*id).sizes, sync::contributionSizes(config.peer.trainer.model, {1}, header));
+  QVERIFY(run.log.filter("peer banned").isEmpty());
+  bool judged = false;
+  for (const auto& v : run.rounds.at(0).merge.verdicts) judged = judged || v.sender == "mover";
+  QVERIFY2(judged, "the mover's contribution never arrived");
 }
 
 QTEST_GUILESS_MAIN(FetchLimitsTest)

@@ -4,6 +4,7 @@
 #include "core/common/lease_terms.h"
 #include "core/node/bans.h"
 #include "core/node/peer_rules.h"
+#include "core/node/round_claims.h"
 #include "core/store/ledger.h"
 #include "core/store/migrations.h"
 #include "core/store/sqlite_db.h"
@@ -49,6 +50,27 @@ class PeerRulesTest : public QObject {
   Q_OBJECT
 
  private Q_SLOTS:
+  // A contribution of round R is sized with the claims its sender's record stated in R, kept for
+  // the last kRoundsKept rounds of each peer still in the record book.
+  void claimsAreKeptPerRound() {
+    es::node::RoundClaims claims;
+    claims.note("a", 3, {2, 3});
+    claims.note("a", 4, {2, 3, 4, 5});  // re-balanced after a leave
+    QCOMPARE(*claims.of("a", 3), (std::set<int>{2, 3}));
+    QCOMPARE(*claims.of("a", 4), (std::set<int>{2, 3, 4, 5}));
+    QVERIFY(!claims.of("a", 2));  // never seen: a guess would be needed
+    QVERIFY(!claims.of("b", 3));
+    claims.note("a", 4, {5});  // a round's last word wins
+    QCOMPARE(*claims.of("a", 4), (std::set<int>{5}));
+    for (int r = 5; r < 5 + es::node::RoundClaims::kRoundsKept; ++r) claims.note("a", r, {1});
+    QVERIFY(!claims.of("a", 4));  // bounded per peer
+    QVERIFY(claims.of("a", 5 + es::node::RoundClaims::kRoundsKept - 1));
+    claims.note("b", 1, {0});
+    claims.keepOnly({"b"});  // "a" left the record book
+    QCOMPARE(claims.peerCount(), std::size_t(1));
+    QVERIFY(!claims.of("a", 5));
+  }
+
   void aLeaseHoldsOnlyWithinItsRoundPlusLeaseRoundsPlusSlack() {
     QVERIFY(es::leaseHolds(5, 5 + kLease, 5, kLease));           // honest
     QVERIFY(es::leaseHolds(6, 6 + kLease, 5, kLease));           // one round ahead: the slack

@@ -200,6 +200,33 @@ class UiWindow : public QObject {
     QVERIFY(model->exportButton()->isEnabled());
   }
 
+  // The Model tab's export runs `<executable> export --out DIR --run <magnet of the run id>
+  // --data-dir <the ledger's folder>` as a child process and logs how it ended. Here the
+  // executable is a script that records its arguments.
+  void exportRunsTheExportCommandForThisRun() {
+    const QString script = dir_.filePath("fake-expertswarm.sh"), argsFile = dir_.filePath("export-args.txt");
+    {
+      QFile f(script);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(QStringLiteral("#!/bin/sh\nprintf '%s\\n' \"$@\" > '%1'\n").arg(argsFile).toUtf8());
+    }
+    QVERIFY(QFile::setPermissions(script, QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
+    test::FakeEngine engine;
+    store_ = std::make_unique<QSettings>(dir_.filePath("export.ini"), QSettings::IniFormat);
+    ui::DesktopApp app(engine, *store_, script);
+    QVERIFY(!app.exportModel(dir_.filePath("out")));  // no run yet
+    Q_EMIT engine.started(runInfo(dir_.filePath("data/expertswarm.db")));
+    QVERIFY(app.exportModel(dir_.filePath("out")));
+    QTRY_VERIFY_WITH_TIMEOUT(app.window()->log()->text().contains(QStringLiteral("Exported the merged model")), 10000);
+    QFile args(argsFile);
+    QVERIFY(args.open(QIODevice::ReadOnly));
+    QCOMPARE(
+        QString::fromUtf8(args.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts),
+        (QStringList{QStringLiteral("export"), QStringLiteral("--out"), dir_.filePath("out"), QStringLiteral("--run"),
+                     QStringLiteral("magnet:?xt=urn:btmh:1220") + QString(64, QLatin1Char('a')),
+                     QStringLiteral("--data-dir"), dir_.filePath("data")}));
+  }
+
   void settingsAreSavedAndReachTheEngine() {
     test::FakeEngine engine;
     auto app = makeApp(engine, "settings");

@@ -56,7 +56,8 @@ MoeOutput MoeLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& lbW
     outputs.push_back(expertList_[static_cast<size_t>(e)]->forward(pieces[static_cast<size_t>(e)]));
   }
   auto ySorted = torch::cat(outputs, 0) * gateSorted.unsqueeze(1);  // [n·k, d]
-  auto y = torch::zeros_like(x).index_add(0, tokenOf, ySorted);     // [n, d]
+  // Under bf16 autocast the experts' products are bf16; the residual stream stays f32.
+  auto y = torch::zeros_like(x).index_add(0, tokenOf, ySorted.to(x.scalar_type()));  // [n, d]
 
   // Load balance (Switch): fraction of assignments f_e (no gradient) times mean probability P_e.
   auto fraction = counts.to(probs.scalar_type()) / static_cast<double>(n * topK_);  // [E]

@@ -56,6 +56,7 @@ void Node::start() {
   loadBans();
   SwarmEvents events;
   events.peersChanged = [this] {
+    noteRoundClaims();
     if (ledger_) {  // only what changed, at most once a minute per peer (core/node/peer_sightings.h)
       const auto now = QDateTime::currentMSecsSinceEpoch();
       sightings_.begin();
@@ -85,7 +86,8 @@ void Node::start() {
     Q_EMIT message(QStringLiteral("Peer %1 banned: %2").arg(q(id).left(16), q(reason)));
   };
   swarm_.setEvents(std::move(events));
-  announce();  // present ourselves (no claims yet) so others count us before they claim
+  noteRoundClaims();  // the records already here
+  announce();         // present ourselves (no claims yet) so others count us before they claim
   Q_EMIT message(QStringLiteral("Joined run %1 as peer %2; listening for peers for %3 s")
                      .arg(q(swarm_.runId()).left(16), q(swarm_.selfId()).left(16))
                      .arg(config_.policy.joinWindowMs / 1000.0));

@@ -9,6 +9,7 @@
 
 #include "core/node/bans.h"
 #include "core/node/peer_sightings.h"
+#include "core/node/round_claims.h"
 #include "core/node/standing.h"
 #include "core/node/swarm.h"
 #include "core/node/trainer_worker.h"
@@ -243,6 +244,8 @@ class Node : public QObject {
   Bans banned_;              // peer id → when and why (expired ones are ignored: isBanned)
   Standing standing_;        // peer id → rounds we merged its contribution: its vote's weight
   PeerSightings sightings_;  // which peers the ledger has seen, and when (peersChanged)
+  RoundClaims roundClaims_;  // each peer's claims per round, from its records (peersChanged)
+  void noteRoundClaims();
   // Peer id → the round we first saw it claiming: the grace of the silent rule (peer_rules.h).
   // Filled as livePeers meets them, hence mutable. Peers may differ by a round on a newcomer's
   // grace (they met it at different times); they agree again once it publishes or stays silent.
@@ -264,6 +267,10 @@ class Node : public QObject {
     // that announces another's content id as its own does not take over that sender's slot — the
     // one transfer serves both, and validation (the file names its sender) rejects the impostor.
     std::map<std::pair<std::string, std::string>, std::set<int>> fetching;
+    // Senders whose record of this round we never saw: their claims are a guess (the record's
+    // newer ones), so a size that does not match them is no proof of a lie (no ban).
+    std::set<std::string> claimsGuessed;
+    std::set<std::string> givenUp;  // senders not waited for any more this round (their content was refused)
     std::map<std::string, IncomingContribution> arrived;  // sender → contribution
     std::map<std::string, FetchLimits> transfers;         // content id → the sizes its transfer was started with
     std::map<std::string, std::string> fetchedPath;       // content id → file, once fetched

@@ -144,9 +144,24 @@ void Node::refuse(const std::string& id, const std::string& reason) {
     QTimer::singleShot(500, this, [this] { gather(); });
     return;
   }
-  // Checked against every announcer's predicted sizes: none of them told the truth.
+  // Checked against every announcer's predicted sizes: none of them told the truth — unless the
+  // sizes were guessed from claims newer than the round (its record of the round never seen):
+  // then the round goes on without it, and nobody is banned for our guess.
+  const auto senders = gather_->sendersOf(id);
+  bool guessed = false;
+  for (const auto& sender : senders) guessed = guessed || gather_->claimsGuessed.count(sender);
+  if (guessed) {
+    Q_EMIT message(QStringLiteral("Not merging the contribution of %1 to round %2: %3, and its claims of that round "
+                                  "are unknown here (its record has moved on)")
+                       .arg(q(*senders.begin()).left(16))
+                       .arg(gather_->round)
+                       .arg(q(reason)));
+    gather_->givenUp.insert(senders.begin(), senders.end());
+    gather();
+    return;
+  }
   const std::string why = "refused before download: " + reason;
-  for (const auto& sender : gather_->sendersOf(id)) {
+  for (const auto& sender : senders) {
     if (ledger_) ledger_->addContribution(swarm_.runId(), {gather_->round, sender, id, 0, "rejected", why});
     banSender(sender, why);
   }

@@ -43,14 +43,33 @@ void Node::gather() {
       startFetch(id, r);  // or later: at most kMaxConcurrentFetches at once, within the quota
   }
   for (const auto& id : gather_->expected)
-    if (!gather_->arrived.count(id)) return;
+    if (!gather_->arrived.count(id) && !gather_->givenUp.count(id)) return;
   closeRound(false);
 }
 
+// Every record's (round, claims), kept per peer for the rounds a contribution may still arrive in.
+void Node::noteRoundClaims() {
+  std::set<std::string> present;
+  for (const auto& p : swarm_.peers()) {
+    roundClaims_.note(p.id, p.round, p.claims);
+    present.insert(p.id);
+  }
+  roundClaims_.keepOnly(present);
+}
+
 // `peer` names `id` as its contribution of the round: it is owed those bytes' verdict.
+// The claims it held in the round (core/node/round_claims.h); its record's current ones only when
+// no record of that round was seen — a guess, remembered as one.
 void Node::noteAnnounced(const SwarmPeer& peer, const std::string& id) {
   if (!isSafeId(id)) Q_EMIT message(QStringLiteral("Ignoring a malformed content id from %1").arg(q(peer.id).left(16)));
-  gather_->fetching[{peer.id, id}] = std::set<int>(peer.claims.begin(), peer.claims.end());
+  noteRoundClaims();
+  if (const auto held = roundClaims_.of(peer.id, gather_->round)) {
+    gather_->fetching[{peer.id, id}] = *held;
+    gather_->claimsGuessed.erase(peer.id);
+  } else {
+    gather_->fetching[{peer.id, id}] = std::set<int>(peer.claims.begin(), peer.claims.end());
+    gather_->claimsGuessed.insert(peer.id);
+  }
   if (auto path = gather_->fetchedPath.find(id); path != gather_->fetchedPath.end())  // already here
     QTimer::singleShot(0, this, [this, id, file = path->second] { onContributionFetched(id, file); });
 }

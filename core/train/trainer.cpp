@@ -3,6 +3,7 @@
 
 #include "core/checkpoint/training_state.h"
 #include "core/model/tensor_names.h"
+#include "core/train/torch_compat.h"
 #include "core/train/trainer_impl.h"
 
 #include <torch/torch.h>
@@ -61,6 +62,11 @@ Status checkDevice(const std::string& device) {
   return {};
 }
 
+std::string resolvedDevice(const std::string& device) {
+  if (device != "auto") return device;
+  return torch::cuda::is_available() ? "cuda" : "cpu";
+}
+
 Trainer::Trainer(std::unique_ptr<TrainerImpl> impl) : impl_(std::move(impl)) {}
 Trainer::~Trainer() = default;
 
@@ -85,11 +91,14 @@ Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainerOptions& options
 
   auto device = parseDevice(options.device);
   if (!device) return makeError(device.error());
+  if (options.precision != "auto" && options.precision != "f32" && options.precision != "bf16")
+    return makeError("precision must be auto, f32 or bf16, not \"" + options.precision + "\"");
 
   auto impl = std::make_unique<TrainerImpl>();
   impl->options = options;
   impl->localExperts = local;
   impl->device = *device;
+  impl->bf16 = options.precision == "bf16" || (options.precision == "auto" && device->is_cuda());
   {
     // The seed and the initialisation use torch's process-wide generator: two trainers created
     // at once on two threads (in-process nodes, tests) would interleave its draws.
@@ -134,8 +143,13 @@ StepStats Trainer::trainStep() {
   const Batch batch = s.trainSampler->at(s.dataCursor);
   const auto inputs = batch.inputs.to(s.device), targets = batch.targets.to(s.device);
   for (const auto& slot : s.optimizer->slots()) slot.param.mutable_grad() = torch::Tensor();
-  auto out = s.model->forward(inputs, lbWeights);
-  auto ce = torch::nn::functional::cross_entropy(out.logits.reshape({-1, out.logits.size(-1)}), targets.reshape({-1}));
+  model::ForwardOutput out;
+  {
+    Bf16Autocast autocast(s.bf16, s.device.type());  // the forward only: backward follows its casts
+    out = s.model->forward(inputs, lbWeights);
+  }
+  auto ce = torch::nn::functional::cross_entropy(out.logits.to(torch::kFloat).reshape({-1, out.logits.size(-1)}),
+                                                 targets.reshape({-1}));
   auto loss = ce + cfg.loadBalanceCoef * out.loadBalance + cfg.zLossCoef * out.zLoss;
   loss.backward();
 
@@ -167,7 +181,11 @@ double Trainer::evaluate() {
   for (int i = 0; i < s.options.train.evalBatches; ++i) {
     const Batch batch = s.valSampler->sequential(i);
     if (!batch.inputs.defined()) break;
-    auto logits = s.model->forward(batch.inputs.to(s.device)).logits;
+    torch::Tensor logits;
+    {
+      Bf16Autocast autocast(s.bf16, s.device.type());
+      logits = s.model->forward(batch.inputs.to(s.device)).logits.to(torch::kFloat);
+    }
     auto ce = torch::nn::functional::cross_entropy(
         logits.reshape({-1, logits.size(-1)}), batch.targets.to(s.device).reshape({-1}),
         torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));

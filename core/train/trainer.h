@@ -26,6 +26,9 @@ struct TrainerOptions {
   std::vector<int> localExperts;  // expert indices trained here (same index in every layer);
                                   // empty = all experts (centralised training)
   std::string device = "cpu";     // "cpu", "cuda", "cuda:N" or "auto" (CUDA when available)
+  // "f32", "bf16" (autocast: bf16 compute, f32 master weights, gradients and moments; any device)
+  // or "auto": bf16 on a GPU, f32 on the CPU (whose bf16 matmuls are slow without AMX).
+  std::string precision = "auto";
 };
 
 struct StepStats {
@@ -73,6 +76,8 @@ class Trainer {
 
 // Whether `device` ("auto", "cpu", "cuda", "cuda:N") can be used by a Trainer here.
 Status checkDevice(const std::string& device);
+// The device a Trainer would use for `device`: "auto" becomes "cuda" or "cpu"; others unchanged.
+std::string resolvedDevice(const std::string& device);
 
 // Process-wide LibTorch settings for training: thread count (0 = all cores) and glibc malloc
 // tuned so the large per-step buffers are not returned to the OS every step (~1.8x on CPU,

@@ -19,6 +19,7 @@ struct TrainerImpl {
   std::unique_ptr<BatchSampler> valSampler;
   std::vector<int> localExperts;  // sorted
   torch::Device device{torch::kCPU};
+  bool bf16 = false;  // options.precision resolved for the device
   std::int64_t step = 0;
   std::uint64_t dataCursor = 0;
 };
