@@ -98,13 +98,20 @@ ParseResult parseCommandLine(const QStringList& arguments) {
   const QCommandLineOption diskQuota(
       QStringLiteral("disk-quota-mib"),
       QStringLiteral("Swarm: most the run folder may hold (default: from the run's model)."), QStringLiteral("MIB"));
+  const QCommandLineOption hostMemory(
+      QStringLiteral("host-memory-mib"),
+      QStringLiteral("Most host memory the claim is sized by (default: what is available)."), QStringLiteral("MIB"));
+  const QCommandLineOption gpuMemory(
+      QStringLiteral("gpu-memory-mib"),
+      QStringLiteral("Most GPU memory the claim is sized by (default: what the GPU has free)."), QStringLiteral("MIB"));
   QCommandLineOption testPoison(QStringLiteral("test-poison"), QStringLiteral("Tests only."), QStringLiteral("KIND"));
   testPoison.setFlags(QCommandLineOption::HiddenFromHelp);
   QCommandLineOption uiSnapshot(QStringLiteral("ui-snapshot"), QStringLiteral("Tests only."), QStringLiteral("DIR"));
   uiSnapshot.setFlags(QCommandLineOption::HiddenFromHelp);
-  parser.addOptions({help,        version, noGui,     localOnly,   run,       dataDir,    steps,     experts,
-                     device,      threads, logEvery,  evalEvery,   fresh,     listen,     bootstrap, publicNetwork,
-                     portMapping, rounds,  syncEvery, exportModel, diskQuota, testPoison, uiSnapshot});
+  parser.addOptions({help,       version,       noGui,       localOnly, run,       dataDir,     steps,
+                     experts,    device,        threads,     logEvery,  evalEvery, fresh,       listen,
+                     bootstrap,  publicNetwork, portMapping, rounds,    syncEvery, exportModel, diskQuota,
+                     hostMemory, gpuMemory,     testPoison,  uiSnapshot});
 
   if (!parser.parse(arguments)) return failure(parser.errorText());
   if (!parser.positionalArguments().isEmpty())
@@ -179,7 +186,8 @@ ParseResult parseCommandLine(const QStringList& arguments) {
   };
   for (const IntOption& o : {IntOption{&threads, &c.threads, 1}, IntOption{&logEvery, &c.logEvery, 1},
                              IntOption{&evalEvery, &c.evalEvery, 1}, IntOption{&syncEvery, &c.syncEvery, 1},
-                             IntOption{&diskQuota, &c.diskQuotaMiB, 1}}) {
+                             IntOption{&diskQuota, &c.diskQuotaMiB, 1}, IntOption{&hostMemory, &c.hostMemoryCapMiB, 1},
+                             IntOption{&gpuMemory, &c.gpuMemoryCapMiB, 1}}) {
     if (!parser.isSet(*o.option)) continue;
     const auto v = parseInteger(parser.value(*o.option), o.lo, 1 << 30);
     if (!v)

@@ -34,9 +34,10 @@ struct CommandLine {
   QString exportPath;           // write the merged model here at the end
   QString testPoison;           // hidden, tests only: nan | norm | foreign
   QString uiSnapshot;           // hidden, tests only: GUI writes window.png + ui-state.json here, then quits
-  // From the donor's settings (GUI), not the command line.
+  // From the donor's settings (GUI) or the command line (headless).
   int claimSize = 0;                       // experts to claim; 0: the run's experts_per_peer
-  int memoryCapMiB = 0;                    // 0: no cap on the pre-flight's memory budget
+  int hostMemoryCapMiB = 0;                // --host-memory-mib: the pre-flight's host memory; 0: no cap
+  int gpuMemoryCapMiB = 0;                 // --gpu-memory-mib: the pre-flight's GPU memory; 0: no cap
   int diskQuotaMiB = 0;                    // --disk-quota-mib (or the donor's setting); 0: from the model
   int uploadLimit = 0, downloadLimit = 0;  // bytes/s, 0: unlimited
 };

@@ -1,9 +1,9 @@
 #include "app/engine.h"
+#include "app/engine_gpu.h"
 #include "app/engine_parts.h"
 
 #include "app/network_setup.h"
 #include "app/run_setup.h"
-#include "core/gpu/nvml_telemetry.h"
 #include "core/node/node.h"
 #include "core/store/ledger.h"
 #include "core/sync/fetch_size.h"
@@ -48,33 +48,6 @@ void applyMergePolicy(const train::SwarmPolicy& s, node::SpesPeerConfig& peer) {
   peer.aggregate = s.aggregate;
   peer.clipIterations = s.clipIterations;
   peer.clipTauFactor = s.clipTauFactor;
-}
-
-// MemAvailable from /proc/meminfo (bytes), or -1 when unknown.
-std::int64_t availableMemory() {
-  QFile meminfo(QStringLiteral("/proc/meminfo"));
-  if (!meminfo.open(QIODevice::ReadOnly)) return -1;
-  for (const auto& line : meminfo.readAll().split('\n'))
-    if (line.startsWith("MemAvailable:")) return line.simplified().split(' ').value(1).toLongLong() * 1024;
-  return -1;
-}
-
-// The memory the pre-flight sizes the claim by: on a GPU (`device` resolved: "cuda", "cuda:N") its
-// free memory as NVML reports it, with a start line naming the GPU; host memory otherwise, and
-// when NVML is not there (a line says so). -1 when unknown.
-std::int64_t preflightMemory(const std::string& device) {
-  const int gpu = gpu::cudaIndexOf(device);
-  if (gpu < 0) return availableMemory();
-  auto nvml = gpu::NvmlTelemetry::open();
-  auto sample = nvml ? (*nvml)->sample(gpu) : Expected<gpu::GpuSample>(makeError(nvml.error()));
-  if (!sample) {
-    info("Pre-flight: " + sample.error() + "; sizing by host memory");
-    return availableMemory();
-  }
-  info("GPU " + std::to_string(gpu) + ": " + sample->name + ", " + std::to_string(sample->memoryFreeBytes >> 20) +
-       " of " + std::to_string(sample->memoryTotalBytes >> 20) + " MiB free, " + std::to_string(sample->temperatureC) +
-       " °C, " + std::to_string(int(sample->powerWatts)) + " W");
-  return sample->memoryFreeBytes;
 }
 
 QString capsLine(int up, int down) {
@@ -194,10 +167,8 @@ int Engine::startRun() {
   config.nExperts = data.manifest.model.nExperts;
   // Pre-flight: how many experts this machine can train: host memory, or on a GPU its free
   // memory (NVML, loaded at run time); within the donor's cap either way.
-  auto available = preflightMemory(train::resolvedDevice(cl_.device.toStdString()));
-  if (cl_.memoryCapMiB > 0)
-    available = available > 0 ? std::min<std::int64_t>(available, std::int64_t(cl_.memoryCapMiB) << 20)
-                              : std::int64_t(cl_.memoryCapMiB) << 20;
+  const auto device = train::resolvedDevice(cl_.device.toStdString());
+  const auto available = preflightMemory(device, {cl_.hostMemoryCapMiB, cl_.gpuMemoryCapMiB});
   if (available > 0) {
     const auto& m = data.manifest.model;
     const auto budget =
@@ -208,6 +179,7 @@ int Engine::startRun() {
     if (budget.experts < 1) return fail(1, "not enough memory to train even one expert of this run");
     config.maxExperts = budget.experts;
   }
+  config.readGpu = gpuReader(device);
   config.maxRounds = cl_.rounds;
   auto& peer = config.peer;
   peer.trainer.model = data.manifest.model;

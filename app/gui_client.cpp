@@ -34,7 +34,8 @@ void applySettings(CommandLine& cl, const settings::ClientSettings& s) {
   }
   if (cl.dataDir.isEmpty()) cl.dataDir = s.dataDir;
   cl.claimSize = s.claimSize;
-  cl.memoryCapMiB = s.gpuMemoryCapMiB;
+  if (cl.hostMemoryCapMiB == 0) cl.hostMemoryCapMiB = s.hostMemoryCapMiB;
+  if (cl.gpuMemoryCapMiB == 0) cl.gpuMemoryCapMiB = s.gpuMemoryCapMiB;
   if (cl.diskQuotaMiB == 0) cl.diskQuotaMiB = s.diskQuotaMiB;
   cl.uploadLimit = s.uploadLimitKiB * 1024;
   cl.downloadLimit = s.downloadLimitKiB * 1024;

@@ -56,13 +56,17 @@ int runSwarmClient(const CommandLine& given, const QString& shareDir) {
   });
   QObject::connect(&engine, &Engine::started, [&setupDone] { setupDone = true; });
   QMetaObject::Connection bar;
+  std::string gpu;  // the last GPU reading (at most a second old), for the bar
   if (tty)
-    bar = QObject::connect(&engine, &Engine::stepped, [&syncEvery](const node::StepReport& r) {
+    bar = QObject::connect(&engine, &Engine::stepped, [&syncEvery, &gpu](const node::StepReport& r) {
       const int h = syncEvery, inRound = int((r.step - 1) % h) + 1;
       const int filled = inRound * 20 / h;
-      std::fprintf(stderr, "\r\033[K[%s%s] round %lld step %d/%d loss %.3f %.0f tok/s",
+      if (r.gpu)
+        gpu = " GPU " + std::to_string(r.gpu->utilizationPercent) + "% " + std::to_string(r.gpu->temperatureC) + "°C " +
+              std::to_string(int(r.gpu->powerWatts)) + "W";
+      std::fprintf(stderr, "\r\033[K[%s%s] round %lld step %d/%d loss %.3f %.0f tok/s%s",
                    std::string(filled, '#').c_str(), std::string(20 - filled, '.').c_str(),
-                   static_cast<long long>((r.step - 1) / h + 1), inRound, h, r.loss, r.tokensPerSecond);
+                   static_cast<long long>((r.step - 1) / h + 1), inRound, h, r.loss, r.tokensPerSecond, gpu.c_str());
     });
   QObject::connect(&engine, &Engine::roundClosed, [clearBar](const node::RoundSummary& s) {
     clearBar();

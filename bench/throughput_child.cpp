@@ -20,6 +20,10 @@ int runTrainingChild(const ChildOptions& o) {
   train::TrainerOptions options;
   options.model = data->manifest.model;
   options.train = data->manifest.train;
+  if (!applyModelPreset(o.model, options.model, options.train.batchSize)) {
+    std::fprintf(stderr, "train_throughput: no model preset \"%s\"\n", o.model.c_str());
+    return 2;
+  }
   options.seed = data->manifest.seed;
   options.dataSeed = data->manifest.seed;
   options.localExperts = o.localExperts;

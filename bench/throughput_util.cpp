@@ -124,4 +124,18 @@ std::int64_t frozenExpertSavingBytes(const model::ModelConfig& c, int trainable,
   return frozen * c.expertParameters() * copies * std::int64_t(sizeof(float));
 }
 
+bool applyModelPreset(const std::string& name, model::ModelConfig& model, int& batchSize) {
+  if (name == "default") return true;
+  if (name != "gpu-1b") return false;
+  model.dModel = 1024;
+  model.nLayers = 12;
+  model.nHeads = 16;
+  model.nExperts = 16;
+  model.topK = 2;
+  model.expertHidden = 1536;
+  model.seqLen = 1024;
+  batchSize = 16;
+  return true;
+}
+
 }  // namespace es::bench

@@ -48,4 +48,10 @@ double trainFlopsPerToken(const model::ModelConfig& config);
 // step's start, so they may miss the peak (copies = 2 is the lower bound).
 std::int64_t frozenExpertSavingBytes(const model::ModelConfig& config, int trainable, int copies = 3);
 
+// The model a throughput run trains, by name: "default" keeps the run's; "gpu-1b" is the
+// GPU-sized config of issue 16 (16 experts, top-2, seq 1024, d 1024, 12 layers, hidden 1536:
+// 0.97 B parameters, 0.17 B active per token) with batch 16 (16 Ki tokens a step). The vocabulary
+// stays the run's (its tokenizer made the data). False for an unknown name.
+bool applyModelPreset(const std::string& name, model::ModelConfig& model, int& batchSize);
+
 }  // namespace es::bench

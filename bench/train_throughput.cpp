@@ -5,9 +5,10 @@
 //   (train_throughput_ref.py) for a C++/Python ratio.
 //
 // Usage: train_throughput [--threads N] [--steps N] [--warmup N] [--run-dir DIR] [--device DEVICE]
-//                         [--python PATH | --no-python]
+//                         [--model default|gpu-1b] [--python PATH | --no-python]
 // --device cuda: the same model on the GPU, its peak measured as a bf16 GEMM, MFU against it
-// (issue 16; the Python reference is CPU-only and is skipped).
+// (issue 16; the Python reference is CPU-only and is skipped). --model gpu-1b: the GPU-sized
+// config (throughput_util.h) instead of the run's; the Python reference is skipped for it too.
 // Hidden: --child all|two  (measure one configuration; used by the parent on itself)
 #include "bench/throughput_child.h"
 #include "bench/throughput_util.h"
@@ -38,6 +39,7 @@ struct Args {
   bool runPython = true;
   std::string child;  // "all" or "two": this process is a measuring child
   std::string device = "cpu";
+  std::string model = "default";
 };
 
 bool parseArgs(int argc, char** argv, Args& a) {
@@ -59,6 +61,8 @@ bool parseArgs(int argc, char** argv, Args& a) {
       a.runDir = v;
     else if (arg == "--python" && next(v))
       a.python = v;
+    else if (arg == "--model" && next(v))
+      a.model = v;
     else if (arg == "--device" && next(v))
       a.device = v;
     else if (arg == "--no-python")
@@ -99,7 +103,7 @@ std::optional<Figures> measure(const Args& a, const std::string& which) {
   std::fprintf(stderr, "train_throughput: training with %s experts trainable...\n", which.c_str());
   return es::bench::runChild({selfPath(), "--child", which, "--threads", std::to_string(a.threads), "--steps",
                               std::to_string(a.steps), "--warmup", std::to_string(a.warmup), "--run-dir", a.runDir,
-                              "--device", a.device});
+                              "--device", a.device, "--model", a.model});
 }
 
 }  // namespace
@@ -110,13 +114,13 @@ int main(int argc, char** argv) {
   if (!parseArgs(argc, argv, args)) {
     std::fprintf(stderr,
                  "usage: %s [--threads N] [--steps N] [--warmup N] [--run-dir DIR] [--device DEVICE] "
-                 "[--python PATH | --no-python]\n",
+                 "[--model default|gpu-1b] [--python PATH | --no-python]\n",
                  argv[0]);
     return 2;
   }
   es::train::configureTrainingRuntime(args.threads);  // mallopt + torch threads, as the app does
   if (!args.child.empty()) {
-    es::bench::ChildOptions child{args.runDir, {}, args.warmup, args.steps, args.device};
+    es::bench::ChildOptions child{args.runDir, {}, args.warmup, args.steps, args.device, args.model};
     if (args.child == "two") child.localExperts = {0, 1};
     return es::bench::runTrainingChild(child);
   }
@@ -134,8 +138,14 @@ int main(int argc, char** argv) {
   }
   log("run data ready in " + args.runDir + " (" +
       std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - prepStart).count()) + " s)");
-  const auto& model = manifest->model;
-  const int tokensPerStep = manifest->train.batchSize * model.seqLen;
+  auto model = manifest->model;
+  int batchSize = manifest->train.batchSize;
+  if (!es::bench::applyModelPreset(args.model, model, batchSize)) {
+    log("--model must be default or gpu-1b, not " + args.model);
+    return 2;
+  }
+  const int tokensPerStep = batchSize * model.seqLen;
+  std::printf("model: %s\n", args.model.c_str());
 
   print("threads", args.threads, "");
   const char* waitPolicy = std::getenv("OMP_WAIT_POLICY");
@@ -181,7 +191,7 @@ int main(int argc, char** argv) {
   print("train_fraction_of_gemm_peak", gemm > 0 ? trainGflops / gemm : 0.0, "", 2);
   if (args.device != "cpu") print("mfu", gemm > 0 ? trainGflops / gemm : 0.0, "", 3);  // vs the bf16 peak
 
-  if (!args.runPython || args.device != "cpu") return 0;
+  if (!args.runPython || args.device != "cpu" || args.model != "default") return 0;
   std::fprintf(stderr, "train_throughput: training the Python reference...\n");
   const auto py = es::bench::runChild({args.python, ES_BENCH_SOURCE_DIR "/train_throughput_ref.py", "--run-dir",
                                        args.runDir, "--threads", std::to_string(args.threads), "--steps",

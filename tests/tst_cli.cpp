@@ -34,6 +34,8 @@ class CliTest : public QObject {
     row("bad bootstrap port", "--no-gui --bootstrap 127.0.0.1:0", "--bootstrap");
     row("port mapping on loopback", "--no-gui --port-mapping --listen 127.0.0.1:6881", "--port-mapping");
     row("rounds zero", "--no-gui --rounds 0", "--rounds");
+    row("host memory cap zero", "--no-gui --host-memory-mib 0", "--host-memory-mib");
+    row("GPU memory cap garbage", "--no-gui --gpu-memory-mib 8G", "--gpu-memory-mib");
     row("swarm flag in local mode", base + "--rounds 3", "--rounds");
     row("experts are claimed in a swarm", "--no-gui --experts 1", "--experts");
     row("magnet without a v2 hash", "--no-gui --run magnet:?xt=urn:btih:0123456789abcdef0123456789abcdef01234567",

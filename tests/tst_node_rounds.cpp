@@ -255,6 +255,11 @@ class NodeRounds : public QObject {
     auto ledger = es::store::Ledger::open(ledgerPath, std::string(ES_SHARE_DIR) + "/sql");
     QVERIFY2(ledger.ok(), ledger ? "" : ledger.error().c_str());
     config.peer.tokenizer = std::make_shared<const es::train::BpeTokenizer>(data_->tokenizer);
+    int gpuReads = 0;  // issue 16: a fake GPU whose temperature counts its readings
+    config.readGpu = [&gpuReads]() -> std::optional<es::node::GpuReading> {
+      ++gpuReads;
+      return es::node::GpuReading{50, 1LL << 30, 8LL << 30, 40 + gpuReads, 100};
+    };
     Node node(swarm, config, data_->train, data_->val, ledger->get());
     std::vector<RoundSummary> rounds;
     bool finished = false;
@@ -303,6 +308,21 @@ class NodeRounds : public QObject {
     }
     QVERIFY(!evalRounds.empty());
     QCOMPARE(sampled, evalRounds);
+    // Each reading is on exactly one step's row, at most one a second; the other rows have none.
+    const auto metrics = (*reader)->metrics(hub.runId());
+    QVERIFY(metrics.ok());
+    std::vector<std::int64_t> readAt;
+    for (const auto& m : *metrics)
+      if (m.gpu) {
+        QCOMPARE(m.gpu->temperatureC, double(41 + readAt.size()));
+        readAt.push_back(m.at);
+      }
+    QVERIFY(gpuReads >= 1);
+    QCOMPARE(int(readAt.size()), gpuReads);
+    QVERIFY2(int(metrics->size()) > gpuReads, "every step carried a reading: not throttled");
+    for (std::size_t i = 1; i < readAt.size(); ++i)
+      QVERIFY2(readAt[i] - readAt[i - 1] >= Node::kGpuReadingMs - 20,
+               qPrintable(QString::number(readAt[i] - readAt[i - 1])));
   }
 
   // Issue 15 item 1 (Sybil majorities): from round 2 on, three fresh keys report in their records

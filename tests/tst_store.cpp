@@ -283,6 +283,29 @@ class StoreTest : public QObject {
     QCOMPARE(metrics->at(4300).valLoss.value(), 3.0 - 4300 * 1e-4);
   }
 
+  // Schema 4 (issue 16): a step's GPU reading is kept when there is one, NULL when there is none.
+  void gpuReadingsAreKeptOnlyOnTheStepsThatHaveThem() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("expertswarm.db").toStdString();
+    auto ledger = Ledger::open(path, kMigrations);
+    QVERIFY2(ledger.ok(), why(ledger));
+    (*ledger)->joinRun(kRun, "default");
+    es::store::MetricRow withGpu{1, 0, 4.0, std::nullopt, 1e-3, 100, 1};
+    withGpu.gpu = es::store::GpuMetric{87, 23456.5, 71, 301.25};
+    (*ledger)->addMetric(kRun, withGpu);
+    (*ledger)->addMetric(kRun, {2, 0, 3.9, std::nullopt, 1e-3, 100, 2});
+    QVERIFY((*ledger)->flush().ok());
+    auto metrics = (*LedgerReader::open(path))->metrics(kRun);
+    QVERIFY2(metrics.ok(), why(metrics));
+    QCOMPARE(metrics->size(), std::size_t{2});
+    QVERIFY(metrics->at(0).gpu.has_value());
+    QCOMPARE(metrics->at(0).gpu->utilizationPercent, 87.0);
+    QCOMPARE(metrics->at(0).gpu->memoryUsedMiB, 23456.5);
+    QCOMPARE(metrics->at(0).gpu->temperatureC, 71.0);
+    QCOMPARE(metrics->at(0).gpu->powerWatts, 301.25);
+    QVERIFY(!metrics->at(1).gpu.has_value());
+  }
+
   void ensureRoundFillsAGapButNeverOverwritesAFullRow() {
     QTemporaryDir dir;
     const std::string path = dir.filePath("expertswarm.db").toStdString();

@@ -8,12 +8,16 @@
 #include "ui/donation_controller.h"
 #include "ui/donation_policy.h"
 #include "ui/idle_monitor.h"
+#include "ui/machine_sensors.h"
 #include "ui/tray_icon.h"
 
 #include <QAction>
+#include <QDBusConnection>
 #include <QElapsedTimer>
+#include <QProcess>
 #include <QSignalSpy>
 #include <QSystemTrayIcon>
+#include <QThread>
 #include <QWidget>
 #include <QtTest>
 
@@ -21,6 +25,17 @@ using es::settings::ClientSettings;
 using es::test::FakeEngine;
 using es::ui::DonationController;
 using es::ui::DonationInputs;
+
+// UPower as far as SystemSensors sees it: the OnBattery property of org.freedesktop.UPower.
+class FakeUPower : public QObject {
+  Q_OBJECT
+  Q_CLASSINFO("D-Bus Interface", "org.freedesktop.UPower")
+  Q_PROPERTY(bool OnBattery READ onBattery)
+
+ public:
+  bool onBattery() const { return battery.loadRelaxed() != 0; }
+  QAtomicInt battery = 0;
+};
 
 namespace {
 
@@ -45,6 +60,27 @@ class FakeIdle : public es::ui::IdleSource {
   std::optional<int> idleSeconds() override { return seconds; }
   std::optional<int> seconds;
 };
+
+class FakeSensors : public es::ui::MachineSensors {
+ public:
+  std::optional<bool> onBattery() override {
+    ++batteryReads;
+    return battery;
+  }
+  std::optional<int> gpuTemperatureC() override { return celsius; }
+  std::optional<bool> battery;
+  std::optional<int> celsius;
+  int batteryReads = 0;
+};
+
+// A private bus daemon for one test (never the machine's own buses): its address, or "" if
+// dbus-daemon could not start.
+QString startPrivateBus(QProcess& daemon) {
+  daemon.start(QStringLiteral("dbus-daemon"),
+               {QStringLiteral("--session"), QStringLiteral("--nofork"), QStringLiteral("--print-address=1")});
+  if (!daemon.waitForStarted(5000) || !daemon.waitForReadyRead(5000)) return {};
+  return QString::fromUtf8(daemon.readLine()).trimmed();
+}
 
 }  // namespace
 
@@ -144,6 +180,106 @@ class UiDonation : public QObject {
     s.pauseWhenUserActive = true;
     controller.applySettings(s);
     QCOMPARE(engine.pauseCalls, std::vector<bool>({true}));
+  }
+
+  void batteryAndHeatPauseBeforeTheSchedule() {
+    DonationInputs in = inputsAt(at(12, 0));
+    in.onBattery = true;
+    in.gpuTemperatureC = 95;
+    QVERIFY(!es::ui::decide(in).paused);  // both rules off
+    in.pauseOnBattery = true;
+    QCOMPARE(es::ui::decide(in).reason, QStringLiteral("On battery power"));
+    in.onBattery.reset();  // no UPower: never pauses
+    in.pauseAboveGpuC = 85;
+    auto hot = es::ui::decide(in);
+    QVERIFY(hot.paused && hot.forHeat);
+    QCOMPARE(hot.reason, QStringLiteral("GPU at 95\u00b0C (limit 85\u00b0C)"));
+    in.scheduleEnabled = true;  // outside the schedule too: the hardware's reason is the one shown
+    QVERIFY(es::ui::decide(in).forHeat);
+    in.scheduleEnabled = false;
+    in.gpuTemperatureC.reset();
+    QVERIFY(!es::ui::decide(in).paused);
+  }
+
+  void aHotGpuResumesOnlyOnceCooledByTheMargin() {
+    DonationInputs in = inputsAt(at(12, 0));
+    in.pauseAboveGpuC = 80;
+    in.gpuTemperatureC = 79;
+    QVERIFY(!es::ui::decide(in).paused);
+    in.gpuTemperatureC = 80;
+    QVERIFY(es::ui::decide(in).forHeat);
+    in.pausedForHeat = true;
+    in.gpuTemperatureC = 76;  // cooler than the limit, not yet by the margin
+    QVERIFY(es::ui::decide(in).forHeat);
+    in.gpuTemperatureC = 80 - es::ui::kGpuCoolingC - 1;
+    QVERIFY(!es::ui::decide(in).paused);
+  }
+
+  void controllerPausesForBatteryAndHeatFromItsSensors() {
+    FakeEngine engine;
+    FakeSensors sensors;
+    DonationController controller(engine, nullptr, &sensors);
+    ClientSettings s;  // pause on battery is the default
+    controller.applySettings(s);
+    QCOMPARE(sensors.batteryReads, 1);
+    sensors.battery = true;
+    controller.reevaluate();
+    QCOMPARE(controller.reason(), QStringLiteral("On battery power"));
+    sensors.battery = false;
+    sensors.celsius = 90;
+    s.pauseAboveGpuC = 88;
+    controller.applySettings(s);
+    QVERIFY(controller.paused());
+    QVERIFY2(controller.reason().startsWith("GPU at 90"), qPrintable(controller.reason()));
+    sensors.celsius = 85;  // within the margin: still paused
+    controller.reevaluate();
+    QVERIFY(controller.paused());
+    sensors.celsius = 82;
+    controller.reevaluate();
+    QVERIFY(!controller.paused());
+    // Battery, then heat without a break: the engine was told to pause once, and to resume once.
+    QCOMPARE(engine.pauseCalls, std::vector<bool>({true, false}));
+    s.pauseOnBattery = false;  // off: the sensor is not asked any more
+    s.pauseAboveGpuC = 0;
+    const int reads = sensors.batteryReads;
+    controller.applySettings(s);
+    QCOMPARE(sensors.batteryReads, reads);
+  }
+
+  // SystemSensors against a real bus daemon of its own with a fake UPower on it (in its own
+  // thread: the sensor's call blocks this one).
+  void upowerIsAskedOverDBus() {
+    QProcess daemon;
+    const QString address = startPrivateBus(daemon);
+    if (address.isEmpty()) QFAIL("dbus-daemon did not start (Debian package dbus)");
+    {
+      es::ui::SystemSensors noUPower(QDBusConnection::connectToBus(address, QStringLiteral("client0")));
+      QVERIFY(!noUPower.onBattery().has_value());  // a bus without UPower: unknown
+    }
+    QThread serverThread;
+    FakeUPower upower;
+    upower.moveToThread(&serverThread);
+    serverThread.start();
+    QDBusConnection server = QDBusConnection::connectToBus(address, QStringLiteral("server"));
+    QVERIFY(server.registerObject(QStringLiteral("/org/freedesktop/UPower"), &upower,
+                                  QDBusConnection::ExportAllProperties));
+    QVERIFY(server.registerService(QStringLiteral("org.freedesktop.UPower")));
+    {
+      es::ui::SystemSensors sensors(QDBusConnection::connectToBus(address, QStringLiteral("client1")));
+      QCOMPARE(sensors.onBattery(), std::optional<bool>(false));
+      upower.battery.storeRelaxed(1);
+      QCOMPARE(sensors.onBattery(), std::optional<bool>(true));
+      sensors.setDevice(QStringLiteral("cpu"));
+      QVERIFY(!sensors.gpuTemperatureC().has_value());
+    }
+    server.unregisterObject(QStringLiteral("/org/freedesktop/UPower"));
+    serverThread.quit();
+    serverThread.wait();
+    QDBusConnection::disconnectFromBus(QStringLiteral("server"));
+    QDBusConnection::disconnectFromBus(QStringLiteral("client0"));
+    QDBusConnection::disconnectFromBus(QStringLiteral("client1"));
+    daemon.kill();
+    daemon.waitForFinished();
   }
 
   void idleSourceNeverBlocks() {

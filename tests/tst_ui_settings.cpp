@@ -38,7 +38,10 @@ const QString kB32 = QStringLiteral("MFRGGZDFMZTWQ2LKNNWG23TPOBYXE43U");
 ClientSettings everyFieldChanged() {
   ClientSettings s;
   s.device = QStringLiteral("cuda:1");
+  s.hostMemoryCapMiB = 12288;
   s.gpuMemoryCapMiB = 6144;
+  s.pauseOnBattery = false;
+  s.pauseAboveGpuC = 83;
   s.claimSize = 12;
   s.diskQuotaMiB = 3000;
   s.dataDir = QStringLiteral("/srv/expertswarm data");
@@ -66,7 +69,10 @@ QStringList differingFields(const ClientSettings& a, const ClientSettings& b) {
     if (!same) d << QLatin1String(name);
   };
   check(a.device == b.device, "device");
+  check(a.hostMemoryCapMiB == b.hostMemoryCapMiB, "hostMemoryCapMiB");
   check(a.gpuMemoryCapMiB == b.gpuMemoryCapMiB, "gpuMemoryCapMiB");
+  check(a.pauseOnBattery == b.pauseOnBattery, "pauseOnBattery");
+  check(a.pauseAboveGpuC == b.pauseAboveGpuC, "pauseAboveGpuC");
   check(a.claimSize == b.claimSize, "claimSize");
   check(a.diskQuotaMiB == b.diskQuotaMiB, "diskQuotaMiB");
   check(a.dataDir == b.dataDir, "dataDir");
@@ -95,7 +101,7 @@ class TestUiSettings : public QObject {
  private Q_SLOTS:
   void settingsRoundTripThroughQSettings() {
     const ClientSettings changed = everyFieldChanged();
-    QCOMPARE(differingFields(changed, ClientSettings{}).size(), 19);
+    QCOMPARE(differingFields(changed, ClientSettings{}).size(), 22);
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
     const QString path = dir.filePath(QStringLiteral("expertswarm.ini"));
@@ -108,12 +114,17 @@ class TestUiSettings : public QObject {
     QSettings store(path, QSettings::IniFormat);
     QStringList keys = store.allKeys();
     keys.sort();
-    QCOMPARE(keys, QStringList({"desktop/firstRunDone", "desktop/startAtLogin", "donation/idleMinutes",
-                                "donation/pauseWhenUserActive", "donation/scheduleEnabled", "donation/scheduleEnd",
-                                "donation/scheduleStart", "engine/claimSize", "engine/dataDir", "engine/device",
-                                "engine/diskQuotaMiB", "engine/gpuMemoryCapMiB", "network/bootstrap",
-                                "network/downloadLimitKiB", "network/listenPort", "network/portMapping",
-                                "network/public", "network/uploadLimitKiB", "run/source"}));
+    QCOMPARE(keys, QStringList({"desktop/firstRunDone",     "desktop/startAtLogin",
+                                "donation/idleMinutes",     "donation/pauseAboveGpuCelsius",
+                                "donation/pauseOnBattery",  "donation/pauseWhenUserActive",
+                                "donation/scheduleEnabled", "donation/scheduleEnd",
+                                "donation/scheduleStart",   "engine/claimSize",
+                                "engine/dataDir",           "engine/device",
+                                "engine/diskQuotaMiB",      "engine/gpuMemoryCapMiB",
+                                "engine/hostMemoryCapMiB",  "network/bootstrap",
+                                "network/downloadLimitKiB", "network/listenPort",
+                                "network/portMapping",      "network/public",
+                                "network/uploadLimitKiB",   "run/source"}));
     QCOMPARE(store.value("donation/scheduleStart").toString(), QStringLiteral("09:30"));
     const ClientSettings loaded = ClientSettings::load(store);
     QCOMPARE(differingFields(loaded, changed), QStringList());
@@ -130,7 +141,8 @@ class TestUiSettings : public QObject {
         {"engine/device", "gpu"},           {"engine/gpuMemoryCapMiB", "lots"}, {"engine/claimSize", "99"},
         {"network/uploadLimitKiB", "-4"},   {"donation/idleMinutes", "0"},      {"donation/scheduleStart", "25:99"},
         {"donation/scheduleEnabled", "yes please"}, {"desktop/firstRunDone", "maybe"}, {"run/source", "http://x"},
-        {"network/public", "sure"},         {"network/listenPort", "70000"},    {"network/bootstrap", "router:0,x"}};
+        {"network/public", "sure"},         {"network/listenPort", "70000"},    {"network/bootstrap", "router:0,x"},
+        {"engine/hostMemoryCapMiB", "-1"},  {"donation/pauseAboveGpuCelsius", "30"}, {"donation/pauseOnBattery", "no!"}};
     // clang-format on
     for (const auto& [key, value] : bad) store.setValue(QLatin1String(key), QString::fromLatin1(value));
     store.setValue("network/downloadLimitKiB", "300");  // one good value among them survives
@@ -153,6 +165,11 @@ class TestUiSettings : public QObject {
     QTest::newRow("device gpu") << "device" << "gpu" << "Device" << "\"gpu\"";
     QTest::newRow("device cuda:x") << "device" << "cuda:x" << "Device" << "\"cuda:x\"";
     QTest::newRow("negative memory cap") << "gpuMemoryCapMiB" << "-1" << "GPU memory cap" << "-1";
+    QTest::newRow("negative host cap") << "hostMemoryCapMiB" << "-2" << "Host memory cap" << "-2";
+    QTest::newRow("GPU limit off") << "pauseAboveGpuC" << "0" << "" << "";
+    QTest::newRow("GPU limit 39") << "pauseAboveGpuC" << "39" << "GPU temperature limit" << "39";
+    QTest::newRow("GPU limit 111") << "pauseAboveGpuC" << "111" << "GPU temperature limit" << "111";
+    QTest::newRow("GPU limit 85") << "pauseAboveGpuC" << "85" << "" << "";
     QTest::newRow("65 experts") << "claimSize" << "65" << "Claim size" << "65";
     QTest::newRow("negative claim") << "claimSize" << "-3" << "Claim size" << "-3";
     QTest::newRow("negative upload") << "uploadLimitKiB" << "-5" << "Upload limit" << "-5";
@@ -179,6 +196,8 @@ class TestUiSettings : public QObject {
     ClientSettings s;
     if (field == "device") s.device = value;
     if (field == "gpuMemoryCapMiB") s.gpuMemoryCapMiB = value.toInt();
+    if (field == "hostMemoryCapMiB") s.hostMemoryCapMiB = value.toInt();
+    if (field == "pauseAboveGpuC") s.pauseAboveGpuC = value.toInt();
     if (field == "claimSize") s.claimSize = value.toInt();
     if (field == "uploadLimitKiB") s.uploadLimitKiB = value.toInt();
     if (field == "downloadLimitKiB") s.downloadLimitKiB = value.toInt();
@@ -212,6 +231,9 @@ class TestUiSettings : public QObject {
     dialog.findChild<QSpinBox*>("downloadLimit")->setValue(4096);
     dialog.findChild<QSpinBox*>("claimSize")->setValue(8);
     dialog.findChild<QSpinBox*>("gpuMemoryCap")->setValue(3000);
+    dialog.findChild<QSpinBox*>("hostMemoryCap")->setValue(9000);
+    dialog.findChild<QSpinBox*>("pauseAboveGpuC")->setValue(80);
+    dialog.findChild<QCheckBox*>("pauseOnBattery")->setChecked(false);
     dialog.findChild<QCheckBox*>("pauseWhenUserActive")->setChecked(true);
     dialog.findChild<QSpinBox*>("idleMinutes")->setValue(12);
     dialog.findChild<QCheckBox*>("scheduleEnabled")->setChecked(true);
@@ -230,12 +252,13 @@ class TestUiSettings : public QObject {
     QVERIFY(!dialog.isVisible() && dialog.result() == QDialog::Accepted);
     const ClientSettings got = dialog.settings();
     QCOMPARE(differingFields(got, kept),
-             QStringList({"device", "gpuMemoryCapMiB", "claimSize", "dataDir", "uploadLimitKiB", "downloadLimitKiB",
-                          "pauseWhenUserActive", "idleMinutes", "scheduleEnabled", "scheduleStart", "scheduleEnd",
-                          "startAtLogin"}));
+             QStringList({"device", "hostMemoryCapMiB", "gpuMemoryCapMiB", "pauseOnBattery", "pauseAboveGpuC",
+                          "claimSize", "dataDir", "uploadLimitKiB", "downloadLimitKiB", "pauseWhenUserActive",
+                          "idleMinutes", "scheduleEnabled", "scheduleStart", "scheduleEnd", "startAtLogin"}));
     QCOMPARE(got.device, QStringLiteral("cuda:2"));
     QVERIFY(got.uploadLimitKiB == 640 && got.downloadLimitKiB == 4096 && got.claimSize == 8);
     QVERIFY(got.gpuMemoryCapMiB == 3000 && got.idleMinutes == 12 && got.dataDir == "/data/es");
+    QVERIFY(got.hostMemoryCapMiB == 9000 && got.pauseAboveGpuC == 80 && !got.pauseOnBattery);
     QVERIFY(got.scheduleStart == QTime(7, 0) && got.scheduleEnd == QTime(19, 30));
   }
 

@@ -105,6 +105,20 @@ class UiWindow : public QObject {
     QVERIFY(app->window()->log()->text().contains("History not shown"));
   }
 
+  // Issue 16: a step's GPU reading is shown as it was measured; a step without one leaves it.
+  void dashboardShowsTheGpuReading() {
+    test::FakeEngine engine;
+    auto app = makeApp(engine, "gpu");
+    auto* dash = app->window()->dashboard();
+    QCOMPARE(dash->gpuText(), QStringLiteral("—"));
+    node::StepReport step{1, 0.1, 8.0, 1e-3, 1000};
+    step.gpu = node::GpuReading{87, 23LL << 30, 80LL << 30, 71, 301.4};
+    Q_EMIT engine.stepped(step);
+    QCOMPARE(dash->gpuText(), QStringLiteral("87 % · 23.0 of 80.0 GiB · 71 °C · 301 W"));
+    Q_EMIT engine.stepped({2, 0.1, 7.9, 1e-3, 1000});
+    QCOMPARE(dash->gpuText(), QStringLiteral("87 % · 23.0 of 80.0 GiB · 71 °C · 301 W"));
+  }
+
   void statusBarShowsWhereWeStandOnTheNetwork() {
     test::FakeEngine engine;
     auto app = makeApp(engine, "network");

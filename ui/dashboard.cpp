@@ -72,6 +72,9 @@ Dashboard::Dashboard(QWidget* parent) : QWidget(parent) {
   speed_ = new QLabel(QStringLiteral("—"));
   peers_ = new QLabel(QStringLiteral("—"));
   traffic_ = new QLabel(QStringLiteral("—"));
+  gpu_ = new QLabel(QStringLiteral("—"));
+  gpu_->setObjectName(QStringLiteral("gpu"));
+  gpu_->setToolTip(tr("The GPU's last reading (NVML): utilisation, memory used, temperature, power"));
   roundProgress_ = new QProgressBar;
   roundProgress_->setRange(0, 1);
   roundProgress_->setValue(0);
@@ -83,6 +86,7 @@ Dashboard::Dashboard(QWidget* parent) : QWidget(parent) {
   facts->addRow(tr("Speed"), speed_);
   facts->addRow(tr("Peers"), peers_);
   facts->addRow(tr("Traffic"), traffic_);
+  facts->addRow(tr("GPU"), gpu_);
   auto* side = new QWidget;
   side->setLayout(facts);
   side->setMinimumWidth(260);
@@ -147,6 +151,15 @@ void Dashboard::addStep(const node::StepReport& r) {
   roundProgress_->setFormat(tr("step %1 of %2").arg(inRound).arg(syncEvery_));
   loss_->setText(tr("%1 (training)").arg(r.loss, 0, 'f', 3));
   speed_->setText(tr("%1 tokens/s").arg(r.tokensPerSecond, 0, 'f', 0));
+  if (r.gpu) {  // most steps carry no reading (at most one a second): the label keeps the last one
+    const auto gib = [](std::int64_t bytes) { return double(bytes) / double(1LL << 30); };
+    gpu_->setText(tr("%1 % · %2 of %3 GiB · %4 °C · %5 W")
+                      .arg(r.gpu->utilizationPercent)
+                      .arg(gib(r.gpu->memoryUsedBytes), 0, 'f', 1)
+                      .arg(gib(r.gpu->memoryTotalBytes), 0, 'f', 1)
+                      .arg(r.gpu->temperatureC)
+                      .arg(r.gpu->powerWatts, 0, 'f', 0));
+  }
 }
 
 void Dashboard::addRound(const node::RoundSummary& s) {
@@ -164,6 +177,8 @@ void Dashboard::showSwarm(const node::SwarmView& v) {
 }
 
 void Dashboard::setState(const QString& state) { state_->setText(state); }
+
+QString Dashboard::gpuText() const { return gpu_->text(); }
 
 int Dashboard::trainPointCount() const { return train_->count(); }
 int Dashboard::valPointCount() const { return val_->count(); }

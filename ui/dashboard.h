@@ -46,6 +46,7 @@ class Dashboard : public QWidget {
   std::set<std::int64_t> roundsWithTrainPoints() const;  // rounds (1-based) that have ≥ 1 training point
   std::set<std::int64_t> roundsWithValPoints() const;
   QChart* chart() const { return chart_; }
+  QString gpuText() const;  // the GPU row: its last reading, "—" before any
 
  private:
   void addTrainPoint(std::int64_t step, double loss);
@@ -65,6 +66,7 @@ class Dashboard : public QWidget {
   QLabel* speed_ = nullptr;
   QLabel* peers_ = nullptr;
   QLabel* traffic_ = nullptr;
+  QLabel* gpu_ = nullptr;
   QProgressBar* roundProgress_ = nullptr;
   double minLoss_ = 0, maxLoss_ = 0;
   std::int64_t maxStep_ = 0;

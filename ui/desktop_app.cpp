@@ -8,6 +8,7 @@
 #include "ui/expert_map_widget.h"
 #include "ui/idle_monitor.h"
 #include "ui/log_view.h"
+#include "ui/machine_sensors.h"
 #include "ui/main_window.h"
 #include "ui/model_view.h"
 #include "ui/peer_map_widget.h"
@@ -44,8 +45,10 @@ DesktopApp::DesktopApp(EngineControl& engine, QSettings& store, QString executab
       snapshotDir_(std::move(snapshotDir)),
       settings_(settings::ClientSettings::load(store)),
       idle_(std::make_unique<ScreenSaverIdleSource>()),
-      donation_(std::make_unique<DonationController>(engine, idle_.get())),
+      sensors_(std::make_unique<SystemSensors>()),
+      donation_(std::make_unique<DonationController>(engine, idle_.get(), sensors_.get())),
       window_(std::make_unique<MainWindow>(engine, *donation_)) {
+  sensors_->setDevice(settings_.device);  // the device, like the engine's, is read at start
   donation_->applySettings(settings_);
   if (QSystemTrayIcon::isSystemTrayAvailable() && snapshotDir_.isEmpty()) {
     tray_ = std::make_unique<TrayIcon>(*donation_, engine, window_.get());

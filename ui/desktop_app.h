@@ -18,6 +18,7 @@ namespace es::ui {
 class DonationController;
 class EngineControl;
 class IdleSource;
+class SystemSensors;
 class MainWindow;
 class TrayIcon;
 
@@ -54,6 +55,7 @@ class DesktopApp : public QObject {
   settings::ClientSettings settings_;
   node::RunInfo runInfo_;
   std::unique_ptr<IdleSource> idle_;
+  std::unique_ptr<SystemSensors> sensors_;
   std::unique_ptr<DonationController> donation_;
   std::unique_ptr<MainWindow> window_;
   std::unique_ptr<TrayIcon> tray_;

@@ -2,13 +2,17 @@
 
 #include "ui/engine_control.h"
 #include "ui/idle_monitor.h"
+#include "ui/machine_sensors.h"
 
 #include <algorithm>
 
 namespace es::ui {
 
-DonationController::DonationController(EngineControl& engine, IdleSource* idle, QObject* parent)
-    : QObject(parent), engine_(engine), idle_(idle), clock_([] { return QDateTime::currentDateTime(); }) {
+DonationController::DonationController(EngineControl& engine, IdleSource* idle, MachineSensors* sensors,
+                                       QObject* parent)
+    : QObject(parent), engine_(engine), idle_(idle), sensors_(sensors), clock_([] {
+        return QDateTime::currentDateTime();
+      }) {
   const settings::ClientSettings defaults;
   idleMinutes_ = defaults.idleMinutes;
   scheduleStart_ = defaults.scheduleStart;
@@ -37,6 +41,9 @@ void DonationController::applySettings(const settings::ClientSettings& s) {
   scheduleEnabled_ = s.scheduleEnabled;
   scheduleStart_ = s.scheduleStart;
   scheduleEnd_ = s.scheduleEnd;
+  pauseOnBattery_ = s.pauseOnBattery;
+  pauseAboveGpuC_ = s.pauseAboveGpuC;
+  poll_.setInterval(pauseAboveGpuC_ > 0 ? kHeatPollMs : kPollMs);
   reevaluate();
 }
 
@@ -81,6 +88,12 @@ void DonationController::reevaluate() {
   in.scheduleEnabled = scheduleEnabled_;
   in.scheduleStart = scheduleStart_;
   in.scheduleEnd = scheduleEnd_;
+  // The machine's sensors, likewise only when a rule needs them.
+  in.pauseOnBattery = pauseOnBattery_;
+  if (pauseOnBattery_ && sensors_) in.onBattery = sensors_->onBattery();
+  in.pauseAboveGpuC = pauseAboveGpuC_;
+  if (pauseAboveGpuC_ > 0 && sensors_) in.gpuTemperatureC = sensors_->gpuTemperatureC();
+  in.pausedForHeat = decision_.forHeat;
   in.now = clock_();
 
   const DonationDecision next = decide(in);

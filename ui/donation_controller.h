@@ -1,7 +1,8 @@
 // Applies "when to donate" to the engine: holds the user's manual pause and snooze, the settings'
-// rate caps, schedule and idle rule, asks decide() (donation_policy.h) what to do and tells the
-// engine only when the answer changes. Re-evaluates every 30 s (the user may come and go) and at
-// the instant the decision is due to change by itself (snooze end, schedule edge).
+// rate caps, schedule, idle, battery and GPU-temperature rules, asks decide() (donation_policy.h)
+// what to do and tells the engine only when the answer changes. Re-evaluates every 30 s (the user
+// may come and go; every 10 s while a GPU temperature limit is set) and at the instant the
+// decision is due to change by itself (snooze end, schedule edge).
 #pragma once
 
 #include "core/settings/client_settings.h"
@@ -20,15 +21,19 @@ namespace es::ui {
 
 class EngineControl;
 class IdleSource;
+class MachineSensors;
 
 class DonationController : public QObject {
   Q_OBJECT
 
  public:
   static constexpr int kPollMs = 30 * 1000;
+  static constexpr int kHeatPollMs = 10 * 1000;  // a GPU under load heats by degrees per second
 
-  // `idle` may be null (no idle detection: "pause when active" then never pauses); not owned.
-  DonationController(EngineControl& engine, IdleSource* idle, QObject* parent = nullptr);
+  // `idle` may be null (no idle detection: "pause when active" then never pauses); `sensors` too
+  // (the battery and GPU rules then never pause). Neither is owned.
+  DonationController(EngineControl& engine, IdleSource* idle, MachineSensors* sensors = nullptr,
+                     QObject* parent = nullptr);
 
   // Takes the donation rules and applies the rate caps (KiB/s → bytes/s) when they changed.
   void applySettings(const settings::ClientSettings& s);
@@ -58,6 +63,7 @@ class DonationController : public QObject {
 
   EngineControl& engine_;
   IdleSource* idle_;
+  MachineSensors* sensors_;
   std::function<QDateTime()> clock_;
   QTimer poll_;
   QTimer reconsider_;
@@ -70,6 +76,8 @@ class DonationController : public QObject {
   int idleMinutes_ = 5;
   bool scheduleEnabled_ = false;
   QTime scheduleStart_, scheduleEnd_;
+  bool pauseOnBattery_ = false;
+  int pauseAboveGpuC_ = 0;
   std::optional<std::pair<int, int>> appliedCapsKiB_;
 
   DonationDecision decision_;  // the engine starts training: not paused, no reason

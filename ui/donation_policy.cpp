@@ -33,6 +33,20 @@ DonationDecision decide(const DonationInputs& in) {
   if (in.snoozeUntil.isValid() && in.now < in.snoozeUntil)
     return {true, QStringLiteral("Snoozed until %1").arg(hhmm(in.snoozeUntil.time())), in.snoozeUntil};
 
+  // A machine's own limits come before the donor's timetable: they protect the hardware.
+  if (in.pauseOnBattery && in.onBattery.value_or(false)) return {true, QStringLiteral("On battery power"), {}};
+  if (in.pauseAboveGpuC > 0 && in.gpuTemperatureC) {
+    const int limit = in.pausedForHeat ? in.pauseAboveGpuC - kGpuCoolingC : in.pauseAboveGpuC;
+    if (*in.gpuTemperatureC >= limit) {
+      DonationDecision hot{
+          true,
+          QStringLiteral("GPU at %1\u00b0C (limit %2\u00b0C)").arg(*in.gpuTemperatureC).arg(in.pauseAboveGpuC),
+          {}};
+      hot.forHeat = true;
+      return hot;
+    }
+  }
+
   // While training inside the schedule, its end is the next moment things change by themselves.
   QDateTime reconsider;
   const bool scheduled = in.scheduleEnabled && in.scheduleStart.isValid() && in.scheduleEnd.isValid() &&

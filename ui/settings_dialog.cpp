@@ -47,7 +47,7 @@ SettingsDialog::SettingsDialog(const settings::ClientSettings& current, QWidget*
   layout->addWidget(tabs);
 
   auto* note =
-      new QLabel(QStringLiteral("Device, memory cap, claim size, data dir and the network settings other than the "
+      new QLabel(QStringLiteral("Device, memory caps, claim size, data dir and the network settings other than the "
                                 "limits take effect at the next start."),
                  this);
   note->setWordWrap(true);
@@ -75,8 +75,14 @@ QWidget* SettingsDialog::buildComputeTab() {
                      QStringLiteral("cuda:1"), QStringLiteral("cuda:2"), QStringLiteral("cuda:3")});
   device_->setToolTip(QStringLiteral("auto picks the GPU when there is one"));
   form->addRow(QStringLiteral("Device:"), device_);
+  hostMemoryCap_ = spin(page, "hostMemoryCap", 0, 1024 * 1024, QStringLiteral(" MiB"), QStringLiteral("no cap"));
+  hostMemoryCap_->setSingleStep(256);
+  hostMemoryCap_->setToolTip(
+      QStringLiteral("Most of this computer's memory training on the CPU may size its claim by"));
+  form->addRow(QStringLiteral("Host memory cap:"), hostMemoryCap_);
   gpuMemoryCap_ = spin(page, "gpuMemoryCap", 0, 1024 * 1024, QStringLiteral(" MiB"), QStringLiteral("no cap"));
   gpuMemoryCap_->setSingleStep(256);
+  gpuMemoryCap_->setToolTip(QStringLiteral("Most of the GPU's memory training on the GPU may size its claim by"));
   form->addRow(QStringLiteral("GPU memory cap:"), gpuMemoryCap_);
   diskQuota_ = spin(page, "diskQuota", 0, 64 * 1024 * 1024, QStringLiteral(" MiB"), QStringLiteral("auto"));
   diskQuota_->setSingleStep(1024);
@@ -132,6 +138,12 @@ QWidget* SettingsDialog::buildDonateTab() {
   form->addRow(pauseWhenUserActive_);
   idleMinutes_ = spin(page, "idleMinutes", 1, 24 * 60, QStringLiteral(" min"), QString());
   form->addRow(QStringLiteral("Resume after I have been away for:"), idleMinutes_);
+  pauseOnBattery_ =
+      named(new QCheckBox(QStringLiteral("Pause while the computer runs on battery"), page), "pauseOnBattery");
+  form->addRow(pauseOnBattery_);
+  pauseAboveGpuC_ = spin(page, "pauseAboveGpuC", 0, 110, QStringLiteral(" \u00b0C"), QStringLiteral("off"));
+  pauseAboveGpuC_->setToolTip(QStringLiteral("Training resumes once the GPU has cooled 5 \u00b0C below this"));
+  form->addRow(QStringLiteral("Pause when the GPU reaches:"), pauseAboveGpuC_);
 
   scheduleEnabled_ = named(new QCheckBox(QStringLiteral("Only train during these hours"), page), "scheduleEnabled");
   form->addRow(scheduleEnabled_);
@@ -171,6 +183,7 @@ QWidget* SettingsDialog::buildStorageTab() {
 settings::ClientSettings SettingsDialog::settings() const {
   settings::ClientSettings s = base_;
   s.device = device_->currentText().trimmed();
+  s.hostMemoryCapMiB = hostMemoryCap_->value();
   s.gpuMemoryCapMiB = gpuMemoryCap_->value();
   s.diskQuotaMiB = diskQuota_->value();
   s.claimSize = claimSize_->value();
@@ -184,6 +197,8 @@ settings::ClientSettings SettingsDialog::settings() const {
   s.listenPort = listenPort_->value();
   s.pauseWhenUserActive = pauseWhenUserActive_->isChecked();
   s.idleMinutes = idleMinutes_->value();
+  s.pauseOnBattery = pauseOnBattery_->isChecked();
+  s.pauseAboveGpuC = pauseAboveGpuC_->value();
   s.scheduleEnabled = scheduleEnabled_->isChecked();
   s.scheduleStart = scheduleStart_->time();
   s.scheduleEnd = scheduleEnd_->time();
@@ -195,6 +210,7 @@ settings::ClientSettings SettingsDialog::settings() const {
 void SettingsDialog::setSettings(const settings::ClientSettings& s) {
   base_ = s;
   device_->setCurrentText(s.device);
+  hostMemoryCap_->setValue(s.hostMemoryCapMiB);
   gpuMemoryCap_->setValue(s.gpuMemoryCapMiB);
   diskQuota_->setValue(s.diskQuotaMiB);
   claimSize_->setValue(s.claimSize);
@@ -206,6 +222,8 @@ void SettingsDialog::setSettings(const settings::ClientSettings& s) {
   listenPort_->setValue(s.listenPort);
   pauseWhenUserActive_->setChecked(s.pauseWhenUserActive);
   idleMinutes_->setValue(s.idleMinutes);
+  pauseOnBattery_->setChecked(s.pauseOnBattery);
+  pauseAboveGpuC_->setValue(s.pauseAboveGpuC);
   scheduleEnabled_->setChecked(s.scheduleEnabled);
   scheduleStart_->setTime(s.scheduleStart);
   scheduleEnd_->setTime(s.scheduleEnd);

@@ -40,6 +40,7 @@ class SettingsDialog : public QDialog {
 
   settings::ClientSettings base_;
   QComboBox* device_ = nullptr;
+  QSpinBox* hostMemoryCap_ = nullptr;
   QSpinBox* gpuMemoryCap_ = nullptr;
   QSpinBox* diskQuota_ = nullptr;
   QSpinBox* claimSize_ = nullptr;
@@ -51,6 +52,8 @@ class SettingsDialog : public QDialog {
   QSpinBox* listenPort_ = nullptr;
   QCheckBox* pauseWhenUserActive_ = nullptr;
   QSpinBox* idleMinutes_ = nullptr;
+  QCheckBox* pauseOnBattery_ = nullptr;
+  QSpinBox* pauseAboveGpuC_ = nullptr;
   QCheckBox* scheduleEnabled_ = nullptr;
   QTimeEdit* scheduleStart_ = nullptr;
   QTimeEdit* scheduleEnd_ = nullptr;

@@ -103,19 +103,7 @@ void Node::startTrainer() {
   worker_->moveToThread(&trainerThread_);
   connect(worker_, &TrainerWorker::ready, this, &Node::onReady);
   connect(worker_, &TrainerWorker::failed, this, [this](const QString& e) { Q_EMIT failed(e); });
-  connect(worker_, &TrainerWorker::stepped, this, [this](const StepReport& r) {
-    steps_ = r.step;
-    lastStep_ = r;
-    if (!sinceFirstStep_.isValid()) {
-      sinceFirstStep_.start();
-      firstStepSeconds_ = r.seconds;
-    }
-    stepSeconds_ += r.seconds;
-    if (ledger_)
-      ledger_->addMetric(swarm_.runId(), {r.step, round_, r.loss, std::nullopt, r.lr, r.tokensPerSecond,
-                                          QDateTime::currentMSecsSinceEpoch()});
-    Q_EMIT stepped(r);
-  });
+  connect(worker_, &TrainerWorker::stepped, this, &Node::onStepped);
   connect(worker_, &TrainerWorker::roundTrained, this, &Node::onRoundTrained);
   connect(worker_, &TrainerWorker::merged, this, &Node::onMerged);
   connect(worker_, &TrainerWorker::snapshotAdopted, this, &Node::onSnapshotAdopted);
@@ -133,6 +121,25 @@ void Node::startTrainer() {
   trainerThread_.start();
   QMetaObject::invokeMethod(
       worker_, [w = worker_] { w->start(); }, Qt::QueuedConnection);
+}
+
+void Node::onStepped(StepReport r) {
+  steps_ = r.step;
+  if (!sinceFirstStep_.isValid()) {
+    sinceFirstStep_.start();
+    firstStepSeconds_ = r.seconds;
+  }
+  stepSeconds_ += r.seconds;
+  if (config_.readGpu && (!sinceGpuReading_.isValid() || sinceGpuReading_.elapsed() >= kGpuReadingMs)) {
+    r.gpu = config_.readGpu();
+    sinceGpuReading_.start();
+  }
+  lastStep_ = r;
+  if (ledger_) {
+    ledger_->addMetric(swarm_.runId(), {r.step, round_, r.loss, std::nullopt, r.lr, r.tokensPerSecond,
+                                        QDateTime::currentMSecsSinceEpoch(), gpuMetricOf(r.gpu)});
+  }
+  Q_EMIT stepped(r);
 }
 
 void Node::onReady(qint64 mergedRound, qint64 step, bool resumed, const QString& baseFingerprint,

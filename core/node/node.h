@@ -21,6 +21,7 @@
 #include <QThread>
 #include <QTimer>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -57,6 +58,9 @@ struct NodeConfig {
   // (node_fetch.cpp). runDir is the folder measured (empty: the parent of fetchDir).
   std::int64_t diskQuotaBytes = 0;
   QString runDir;
+  // Reads the GPU we train on (the engine wires NVML here when the device is a GPU); null or
+  // nullopt: no reading. Called on the node's thread, at most once per Node::kGpuReadingMs.
+  std::function<std::optional<GpuReading>()> readGpu;
 };
 
 // Fetches of others' contributions in flight at once; the rest wait in the node for a slot.
@@ -65,6 +69,9 @@ constexpr int kMaxConcurrentFetches = 8;
 // rounds in a row is not waited for (nor counted as an owner) until one arrives again (issue 15, item 3).
 constexpr int kNoShowRounds = 2;
 constexpr int kStaleRounds = 2;  // contributions on another base in a row, while we hold the majority's state
+
+// A step's GPU reading as the ledger keeps it (memory in MiB).
+std::optional<store::GpuMetric> gpuMetricOf(const std::optional<GpuReading>& reading);
 
 // Pre-flight check: how many experts fit in `availableBytes`. Every peer holds the whole model
 // four times (weights, merged base, contribution snapshot, the background writer's copy) plus
@@ -82,6 +89,8 @@ class Node : public QObject {
   Q_OBJECT
 
  public:
+  static constexpr int kGpuReadingMs = 1000;  // NVML readings attached to step reports, at most this often
+
   // `ledger` may be null (no history kept); otherwise every round, contribution, verdict, ban and
   // step metric goes there, a round only after its state files are durable.
   Node(Swarm& swarm, NodeConfig config, std::shared_ptr<const std::vector<std::uint16_t>> train,
@@ -119,6 +128,7 @@ class Node : public QObject {
  private:
   void decideClaims();
   void startTrainer();
+  void onStepped(StepReport report);
   void onReady(qint64 mergedRound, qint64 step, bool resumed, const QString& baseFingerprint,
                const QString& resumeNote);
   void onRoundTrained(const RoundTrained& trained);
@@ -195,6 +205,7 @@ class Node : public QObject {
     std::map<std::string, std::string> contentOf;      // sender → content id
     std::map<std::string, std::vector<int>> claimsOf;  // sender → its claims in that round
     double loss = 0, lr = 0;                           // the last step's, at the merge
+    std::optional<GpuReading> gpu;                     // the last step's reading, if it had one
   };
   UnrecordedRound captureForLedger(const RoundSummary& summary, qint64 step) const;
   void recordRound(const UnrecordedRound& round);
@@ -204,6 +215,7 @@ class Node : public QObject {
   NodeConfig config_;
   store::Ledger* ledger_ = nullptr;
   StepReport lastStep_;
+  QElapsedTimer sinceGpuReading_;
   QElapsedTimer sinceFirstStep_;
   double firstStepSeconds_ = 0, stepSeconds_ = 0;
   qint64 roundsClosed_ = 0;

@@ -10,7 +10,8 @@
 namespace es::node {
 
 Node::UnrecordedRound Node::captureForLedger(const RoundSummary& s, qint64 step) const {
-  UnrecordedRound u{s, step, contentOf_, {}, lastStep_.loss, lastStep_.lr};
+  UnrecordedRound u{
+      s, step, contentOf_, {}, lastStep_.loss, lastStep_.lr, lastStep_.step == step ? lastStep_.gpu : std::nullopt};
   u.claimsOf[swarm_.selfId()] = claims_;  // still this round's: advanceRound changes them after
   if (gather_)
     for (const auto& [sender, c] : gather_->arrived)
@@ -33,6 +34,12 @@ void Node::onPersisted(qint64 round, const QString& error) {
   unrecorded_.erase(it);
 }
 
+std::optional<store::GpuMetric> gpuMetricOf(const std::optional<GpuReading>& r) {
+  if (!r) return std::nullopt;
+  return store::GpuMetric{double(r->utilizationPercent), double(r->memoryUsedBytes) / double(1 << 20),
+                          double(r->temperatureC), r->powerWatts};
+}
+
 void Node::recordRound(const UnrecordedRound& u) {
   if (!ledger_) return;
   const auto run = swarm_.runId();
@@ -46,7 +53,8 @@ void Node::recordRound(const UnrecordedRound& u) {
     const auto claims = u.claimsOf.find(v.sender);
     ledger_->setClaims(run, s.round, v.sender, claims == u.claimsOf.end() ? std::vector<int>{} : claims->second);
   }
-  ledger_->addMetric(run, {u.step, s.round, u.loss, s.valLoss, u.lr, s.tokensPerSecond, now});
+  // The step's own row, completed with the round's validation loss (its GPU reading kept).
+  ledger_->addMetric(run, {u.step, s.round, u.loss, s.valLoss, u.lr, s.tokensPerSecond, now, gpuMetricOf(u.gpu)});
   if (s.merge.sample) ledger_->addSample(run, {s.round, s.merge.sample->prompt, s.merge.sample->text, s.valLoss, now});
   ledger_->commitRound(run, {s.round, now, s.expected, static_cast<int>(s.merge.verdicts.size()), s.merge.accepted,
                              s.merge.sharedFingerprint, config_.peer.stateDir});

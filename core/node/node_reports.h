@@ -10,6 +10,14 @@
 
 namespace es::node {
 
+// What the GPU this peer trains on was doing, read through NVML (core/gpu) at one instant.
+struct GpuReading {
+  int utilizationPercent = 0;  // NVML's utilisation over its last sample period
+  std::int64_t memoryUsedBytes = 0, memoryTotalBytes = 0;
+  int temperatureC = 0;
+  double powerWatts = 0;
+};
+
 // One optimizer step of this peer.
 struct StepReport {
   std::int64_t step = 0;
@@ -17,6 +25,9 @@ struct StepReport {
   double loss = 0;
   double lr = 0;
   double tokensPerSecond = 0;
+  // Read when this report reached the node, at most once a second (Node::kGpuReadingMs): a step
+  // without a fresh reading carries none rather than repeating an old one. Never on a CPU.
+  std::optional<GpuReading> gpu{};
 };
 
 struct ContributionVerdict {

@@ -12,6 +12,7 @@ namespace {
 
 // Every key once: the GUI, the headless client and the tests reach QSettings only through these.
 constexpr auto kDevice = "engine/device";
+constexpr auto kHostMemoryCapMiB = "engine/hostMemoryCapMiB";
 constexpr auto kGpuMemoryCapMiB = "engine/gpuMemoryCapMiB";
 constexpr auto kDiskQuotaMiB = "engine/diskQuotaMiB";
 constexpr auto kClaimSize = "engine/claimSize";
@@ -27,6 +28,8 @@ constexpr auto kIdleMinutes = "donation/idleMinutes";
 constexpr auto kScheduleEnabled = "donation/scheduleEnabled";
 constexpr auto kScheduleStart = "donation/scheduleStart";
 constexpr auto kScheduleEnd = "donation/scheduleEnd";
+constexpr auto kPauseOnBattery = "donation/pauseOnBattery";
+constexpr auto kPauseAboveGpuC = "donation/pauseAboveGpuCelsius";
 constexpr auto kStartAtLogin = "desktop/startAtLogin";
 constexpr auto kFirstRunDone = "desktop/firstRunDone";
 constexpr auto kRunSource = "run/source";
@@ -34,6 +37,9 @@ constexpr auto kRunSource = "run/source";
 constexpr auto kTimeFormat = "HH:mm";  // human-editable in the .ini file
 constexpr int kMaxClaimSize = 64;
 constexpr int kMaxIdleMinutes = 24 * 60;
+// A GPU limit below 40 °C would pause an idle GPU in a warm room; above 110 °C every GPU has
+// throttled or shut down by itself long before.
+constexpr int kMinGpuCelsius = 40, kMaxGpuCelsius = 110;
 constexpr int kRandomPortLow = 10000, kRandomPortHigh = 32767;
 
 // The readers fall back to the default per field, so one hand-edited typo in the file costs that
@@ -133,6 +139,7 @@ ClientSettings ClientSettings::load(const QSettings& store) {
   ClientSettings s;
   const QString device = readString(store, kDevice, d.device).trimmed();
   s.device = deviceIsValid(device) ? device : d.device;
+  s.hostMemoryCapMiB = readInt(store, kHostMemoryCapMiB, d.hostMemoryCapMiB, 0, INT_MAX);
   s.gpuMemoryCapMiB = readInt(store, kGpuMemoryCapMiB, d.gpuMemoryCapMiB, 0, INT_MAX);
   s.claimSize = readInt(store, kClaimSize, d.claimSize, 0, kMaxClaimSize);
   s.diskQuotaMiB = readInt(store, kDiskQuotaMiB, d.diskQuotaMiB, 0, INT_MAX);
@@ -148,6 +155,9 @@ ClientSettings ClientSettings::load(const QSettings& store) {
   s.scheduleEnabled = readBool(store, kScheduleEnabled, d.scheduleEnabled);
   s.scheduleStart = readTime(store, kScheduleStart, d.scheduleStart);
   s.scheduleEnd = readTime(store, kScheduleEnd, d.scheduleEnd);
+  s.pauseOnBattery = readBool(store, kPauseOnBattery, d.pauseOnBattery);
+  const int celsius = readInt(store, kPauseAboveGpuC, d.pauseAboveGpuC, 0, kMaxGpuCelsius);
+  s.pauseAboveGpuC = celsius == 0 || celsius >= kMinGpuCelsius ? celsius : d.pauseAboveGpuC;
   s.startAtLogin = readBool(store, kStartAtLogin, d.startAtLogin);
   s.firstRunDone = readBool(store, kFirstRunDone, d.firstRunDone);
   const QString source = readString(store, kRunSource, d.runSource).trimmed();
@@ -157,6 +167,7 @@ ClientSettings ClientSettings::load(const QSettings& store) {
 
 void ClientSettings::save(QSettings& store) const {
   store.setValue(QLatin1String(kDevice), device);
+  store.setValue(QLatin1String(kHostMemoryCapMiB), hostMemoryCapMiB);
   store.setValue(QLatin1String(kGpuMemoryCapMiB), gpuMemoryCapMiB);
   store.setValue(QLatin1String(kClaimSize), claimSize);
   store.setValue(QLatin1String(kDiskQuotaMiB), diskQuotaMiB);
@@ -172,6 +183,8 @@ void ClientSettings::save(QSettings& store) const {
   store.setValue(QLatin1String(kScheduleEnabled), scheduleEnabled);
   store.setValue(QLatin1String(kScheduleStart), scheduleStart.toString(QLatin1String(kTimeFormat)));
   store.setValue(QLatin1String(kScheduleEnd), scheduleEnd.toString(QLatin1String(kTimeFormat)));
+  store.setValue(QLatin1String(kPauseOnBattery), pauseOnBattery);
+  store.setValue(QLatin1String(kPauseAboveGpuC), pauseAboveGpuC);
   store.setValue(QLatin1String(kStartAtLogin), startAtLogin);
   store.setValue(QLatin1String(kFirstRunDone), firstRunDone);
   store.setValue(QLatin1String(kRunSource), runSource);
@@ -182,6 +195,8 @@ QString ClientSettings::validate() const {
   if (!deviceIsValid(device))
     return QStringLiteral("Device %1 is not valid: use auto, cpu, cuda or cuda:N (N = the GPU's number).")
         .arg(quoted(device));
+  if (hostMemoryCapMiB < 0)
+    return QStringLiteral("Host memory cap must be 0 (no cap) or more, not %1 MiB.").arg(hostMemoryCapMiB);
   if (gpuMemoryCapMiB < 0)
     return QStringLiteral("GPU memory cap must be 0 (no cap) or more, not %1 MiB.").arg(gpuMemoryCapMiB);
   if (claimSize < 0 || claimSize > kMaxClaimSize)
@@ -209,6 +224,11 @@ QString ClientSettings::validate() const {
       return QStringLiteral("Schedule start and end are both %1: the schedule would be empty.")
           .arg(scheduleStart.toString(QLatin1String(kTimeFormat)));
   }
+  if (pauseAboveGpuC != 0 && (pauseAboveGpuC < kMinGpuCelsius || pauseAboveGpuC > kMaxGpuCelsius))
+    return QStringLiteral("GPU temperature limit must be 0 (off) or between %1 and %2 °C, not %3 °C.")
+        .arg(kMinGpuCelsius)
+        .arg(kMaxGpuCelsius)
+        .arg(pauseAboveGpuC);
   if (runSource != QLatin1String("default")) {
     const QString problem = magnetProblem(runSource);
     if (!problem.isEmpty())
@@ -219,7 +239,8 @@ QString ClientSettings::validate() const {
 }
 
 bool ClientSettings::operator==(const ClientSettings& o) const {
-  return device == o.device && gpuMemoryCapMiB == o.gpuMemoryCapMiB && claimSize == o.claimSize &&
+  return device == o.device && hostMemoryCapMiB == o.hostMemoryCapMiB && gpuMemoryCapMiB == o.gpuMemoryCapMiB &&
+         claimSize == o.claimSize && pauseOnBattery == o.pauseOnBattery && pauseAboveGpuC == o.pauseAboveGpuC &&
          diskQuotaMiB == o.diskQuotaMiB && dataDir == o.dataDir && uploadLimitKiB == o.uploadLimitKiB &&
          downloadLimitKiB == o.downloadLimitKiB && publicNetwork == o.publicNetwork && portMapping == o.portMapping &&
          bootstrapNodes == o.bootstrapNodes && listenPort == o.listenPort &&

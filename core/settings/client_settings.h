@@ -15,8 +15,10 @@ namespace es::settings {
 struct ClientSettings {
   // Take effect at the next start of the engine.
   QString device = QStringLiteral("auto");  // auto | cpu | cuda | cuda:N
-  int gpuMemoryCapMiB = 0;                  // 0 = no cap (the pre-flight uses what is free)
-  int claimSize = 0;                        // experts to train; 0 = auto (the run's default, within memory)
+  // The pre-flight sizes the claim by the memory of the device trained on, within these caps.
+  int hostMemoryCapMiB = 0;  // a CPU peer's host memory; 0 = no cap (what is available)
+  int gpuMemoryCapMiB = 0;   // a GPU peer's GPU memory; 0 = no cap (what the GPU has free)
+  int claimSize = 0;         // experts to train; 0 = auto (the run's default, within memory)
   // The run folder's disk quota; 0 = auto: derived from the run's model (sync::defaultDiskQuotaBytes:
   // 3 rounds × 32 peers × the largest contribution + 16 × the model's float32 size).
   int diskQuotaMiB = 0;
@@ -36,6 +38,8 @@ struct ClientSettings {
   bool scheduleEnabled = false;        // train only inside [scheduleStart, scheduleEnd)
   QTime scheduleStart = QTime(22, 0);  // may wrap past midnight (22:00–07:00)
   QTime scheduleEnd = QTime(7, 0);
+  bool pauseOnBattery = true;  // a laptop unplugged stops training (UPower); BOINC's default too
+  int pauseAboveGpuC = 0;      // pause while the GPU is at or above this many °C; 0 = off
   // Desktop integration.
   bool startAtLogin = false;
   bool firstRunDone = false;

@@ -10,6 +10,11 @@
 namespace es::store {
 namespace {
 
+// One GPU column of a step's metric row: NULL when the step carries no reading.
+std::optional<double> gpuField(const MetricRow& m, double GpuMetric::*field) {
+  return m.gpu ? std::optional<double>((*m.gpu).*field) : std::nullopt;
+}
+
 std::string describe(const char* operation, const std::string& runId, const std::string& detail) {
   return std::string(operation) + "(run " + safeQuote(runId) + (detail.empty() ? "" : ", " + detail) + ")";
 }
@@ -164,9 +169,12 @@ void Ledger::addRecord(const std::string& runId, const std::string& peerId, std:
 void Ledger::addMetric(const std::string& runId, const MetricRow& m) {
   enqueue(describe("addMetric", runId, "step " + std::to_string(m.step)), [=](Db& db) {
     return db.run(
-        "INSERT OR REPLACE INTO metrics(run_id, step, round, loss, val_loss, lr, tokens_per_second, at) "
-        "VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
-        runId, m.step, m.round, m.loss, m.valLoss, m.lr, m.tokensPerSecond, m.at);
+        "INSERT OR REPLACE INTO metrics(run_id, step, round, loss, val_loss, lr, tokens_per_second, at, "
+        "gpu_utilization, gpu_memory_used_mib, gpu_temperature_c, gpu_power_w) "
+        "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        runId, m.step, m.round, m.loss, m.valLoss, m.lr, m.tokensPerSecond, m.at,
+        gpuField(m, &GpuMetric::utilizationPercent), gpuField(m, &GpuMetric::memoryUsedMiB),
+        gpuField(m, &GpuMetric::temperatureC), gpuField(m, &GpuMetric::powerWatts));
   });
 }
 

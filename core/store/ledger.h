@@ -21,12 +21,18 @@ namespace es::store {
 
 class Db;
 
+// What the GPU was doing at a step (schema version 4); absent on a CPU and on steps not read.
+struct GpuMetric {
+  double utilizationPercent = 0, memoryUsedMiB = 0, temperatureC = 0, powerWatts = 0;
+};
+
 struct MetricRow {
   std::int64_t step = 0, round = 0;
   double loss = 0;
   std::optional<double> valLoss;  // only on steps with an evaluation
   double lr = 0, tokensPerSecond = 0;
-  std::int64_t at = 0;  // ms since the epoch
+  std::int64_t at = 0;             // ms since the epoch
+  std::optional<GpuMetric> gpu{};  // {}: an aggregate initialiser may leave it out
 };
 
 struct RoundRow {
@@ -144,8 +150,9 @@ class LedgerReader {
   LedgerReader& operator=(const LedgerReader&) = delete;
   ~LedgerReader();
 
-  Expected<std::vector<MetricRow>> metrics(const std::string& runId);  // by step
-  Expected<std::vector<RoundRow>> rounds(const std::string& runId);    // by round
+  // By step. Needs schema version 4 (the GPU columns), which Ledger::open brings any ledger to.
+  Expected<std::vector<MetricRow>> metrics(const std::string& runId);
+  Expected<std::vector<RoundRow>> rounds(const std::string& runId);  // by round
   Expected<std::optional<std::int64_t>> lastCommittedRound(const std::string& runId);
   Expected<std::vector<SampleRow>> samples(const std::string& runId);  // by round
   Expected<std::vector<ContributionRow>> contributions(const std::string& runId, std::int64_t round);

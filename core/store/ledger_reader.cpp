@@ -39,10 +39,13 @@ LedgerReader::~LedgerReader() = default;
 Expected<std::vector<MetricRow>> LedgerReader::metrics(const std::string& runId) {
   return rowsOf<MetricRow>(
       *db_, "metrics",
-      "SELECT step, round, loss, val_loss, lr, tokens_per_second, at FROM metrics WHERE run_id = ? ORDER BY step",
+      "SELECT step, round, loss, val_loss, lr, tokens_per_second, at, gpu_utilization, gpu_memory_used_mib, "
+      "gpu_temperature_c, gpu_power_w FROM metrics WHERE run_id = ? ORDER BY step",
       [](const Row& row) {
-        return MetricRow{row.integer(0), row.integer(1), row.real(2),   row.optionalReal(3),
-                         row.real(4),    row.real(5),    row.integer(6)};
+        MetricRow m{row.integer(0), row.integer(1), row.real(2),   row.optionalReal(3),
+                    row.real(4),    row.real(5),    row.integer(6)};
+        if (!row.isNull(7)) m.gpu = GpuMetric{row.real(7), row.real(8), row.real(9), row.real(10)};
+        return m;
       },
       runId);
 }

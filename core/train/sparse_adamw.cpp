@@ -1,6 +1,7 @@
 #include "core/train/sparse_adamw.h"
 
 #include "core/train/adamw_kernel.h"
+#include "core/train/torch_compat.h"
 
 #include <torch/torch.h>
 
@@ -37,35 +38,77 @@ bool fusable(const torch::Tensor& param, const torch::Tensor& grad) {
 
 void SparseAdamW::step(double lr, std::int64_t t) {
   torch::NoGradGuard noGrad;
+  if (hyper_.multiTensor && stepMultiTensor(lr, t)) return;
   const double bc1 = 1.0 - std::pow(hyper_.beta1, double(t));
   const double bc2 = 1.0 - std::pow(hyper_.beta2, double(t));
-  for (auto& s : slots_) {
-    const auto& grad = s.param.grad();
-    const double decayFactor = s.decay ? 1.0 - lr * hyper_.weightDecay : 1.0;
-    if (fusable(s.param, grad)) {
-      const AdamWScalars k{float(hyper_.beta1), float(hyper_.beta2), float(hyper_.eps),
-                           float(decayFactor),  float(lr / bc1),     float(1.0 / std::sqrt(bc2))};
-      float* p = s.param.data_ptr<float>();
-      const float* g = grad.defined() ? grad.data_ptr<float>() : nullptr;
-      float* m = s.expAvg.data_ptr<float>();
-      float* v = s.expAvgSq.data_ptr<float>();
-      // Elementwise only: the result does not depend on how the range is split across threads.
-      at::parallel_for(0, s.param.numel(), 1 << 14, [&](std::int64_t begin, std::int64_t end) {
-        adamwUpdate(p + begin, g ? g + begin : nullptr, m + begin, v + begin, end - begin, k);
-      });
-      continue;
-    }
-    s.expAvg.mul_(hyper_.beta1);
-    s.expAvgSq.mul_(hyper_.beta2);
-    if (grad.defined()) {
-      s.expAvg.add_(grad, 1.0 - hyper_.beta1);
-      s.expAvgSq.addcmul_(grad, grad, 1.0 - hyper_.beta2);
-    }
-    if (s.decay) s.param.mul_(decayFactor);
-    auto denom = (s.expAvgSq.sqrt() / std::sqrt(bc2)).add_(hyper_.eps);
-    s.param.addcdiv_(s.expAvg, denom, -lr / bc1);
-  }
+  for (auto& s : slots_) stepSlot(s, lr, bc1, bc2);
 }
+
+void SparseAdamW::stepSlot(Slot& s, double lr, double bc1, double bc2) {
+  const auto& grad = s.param.grad();
+  const double decayFactor = s.decay ? 1.0 - lr * hyper_.weightDecay : 1.0;
+  if (fusable(s.param, grad)) {
+    const AdamWScalars k{float(hyper_.beta1), float(hyper_.beta2), float(hyper_.eps),
+                         float(decayFactor),  float(lr / bc1),     float(1.0 / std::sqrt(bc2))};
+    float* p = s.param.data_ptr<float>();
+    const float* g = grad.defined() ? grad.data_ptr<float>() : nullptr;
+    float* m = s.expAvg.data_ptr<float>();
+    float* v = s.expAvgSq.data_ptr<float>();
+    // Elementwise only: the result does not depend on how the range is split across threads.
+    at::parallel_for(0, s.param.numel(), 1 << 14, [&](std::int64_t begin, std::int64_t end) {
+      adamwUpdate(p + begin, g ? g + begin : nullptr, m + begin, v + begin, end - begin, k);
+    });
+    return;
+  }
+  s.expAvg.mul_(hyper_.beta1);
+  s.expAvgSq.mul_(hyper_.beta2);
+  if (grad.defined()) {
+    s.expAvg.add_(grad, 1.0 - hyper_.beta1);
+    s.expAvgSq.addcmul_(grad, grad, 1.0 - hyper_.beta2);
+  }
+  if (s.decay) s.param.mul_(decayFactor);
+  auto denom = (s.expAvgSq.sqrt() / std::sqrt(bc2)).add_(hyper_.eps);
+  s.param.addcdiv_(s.expAvg, denom, -lr / bc1);
+}
+
+#if ES_TORCH_AT_LEAST(2, 4)
+bool multiTensorAdamWAvailable() { return true; }
+
+bool SparseAdamW::stepMultiTensor(double lr, std::int64_t t) {
+  if (slots_.empty()) return true;
+  if (!stepCount_.defined())
+    stepCount_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(slots_.front().param.device()));
+  stepCount_.fill_(double(t));  // the kernel takes bias corrections from it (PyTorch increments it first)
+  const double bc1 = 1.0 - std::pow(hyper_.beta1, double(t));
+  const double bc2 = 1.0 - std::pow(hyper_.beta2, double(t));
+  // Two groups (matrices decay, vectors do not); a tensor without a gradient (an idle expert)
+  // takes the per-tensor path rather than a zero gradient allocated for it.
+  for (const bool decay : {true, false}) {
+    std::vector<torch::Tensor> params, grads, moments1, moments2, steps;
+    for (auto& s : slots_) {
+      if (s.decay != decay) continue;
+      if (!s.param.grad().defined()) {
+        stepSlot(s, lr, bc1, bc2);
+        continue;
+      }
+      params.push_back(s.param);
+      grads.push_back(s.param.grad());
+      moments1.push_back(s.expAvg);
+      moments2.push_back(s.expAvgSq);
+      steps.push_back(stepCount_);  // read only: one tensor serves every slot
+    }
+    if (params.empty()) continue;
+    at::_fused_adamw_(params, grads, moments1, moments2, /*max_exp_avg_sqs=*/{}, steps, lr, hyper_.beta1, hyper_.beta2,
+                      decay ? hyper_.weightDecay : 0.0, hyper_.eps, /*amsgrad=*/false,
+                      /*maximize=*/false);
+  }
+  return true;
+}
+#else
+bool multiTensorAdamWAvailable() { return false; }
+
+bool SparseAdamW::stepMultiTensor(double, std::int64_t) { return false; }
+#endif
 
 ckpt::NamedTensors SparseAdamW::expAvg() const {
   ckpt::NamedTensors out;

@@ -118,7 +118,10 @@ Expected<std::unique_ptr<Trainer>> Trainer::create(const TrainerOptions& options
     if (train) trainable.emplace_back(name, param);
   }
   const auto& t = options.train;
-  impl->optimizer = std::make_unique<SparseAdamW>(trainable, AdamWHyper{t.beta1, t.beta2, t.eps, t.weightDecay});
+  // On a GPU every tensor's update in one multi-tensor kernel (LibTorch >= 2.4).
+  const bool multiTensor = !impl->device.is_cpu();
+  impl->optimizer =
+      std::make_unique<SparseAdamW>(trainable, AdamWHyper{t.beta1, t.beta2, t.eps, t.weightDecay, multiTensor});
   impl->trainSampler =
       std::make_unique<BatchSampler>(std::move(trainTokens), options.model.seqLen, t.batchSize, options.dataSeed);
   impl->valSampler = std::make_unique<BatchSampler>(std::move(valTokens), options.model.seqLen, t.batchSize, 0);

@@ -2,6 +2,7 @@
 
 #include "core/train/trainer_impl.h"
 
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <map>
@@ -11,8 +12,22 @@ namespace es::train {
 ckpt::NamedTensors trainerWeights(const Trainer& trainer) {
   auto& impl = const_cast<Trainer&>(trainer).impl();  // read-only use of the module tree
   ckpt::NamedTensors out;
-  for (const auto& item : impl.model->named_parameters())
-    out.emplace_back(item.key(), item.value().detach().to(torch::kCPU, torch::kFloat, false, /*copy=*/true));
+  if (impl.device.is_cpu()) {
+    for (const auto& item : impl.model->named_parameters())
+      out.emplace_back(item.key(), item.value().detach().to(torch::kCPU, torch::kFloat, false, /*copy=*/true));
+    return out;
+  }
+  // From a GPU: every tensor copied asynchronously into pinned memory (LibTorch's caching host
+  // allocator reuses those blocks round after round), then one wait for all of them. A plain
+  // .to(kCPU) per tensor copied into pageable memory and waited for the GPU once per tensor.
+  // The master weights are float32 (bf16 is autocast's compute type only), so no cast is needed.
+  const auto pinned = torch::TensorOptions().dtype(torch::kFloat).pinned_memory(true);
+  for (const auto& item : impl.model->named_parameters()) {
+    auto host = torch::empty(item.value().sizes(), pinned);
+    host.copy_(item.value().detach(), /*non_blocking=*/true);
+    out.emplace_back(item.key(), std::move(host));
+  }
+  torch::cuda::synchronize(impl.device.index());
   return out;
 }
 
