@@ -205,9 +205,15 @@ class SampleTest : public QObject {
                g2 = sample(QStringLiteral("2"), QStringLiteral("0"));
     QCOMPARE(g1.out, g2.out);  // greedy: the seed does not matter
 
-    const auto eval = runClient({QStringLiteral("eval"), QStringLiteral("--text"),
-                                 QStringLiteral(ES_SHARE_DIR "/runs/default/corpus/sotu-val.txt"),
-                                 QStringLiteral("--data-dir"), data.path()});
+    // The first 16 KiB of the validation text (~4 k tokens): the whole file took minutes at one
+    // thread beside the swarm tests, and the sum is the same code whatever its length.
+    QFile val(QStringLiteral(ES_SHARE_DIR "/runs/default/corpus/sotu-val.txt"));
+    QVERIFY(val.open(QIODevice::ReadOnly));
+    QFile text(data.filePath(QStringLiteral("val-head.txt")));
+    QVERIFY(text.open(QIODevice::WriteOnly) && text.write(val.read(16 * 1024)) == 16 * 1024);
+    text.close();
+    const auto eval = runClient(
+        {QStringLiteral("eval"), QStringLiteral("--text"), text.fileName(), QStringLiteral("--data-dir"), data.path()});
     QVERIFY2(eval.exitCode == 0, qPrintable(eval.err));
     const auto m =
         QRegularExpression(QStringLiteral(R"(^tokens (\d+)  loss ([0-9.]+)  perplexity ([0-9.]+)\n$)")).match(eval.out);

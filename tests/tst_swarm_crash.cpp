@@ -20,7 +20,10 @@ class SwarmCrash : public QObject {
   QTemporaryDir dir_;
 
   QStringList args(int rounds) const {
+    // The bundled run with lighter steps (swarm_clients.h): recovery is what is under test.
     return {"--no-gui",
+            "--run",
+            es::test::customRun(dir_.filePath("run"), {}),
             "--data-dir",
             dir_.filePath("peer"),
             "--listen",

@@ -22,7 +22,10 @@ class SwarmNode : public QObject {
   QTemporaryDir dir_;
 
   QStringList args(int i, const QString& bootstrap) const {
+    // The bundled run with lighter steps (swarm_clients.h): the protocol is what is under test.
     QStringList a{"--no-gui",
+                  "--run",
+                  es::test::customRun(dir_.filePath("run"), {}),
                   "--data-dir",
                   dir_.filePath(QString("peer%1").arg(i)),
                   "--listen",

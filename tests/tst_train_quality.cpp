@@ -1,0 +1,27 @@
+// Acceptance 2: 300 steps of the default model on the bundled corpus bring validation loss well
+// below ln(vocab) (8.32 for 4096 tokens), on Debian's LibTorch at one thread (CTest runs two tests
+// at once). The same check runs on a GPU in tests/device (scripts/gpu-check).
+#ifndef Q_MOC_RUN  // moc need not parse LibTorch
+#include "support/default_run.h"
+#include "support/quality_run.h"
+#endif
+
+#include <QtTest>
+
+using namespace es;
+
+class TrainQualityTest : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void threeHundredStepsLowerValidationLossWellBelowLnVocab() {
+    train::configureTrainingRuntime(1);
+    const auto run = test::trainDefaultRun(test::defaultRunData(), "cpu");
+    QVERIFY2(run.error.empty(), run.error.c_str());
+    QVERIFY2(std::abs(run.initial - run.lnVocab) < 0.2, qPrintable(QString::number(run.initial)));
+    QCOMPARE(run.firstNonFiniteStep, 0);
+    QVERIFY2(run.final < test::kQualityThreshold, qPrintable(QString::number(run.final)));
+  }
+};
+
+QTEST_APPLESS_MAIN(TrainQualityTest)
+#include "tst_train_quality.moc"
