@@ -166,7 +166,7 @@ int Engine::startRun() {
     config.policy.joinWindowMs = std::max(config.policy.joinWindowMs, kInternetJoinWindowMs);
   config.nExperts = data.manifest.model.nExperts;
   // Pre-flight: how many experts this machine can train: host memory, or on a GPU its free
-  // memory (NVML, loaded at run time); within the donor's cap either way.
+  // memory (NVML, loaded at run time); each within the donor's cap for that memory.
   const auto device = train::resolvedDevice(cl_.device.toStdString());
   const auto available = preflightMemory(device, {cl_.hostMemoryCapMiB, cl_.gpuMemoryCapMiB});
   if (available > 0) {
