@@ -176,8 +176,12 @@ class SwarmFetch : public QObject {
 };
 
 void SwarmFetch::startHonest(const QString& bootstrap) {
+  // The bundled run's full steps: with light ones a clean CI run ended with 8 torrents in a
+  // session (bound 6, checkBounded); not yet understood, so this test keeps the steps it was
+  // measured with.
   const auto run = customRun(dir_.filePath("run"),
-                             {{"deadline", QJsonObject{{"factor", 2.0}, {"min_seconds", 15}, {"max_seconds", 60}}}});
+                             {{"deadline", QJsonObject{{"factor", 2.0}, {"min_seconds", 15}, {"max_seconds", 60}}}},
+                             /*lightSteps=*/false);
   for (int i = 0; i < 2; ++i) {
     const auto args = swarmPeerArgs(run, dir_.filePath(QString("honest%1").arg(i)), i, bootstrap, 4, kRounds);
     honest_.push_back(std::make_unique<SwarmClient>(QString("honest%1").arg(i), args));
