@@ -285,6 +285,9 @@ class DeltaCodecTest : public QObject {
     const auto loaded = loadContribution(path);
     QVERIFY(!loaded.ok());
     QVERIFY2(loaded.error().find(reason.toStdString()) != std::string::npos, loaded.error().c_str());
+    const auto header = readContributionHeader(path);  // the streaming merge's first read: as strict
+    QVERIFY(!header.ok());
+    QCOMPARE(header.error(), loaded.error());
     QVERIFY2(loaded.error().size() < 600, "an error message longer than its bounded parts");
     QVERIFY(loaded.error().find('\n') == std::string::npos && loaded.error().find('\x1b') == std::string::npos);
   }
@@ -303,6 +306,40 @@ class DeltaCodecTest : public QObject {
     QVERIFY(es::ckpt::saveSafetensors(path, encoded, meta).ok());
     QVERIFY(!loadContribution(path).ok());
     QVERIFY(!loadContribution(dir.filePath("absent.safetensors").toStdString()).ok());
+    // The header alone is fine; the deltas are not, and the merge's read says so.
+    const auto header = readContributionHeader(path);
+    QVERIFY2(header.ok(), header ? "" : header.error().c_str());
+    const auto deltas = contributionDeltas(path, *header)();
+    QVERIFY(!deltas.ok());
+    QVERIFY2(deltas.error().find("__scale") != std::string::npos, deltas.error().c_str());
+  }
+
+  // The streaming merge reads a contribution once per pass: every read gives the file's deltas,
+  // and a file that no longer holds the contribution first read is an error, never other deltas.
+  void contributionDeltasReadTheFileAgainAndNoticeAChange() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("c.safetensors").toStdString();
+    const ContributionHeader header{"run-a", 4, "peer-x", "0123456789abcdef", "int8"};
+    QVERIFY(saveContribution(path, header, sampleDeltas()).ok());
+    const auto read = readContributionHeader(path);
+    QVERIFY2(read.ok(), read ? "" : read.error().c_str());
+    QCOMPARE(read->sender, header.sender);
+    QCOMPARE(read->round, header.round);
+    QCOMPARE(read->codec, header.codec);
+    const auto source = contributionDeltas(path, *read);
+    const auto expected = roundTrip(sampleDeltas(), Codec::Int8);
+    for (int pass = 0; pass < 2; ++pass) {
+      const auto deltas = source();
+      QVERIFY2(deltas.ok(), deltas ? "" : deltas.error().c_str());
+      QCOMPARE(deltas->size(), expected.size());
+      for (std::size_t i = 0; i < expected.size(); ++i) QVERIFY(torch::equal((*deltas)[i].second, expected[i].second));
+    }
+    ContributionHeader other = header;
+    other.sender = "peer-y";
+    QVERIFY(saveContribution(path, other, sampleDeltas()).ok());
+    const auto changed = source();
+    QVERIFY(!changed.ok());
+    QVERIFY2(changed.error().find("changed on disk") != std::string::npos, changed.error().c_str());
   }
 };
 

@@ -13,6 +13,9 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <string>
+#include <vector>
 
 using namespace es::sync;
 using es::model::expertTensorName;
@@ -34,7 +37,7 @@ RoundContext context() { return {kRun, 3, stateFingerprint(base())}; }
 // A contribution of `sender` owning expert `e`: shared and expert deltas of size `d`.
 RoundEntry entry(const std::string& sender, int e, float d) {
   ContributionHeader header{kRun, 3, sender, context().baseHash, "f32"};
-  return {header, {{kShared, vec({d, d})}, {expert(e), vec({d, -d})}}, {e}};
+  return {header, heldDeltas({{kShared, vec({d, d})}, {expert(e), vec({d, -d})}}), {e}};
 }
 
 bool sameBits(const NamedTensors& a, const NamedTensors& b) {
@@ -52,6 +55,30 @@ const at::Tensor& find(const NamedTensors& tensors, const std::string& name) {
   for (const auto& [n, t] : tensors)
     if (n == name) return t;
   throw std::runtime_error("no tensor " + name);
+}
+
+// Deltas read afresh at every call, into storage that counts how many reads are alive at once
+// (a read lives while any of its tensors does).
+struct LiveReads {
+  int alive = 0;
+  int most = 0;
+  int reads = 0;
+};
+DeltaSource countedDeltas(NamedTensors deltas, std::shared_ptr<LiveReads> live) {
+  return [deltas, live]() -> es::Expected<NamedTensors> {
+    ++live->reads;
+    live->most = std::max(live->most, ++live->alive);
+    auto token = std::shared_ptr<void>(nullptr, [live](void*) { --live->alive; });
+    NamedTensors fresh;
+    for (const auto& [name, t] : deltas) {
+      auto* copy = new float[t.numel()];
+      std::memcpy(copy, t.contiguous().data_ptr<float>(), t.numel() * sizeof(float));
+      fresh.emplace_back(name,
+                         torch::from_blob(
+                             copy, t.sizes(), [token](void* p) { delete[] static_cast<float*>(p); }, torch::kFloat));
+    }
+    return fresh;
+  };
 }
 
 }  // namespace
@@ -99,13 +126,67 @@ class RoundMergeTest : public QObject {
   // A rejected sender owns nothing: the expert it claimed keeps its base value.
   void aRejectedSenderOwnsNothing() {
     auto poisoned = entry("peer-x", 2, 0.1f);
-    poisoned.deltas[1].second = vec({std::numeric_limits<float>::quiet_NaN(), 0});
+    poisoned.deltas =
+        heldDeltas({{kShared, vec({0.1f, 0.1f})}, {expert(2), vec({std::numeric_limits<float>::quiet_NaN(), 0})}});
     auto merge = mergeRound(base(), context(), {entry("peer-a", 0, 0.1f), poisoned}, {}, 30, {});
     QVERIFY(merge.ok());
     QVERIFY(!merge->verdicts.at(1).accepted && !merge->verdicts.at(1).stale);
     QVERIFY(!merge->verdicts.at(1).reason.empty());
     QVERIFY(!merge->owners.count(2));
     QVERIFY(torch::equal(find(merge->merged, expert(2)), vec({50, 60})));
+  }
+
+  // Streaming (issue 14 item 3): every pass reads one contribution, drops it, then reads the next,
+  // so no two are held at once — with the plain mean and with centered clipping (two passes per
+  // iteration) — and the result is the bits of the same merge over deltas held in memory.
+  void theMergeHoldsOneContributionAtATime() {
+    for (const auto rule : {SharedRule::Mean, SharedRule::CenteredClip}) {
+      RoundPolicy policy;
+      policy.aggregate.shared = rule;
+      auto live = std::make_shared<LiveReads>();
+      std::vector<RoundEntry> counted, held;
+      for (int i = 0; i < 8; ++i) {
+        const float d = 0.01f * static_cast<float>(i + 1);
+        NamedTensors deltas{{kShared, vec({d, -d})}, {expert(i % 3), vec({d, 2 * d})}};
+        ContributionHeader header{kRun, 3, "peer-" + std::to_string(i), context().baseHash, "f32"};
+        counted.push_back({header, countedDeltas(deltas, live), {i % 3}});
+        held.push_back({header, heldDeltas(deltas), {i % 3}});
+      }
+      auto streamed = mergeRound(base(), context(), counted, policy, 30, {});
+      auto reference = mergeRound(base(), context(), held, policy, 30, {});
+      QVERIFY(streamed.ok() && reference.ok());
+      QCOMPARE(int(streamed->accepted.size()), 8);
+      QCOMPARE(live->most, 1);
+      QCOMPARE(live->alive, 0);
+      const int passes = rule == SharedRule::Mean ? 2 : 2 + 2 * policy.aggregate.clipIterations;
+      QCOMPARE(live->reads, 8 * passes);  // validation, the means, and clipping's passes
+      QVERIFY(sameBits(streamed->merged, reference->merged));
+    }
+  }
+
+  // A contribution whose file cannot be read is rejected with the reason; the others merge.
+  void anUnreadableContributionIsRejected() {
+    auto broken = entry("peer-b", 1, 0.2f);
+    broken.deltas = []() -> es::Expected<NamedTensors> { return es::makeError("truncated"); };
+    auto merge = mergeRound(base(), context(), {entry("peer-a", 0, 0.1f), broken}, {}, 30, {});
+    QVERIFY(merge.ok());
+    QVERIFY(merge->verdicts.at(0).accepted);
+    QVERIFY(!merge->verdicts.at(1).accepted && !merge->verdicts.at(1).stale);
+    QCOMPARE(merge->verdicts.at(1).reason, std::string("unreadable: truncated"));
+    QCOMPARE(merge->accepted, std::vector<std::string>{"peer-a"});
+  }
+
+  // Read once, then failing (the file changed under the merge): the round fails, nothing merged.
+  void aSourceFailingOnALaterPassFailsTheMerge() {
+    auto flaky = entry("peer-b", 1, 0.2f);
+    auto calls = std::make_shared<int>(0);
+    flaky.deltas = [calls, good = flaky.deltas]() -> es::Expected<NamedTensors> {
+      if ((*calls)++ == 0) return good();
+      return es::makeError("changed on disk");
+    };
+    auto merge = mergeRound(base(), context(), {entry("peer-a", 0, 0.1f), flaky}, {}, 30, {});
+    QVERIFY(!merge.ok());
+    QVERIFY2(QString::fromStdString(merge.error()).contains("changed on disk"), merge.error().c_str());
   }
 
   void twoEntriesOfOneSenderAreRefused() {

@@ -99,17 +99,19 @@ std::vector<sync::RoundEntry> readEntries(const std::vector<IncomingContribution
     v.sender = c.sender;
     std::error_code ec;
     v.bytes = static_cast<std::int64_t>(fs::file_size(c.path, ec));
-    auto file = sync::loadContribution(c.path);
-    if (!file)
-      v.reason = "unreadable: " + file.error();
-    else if (file->header.sender != c.sender)
-      v.reason = "file names sender \"" + file->header.sender + "\"";
+    // The header now; the deltas when the merge's passes read them, one file at a time.
+    auto header = sync::readContributionHeader(c.path);
+    if (!header)
+      v.reason = "unreadable: " + header.error();
+    else if (header->sender != c.sender)
+      v.reason = "file names sender \"" + header->sender + "\"";
     if (!v.reason.empty()) {
       verdicts.push_back(std::move(v));
       continue;
     }
     bytesOf[c.sender] = v.bytes;
-    entries.push_back({std::move(file->header), std::move(file->deltas), c.claims});
+    auto deltas = sync::contributionDeltas(c.path, *header);
+    entries.push_back({std::move(*header), std::move(deltas), c.claims});
   }
   return entries;
 }

@@ -101,6 +101,7 @@ Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in,
   // 1. Every peer builds, measures and "sends" its contribution.
   std::vector<ckpt::NamedTensors> local;
   std::vector<sync::RoundEntry> entries;
+  std::map<std::string, ckpt::NamedTensors> arrivedDeltas;  // sender → decoded deltas
   for (std::size_t p = 0; p < peers.size(); ++p) {
     local.push_back(train::trainerWeights(*peers[p].trainer));
     const auto deltas = contributionDeltas(*peers[p].trainer, local.back(), in.base);
@@ -108,7 +109,9 @@ Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in,
     sync::ContributionHeader header{kRun, in.round, peers[p].id, context.baseHash, sync::codecName(config.codec)};
     auto arrived = transport(deltas, header, config);
     if (!arrived) return makeError(peers[p].id + " round " + std::to_string(in.round) + ": " + arrived.error());
-    entries.push_back({header, std::move(*arrived), {peers[p].claims.begin(), peers[p].claims.end()}});
+    arrivedDeltas.emplace(peers[p].id, *arrived);  // for the observer: what was merged
+    entries.push_back(
+        {header, sync::heldDeltas(std::move(*arrived)), {peers[p].claims.begin(), peers[p].claims.end()}});
   }
 
   // 2. Every peer merges by itself — the client's own round function (sync::mergeRound:
@@ -137,7 +140,7 @@ Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in,
       }
     out.alpha = merge->alpha;
     firstMerged = std::move(merge->merged);
-    accepted = std::move(merge->accepted);
+    for (const auto& sender : merge->accepted) accepted.push_back({sender, arrivedDeltas.at(sender)});
     owners = std::move(merge->owners);
   }
 

@@ -56,10 +56,8 @@ Status saveContribution(const std::string& path, const ContributionHeader& heade
 
 namespace {
 
-// The metadata and deltas of a parsed safetensors file; `where` prefixes every error.
-Expected<ContributionFile> fromSafetensors(const ckpt::SafetensorsFile& file, const std::string& where) {
-  const ckpt::Metadata& meta = file.metadata;
-
+// The header from a file's metadata, checked strictly; `where` prefixes every error.
+Expected<ContributionHeader> headerOf(const ckpt::Metadata& meta, const std::string& where) {
   // Strict: exactly the known keys (a new field means a new version).
   for (const auto& [key, value] : meta) {
     if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys))
@@ -80,21 +78,28 @@ Expected<ContributionFile> fromSafetensors(const ckpt::SafetensorsFile& file, co
       return makeError(where + "metadata field \"" + key + "\" must be at most " + std::to_string(kMaxNameBytes) +
                        " characters of A-Z a-z 0-9 . _ -, not " + safeQuote(meta.at(key)));
   }
-
-  ContributionFile out;
-  if (!parseRound(meta.at("round"), out.header.round))
+  ContributionHeader header;
+  if (!parseRound(meta.at("round"), header.round))
     return makeError(where + "malformed round " + safeQuote(meta.at("round")));
-  const auto codec = parseCodec(meta.at("codec"));
-  if (!codec) return makeError(where + codec.error());
-  out.header.run = meta.at("run");
-  out.header.sender = meta.at("sender");
-  out.header.baseHash = meta.at("base_hash");
-  out.header.codec = meta.at("codec");
+  if (const auto codec = parseCodec(meta.at("codec")); !codec) return makeError(where + codec.error());
+  header.run = meta.at("run");
+  header.sender = meta.at("sender");
+  header.baseHash = meta.at("base_hash");
+  header.codec = meta.at("codec");
+  return header;
+}
 
-  auto deltas = decodeDeltas(file.tensors, *codec);
+// The metadata and deltas of a parsed safetensors file; `where` prefixes every error.
+Expected<ContributionFile> fromSafetensors(const ckpt::SafetensorsFile& file, const std::string& where) {
+  auto header = headerOf(file.metadata, where);
+  if (!header) return makeError(header.error());
+  auto deltas = decodeDeltas(file.tensors, *parseCodec(header->codec));
   if (!deltas) return makeError(where + deltas.error());
-  out.deltas = std::move(*deltas);
-  return out;
+  return ContributionFile{std::move(*header), std::move(*deltas)};
+}
+
+bool sameHeader(const ContributionHeader& a, const ContributionHeader& b) {
+  return a.run == b.run && a.round == b.round && a.sender == b.sender && a.baseHash == b.baseHash && a.codec == b.codec;
 }
 
 }  // namespace
@@ -103,6 +108,21 @@ Expected<ContributionFile> loadContribution(const std::string& path) {
   auto file = ckpt::loadSafetensors(path);
   if (!file) return makeError(file.error());
   return fromSafetensors(*file, "contribution \"" + path + "\": ");
+}
+
+Expected<ContributionHeader> readContributionHeader(const std::string& path) {
+  auto header = ckpt::readHeader(path);
+  if (!header) return makeError(header.error());
+  return headerOf(header->metadata, "contribution \"" + path + "\": ");
+}
+
+DeltaSource contributionDeltas(const std::string& path, const ContributionHeader& expected) {
+  return [path, expected]() -> Expected<ckpt::NamedTensors> {
+    auto file = loadContribution(path);
+    if (!file) return makeError(file.error());
+    if (!sameHeader(file->header, expected)) return makeError("contribution \"" + path + "\" changed on disk");
+    return std::move(file->deltas);
+  };
 }
 
 Expected<ContributionFile> parseContribution(std::string_view bytes) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/sync/delta_codec.h"
+#include "core/sync/delta_source.h"
 #include "core/sync/validate.h"
 
 namespace es::sync {
@@ -15,6 +16,11 @@ struct ContributionFile {
 
 Status saveContribution(const std::string& path, const ContributionHeader& header, const ckpt::NamedTensors& deltas);
 Expected<ContributionFile> loadContribution(const std::string& path);
+// The header alone (only the file's safetensors header is read), checked as strictly.
+Expected<ContributionHeader> readContributionHeader(const std::string& path);
+// The file's deltas, decoded again at every call, for the streaming merge (delta_source.h); a
+// call fails if the file no longer holds a contribution with the header `expected`.
+DeltaSource contributionDeltas(const std::string& path, const ContributionHeader& expected);
 // The same from a whole file held in memory (fuzzing; the strict rules are identical).
 Expected<ContributionFile> parseContribution(std::string_view bytes);
 

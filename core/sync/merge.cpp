@@ -1,7 +1,6 @@
 #include "core/sync/merge.h"
 
 #include "core/model/tensor_names.h"
-#include "core/sync/robust_aggregate.h"
 
 #include <torch/torch.h>
 
@@ -10,14 +9,15 @@
 #include <stdexcept>
 #include <unordered_map>
 
-// Arithmetic policy (both functions): every sum is formed in float64, one element-wise torch op at
-// a time (add, sub, div, mul: each correctly rounded by IEEE 754, so vector width, thread count and
-// device cannot change a bit), and the result is cast back to the base tensor's dtype once at the
-// end. No fused op (add with alpha, addcmul) and no torch reduction is used on the merge path:
-// their rounding depends on the kernel. The only reductions (w1 dot products for the warm-up's
-// cosine similarity) are plain sequential C++ loops, so every peer picks the same donors.
-// Contributions are summed in sender order, hence the result does not depend on arrival order.
-// Centered clipping (robust_aggregate.h) follows the same policy; its distances are sequential loops.
+// Arithmetic policy (aggregate.cpp and the warm-up here): every sum is formed in float64, one
+// element-wise torch op at a time (add, sub, div, mul: each correctly rounded by IEEE 754, so
+// vector width, thread count and device cannot change a bit), and the result is cast back to the
+// base tensor's dtype once at the end. No fused op (add with alpha, addcmul) and no torch
+// reduction is used on the merge path: their rounding depends on the kernel. The only reductions
+// (w1 dot products for the warm-up's cosine similarity) are plain sequential C++ loops, so every
+// peer picks the same donors. Contributions are summed in sender order, hence the result does not
+// depend on arrival order. Centered clipping (robust_aggregate.h) follows the same policy; its
+// distances are sequential loops.
 
 namespace es::sync {
 namespace {
@@ -29,19 +29,6 @@ TensorIndex indexOf(const NamedTensors& tensors) {
   index.reserve(tensors.size());
   for (const auto& [name, tensor] : tensors) index.emplace(name, &tensor);
   return index;
-}
-
-// base + mean(deltas) in float64, cast back to base's dtype. `deltas` are in sender order.
-at::Tensor addMean(const at::Tensor& base, const std::vector<const at::Tensor*>& deltas) {
-  if (deltas.empty()) return base.clone();
-  for (const at::Tensor* d : deltas) {  // never let broadcasting hide a misshapen delta
-    if (d->sizes() != base.sizes()) throw std::invalid_argument("aggregate: delta shape differs from its base tensor");
-  }
-  const auto f64 = base.options().dtype(at::kDouble);
-  at::Tensor sum = deltas.front()->to(f64);
-  for (std::size_t i = 1; i < deltas.size(); ++i) sum = sum + deltas[i]->to(f64);
-  const at::Tensor mean = sum / static_cast<double>(deltas.size());
-  return (base.to(at::kDouble) + mean).to(base.scalar_type());
 }
 
 // Sequential float64 dot product of two same-sized float32 CPU buffers (see policy above).
@@ -95,19 +82,6 @@ std::vector<std::vector<int>> pickDonors(const std::vector<at::Tensor>& w1, int 
   return donors;
 }
 
-// Sender order, never arrival order. Two contributions of one sender could only be ordered by
-// arrival, so they are a caller error (the round keeps one contribution per sender).
-std::vector<const Contribution*> senderOrder(const std::vector<Contribution>& contributions) {
-  std::vector<const Contribution*> sorted;
-  for (const auto& c : contributions) sorted.push_back(&c);
-  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->sender < b->sender; });
-  for (std::size_t i = 1; i < sorted.size(); ++i) {
-    if (sorted[i]->sender == sorted[i - 1]->sender)
-      throw std::invalid_argument("aggregate: two contributions from sender \"" + sorted[i]->sender + "\"");
-  }
-  return sorted;
-}
-
 }  // namespace
 
 std::optional<SharedRule> parseSharedRule(const std::string& name) {
@@ -117,55 +91,6 @@ std::optional<SharedRule> parseSharedRule(const std::string& name) {
 }
 
 std::string sharedRuleName(SharedRule rule) { return rule == SharedRule::Mean ? "mean" : "centered_clip"; }
-
-NamedTensors aggregate(const NamedTensors& base, const std::vector<Contribution>& contributions,
-                       const Ownership& owners, const AggregatePolicy& policy) {
-  const auto sorted = senderOrder(contributions);
-  std::vector<TensorIndex> indexes;
-  for (const auto* c : sorted) indexes.push_back(indexOf(c->deltas));
-
-  // Every tensor's deltas in sender order, tagged with the sender's index; experts' owners only.
-  static const std::set<std::string> kNoOwners;
-  std::vector<SharedDeltas> shared;  // shared tensors, for centered clipping
-  std::vector<std::vector<const at::Tensor*>> deltasOf(base.size());
-  std::vector<int> sharedSlot(base.size(), -1);
-  for (std::size_t b = 0; b < base.size(); ++b) {
-    const auto& [name, tensor] = base[b];
-    const auto expert = model::expertOf(name);
-    const std::set<std::string>* ownersOfTensor = nullptr;  // null: shared, everyone counts
-    if (expert) {
-      const auto it = owners.find(expert->expert);
-      ownersOfTensor = it != owners.end() ? &it->second : &kNoOwners;
-    }
-    SharedDeltas entry{name, &tensor, {}};
-    for (std::size_t i = 0; i < sorted.size(); ++i) {
-      if (ownersOfTensor && ownersOfTensor->count(sorted[i]->sender) == 0) continue;
-      const auto it = indexes[i].find(name);
-      if (it == indexes[i].end()) continue;
-      deltasOf[b].push_back(it->second);
-      entry.deltas.emplace_back(i, it->second);
-    }
-    if (!ownersOfTensor && policy.shared == SharedRule::CenteredClip) {
-      sharedSlot[b] = static_cast<int>(shared.size());
-      shared.push_back(std::move(entry));
-    }
-  }
-  std::vector<at::Tensor> clipped;
-  if (!shared.empty()) clipped = centeredClip(shared, sorted.size(), policy.clipIterations, policy.clipTauFactor);
-
-  NamedTensors merged;
-  merged.reserve(base.size());
-  for (std::size_t b = 0; b < base.size(); ++b) {
-    const at::Tensor tensor = base[b].second.detach();
-    if (sharedSlot[b] < 0) {
-      merged.emplace_back(base[b].first, addMean(tensor, deltasOf[b]));
-    } else {
-      const at::Tensor& delta = clipped[static_cast<std::size_t>(sharedSlot[b])];
-      merged.emplace_back(base[b].first, (tensor.to(at::kDouble) + delta.to(tensor.device())).to(tensor.scalar_type()));
-    }
-  }
-  return merged;
-}
 
 double warmupAlpha(const WarmupConfig& config, std::int64_t step) {
   if (config.interval <= 0 || config.decaySteps <= 0 || step < 0 || step % config.interval != 0) return 0.0;

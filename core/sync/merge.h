@@ -11,7 +11,9 @@
 #pragma once
 
 #include "core/checkpoint/safetensors.h"
+#include "core/common/expected.h"
 #include "core/model/model_config.h"
+#include "core/sync/delta_source.h"
 
 #include <cstdint>
 #include <map>
@@ -56,6 +58,15 @@ std::string sharedRuleName(SharedRule rule);
 // `policy` picks the shared rule; its numbers are the caller's to bound (the manifest does).
 NamedTensors aggregate(const NamedTensors& base, const std::vector<Contribution>& contributions,
                        const Ownership& owners, const AggregatePolicy& policy = {});
+
+// The same over contributions read one at a time (delta_source.h; the client's merge reads them
+// from their files): one pass for the means, two per centered-clipping iteration. Peak memory is
+// the base, one float64 sum per tensor (2 × the model's float32 bytes; each freed as its merged
+// tensor is made), centered clipping's float64 centre and sums of the shared tensors (4 × their
+// float32 bytes), the merged state, and one contribution — whatever the number of contributions.
+// Bit-identical to aggregate() for the same contributions. A source's error is returned.
+Expected<NamedTensors> aggregateStream(const NamedTensors& base, const std::vector<SenderDeltas>& senders,
+                                       const Ownership& owners, const AggregatePolicy& policy = {});
 
 // SPES's expert-merging warm-up.
 struct WarmupConfig {

@@ -6,9 +6,12 @@
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace es::sync {
 namespace {
+
+using ckpt::NamedTensors;
 
 // Sequential float64 sum of squares of a float64 tensor (see the header's arithmetic note).
 double sumOfSquares(const at::Tensor& t) {
@@ -22,68 +25,101 @@ double sumOfSquares(const at::Tensor& t) {
 // x − v in float64, on the CPU (v lives there).
 at::Tensor diff(const at::Tensor& x, const at::Tensor& v) { return x.detach().to(at::kCPU, at::kDouble) - v; }
 
-// ‖x_i − v‖ over all shared tensors of each contribution; `byName` fixes the order in which the
-// tensors' sums of squares are added. Contributions carrying no shared tensor get −1.
-std::vector<double> distances(const std::vector<SharedDeltas>& tensors, const std::vector<at::Tensor>& v,
-                              const std::vector<std::size_t>& byName, std::size_t contributions) {
-  std::vector<double> squares(contributions, 0.0);
-  std::vector<bool> carries(contributions, false);
-  for (const std::size_t t : byName) {
-    for (const auto& [index, delta] : tensors[t].deltas) {
-      squares[index] += sumOfSquares(diff(*delta, v[t]));
-      carries[index] = true;
-    }
-  }
-  std::vector<double> out(contributions, -1.0);
-  for (std::size_t i = 0; i < contributions; ++i)
-    if (carries[i]) out[i] = std::sqrt(squares[i]);
-  return out;
-}
-
 // The low median (as validateRound's: one outlier never raises it, not even among two).
 double lowMedian(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values[(values.size() - 1) / 2];
 }
 
+// Which shared tensors a contribution carries, as (slot, delta) in name order: the order the
+// distance adds their sums of squares in, so it does not depend on the file's tensor order.
+class Carried {
+ public:
+  explicit Carried(const std::vector<SharedTensor>& tensors) : tensors_(tensors) {
+    std::vector<std::size_t> byName(tensors.size());
+    std::iota(byName.begin(), byName.end(), std::size_t{0});
+    std::stable_sort(byName.begin(), byName.end(),
+                     [&](std::size_t a, std::size_t b) { return tensors[a].name < tensors[b].name; });
+    rank_.resize(tensors.size());
+    for (std::size_t r = 0; r < byName.size(); ++r) rank_[byName[r]] = r;
+    for (std::size_t t = 0; t < tensors.size(); ++t) slot_.emplace(tensors[t].name, t);
+  }
+
+  std::vector<std::pair<std::size_t, const at::Tensor*>> of(const NamedTensors& deltas) const {
+    std::vector<std::pair<std::size_t, const at::Tensor*>> out;
+    std::vector<bool> seen(tensors_.size(), false);
+    for (const auto& [name, delta] : deltas) {
+      const auto it = slot_.find(name);
+      if (it == slot_.end() || seen[it->second]) continue;  // not shared, or a repeat: the first counts
+      seen[it->second] = true;
+      if (delta.sizes() != tensors_[it->second].base->sizes())
+        throw std::invalid_argument("aggregate: delta shape differs from its base tensor");
+      out.emplace_back(it->second, &delta);
+    }
+    std::sort(out.begin(), out.end(), [&](const auto& a, const auto& b) { return rank_[a.first] < rank_[b.first]; });
+    return out;
+  }
+
+ private:
+  const std::vector<SharedTensor>& tensors_;
+  std::unordered_map<std::string, std::size_t> slot_;
+  std::vector<std::size_t> rank_;
+};
+
+// ‖x_i − v‖ over the shared tensors of each contribution (−1: it carries none).
+Expected<std::vector<double>> distances(const Carried& carried, const std::vector<SenderDeltas>& senders,
+                                        const std::vector<at::Tensor>& v) {
+  std::vector<double> out(senders.size(), -1.0);
+  auto pass = forEachSender(senders, [&](std::size_t i, const NamedTensors& deltas) {
+    const auto mine = carried.of(deltas);
+    double squares = 0.0;
+    for (const auto& [t, delta] : mine) squares += sumOfSquares(diff(*delta, v[t]));
+    if (!mine.empty()) out[i] = std::sqrt(squares);
+  });
+  if (!pass) return makeError(pass.error());
+  return out;
+}
+
+// v_t ← v_t + (1/n_t) Σ_i scale_i · (x_{i,t} − v_t), the sum in sender order.
+Status moveCenter(const Carried& carried, const std::vector<SenderDeltas>& senders, const std::vector<double>& scale,
+                  std::vector<at::Tensor>& v) {
+  std::vector<at::Tensor> sum(v.size());
+  std::vector<std::size_t> count(v.size(), 0);
+  auto pass = forEachSender(senders, [&](std::size_t i, const NamedTensors& deltas) {
+    for (const auto& [t, delta] : carried.of(deltas)) {
+      const at::Tensor term = diff(*delta, v[t]) * scale[i];
+      sum[t] = sum[t].defined() ? sum[t] + term : term;
+      ++count[t];
+    }
+  });
+  if (!pass) return pass;
+  for (std::size_t t = 0; t < v.size(); ++t)
+    if (count[t] > 0) v[t] = v[t] + sum[t] / static_cast<double>(count[t]);
+  return {};
+}
+
 }  // namespace
 
-std::vector<at::Tensor> centeredClip(const std::vector<SharedDeltas>& tensors, std::size_t contributions,
-                                     int iterations, double tauFactor) {
+Expected<std::vector<at::Tensor>> centeredClip(const std::vector<SharedTensor>& tensors,
+                                               const std::vector<SenderDeltas>& senders, int iterations,
+                                               double tauFactor) {
   if (iterations < 1 || !(tauFactor > 0.0) || !std::isfinite(tauFactor))
     throw std::invalid_argument("centered clipping: iterations must be >= 1 and the tau factor > 0");
   std::vector<at::Tensor> v;
-  for (const auto& t : tensors) {
-    v.push_back(torch::zeros(t.base->sizes(), torch::dtype(torch::kDouble)));
-    for (const auto& [index, delta] : t.deltas) {
-      if (index >= contributions) throw std::invalid_argument("centered clipping: contribution index out of range");
-      if (delta->sizes() != t.base->sizes())
-        throw std::invalid_argument("aggregate: delta shape differs from its base tensor");
-    }
-  }
-  std::vector<std::size_t> byName(tensors.size());
-  std::iota(byName.begin(), byName.end(), std::size_t{0});
-  std::stable_sort(byName.begin(), byName.end(),
-                   [&](std::size_t a, std::size_t b) { return tensors[a].name < tensors[b].name; });
-
+  for (const auto& t : tensors) v.push_back(torch::zeros(t.base->sizes(), torch::dtype(torch::kDouble)));
+  const Carried carried(tensors);
   for (int round = 0; round < iterations; ++round) {
-    const std::vector<double> d = distances(tensors, v, byName, contributions);
+    auto d = distances(carried, senders, v);
+    if (!d) return makeError(d.error());
     std::vector<double> present;
-    for (const double x : d)
+    for (const double x : *d)
       if (x >= 0.0) present.push_back(x);
     if (present.empty()) break;  // no contribution carries a shared tensor: v stays 0
     const double tau = tauFactor * lowMedian(present);
-    std::vector<double> scale(contributions, 1.0);
-    for (std::size_t i = 0; i < contributions; ++i)
-      if (d[i] > tau) scale[i] = tau / d[i];  // d > tau >= 0, so d > 0
-    for (std::size_t t = 0; t < tensors.size(); ++t) {
-      const auto& deltas = tensors[t].deltas;
-      if (deltas.empty()) continue;
-      at::Tensor sum = diff(*deltas.front().second, v[t]) * scale[deltas.front().first];
-      for (std::size_t k = 1; k < deltas.size(); ++k)
-        sum = sum + diff(*deltas[k].second, v[t]) * scale[deltas[k].first];
-      v[t] = v[t] + sum / static_cast<double>(deltas.size());
-    }
+    std::vector<double> scale(senders.size(), 1.0);
+    for (std::size_t i = 0; i < senders.size(); ++i)
+      if ((*d)[i] > tau) scale[i] = tau / (*d)[i];  // d > tau >= 0, so d > 0
+    if (auto moved = moveCenter(carried, senders, scale, v); !moved) return makeError(moved.error());
   }
   return v;
 }

@@ -22,29 +22,35 @@
 // rounded, so no kernel or thread count changes a bit), contributions summed in sender order. The
 // only reductions, the distances, are sequential float64 loops; each tensor's sum of squares is
 // added in name order, so the distance does not depend on the order of the base's tensors either.
+// Streaming (issue 14 item 3): the contributions are read one at a time (delta_source.h), twice
+// per iteration — once for the distances, once for the update — so memory holds v, one float64
+// sum per shared tensor and one contribution, however many contributions there are. The order of
+// every float64 operation is the one a version holding all contributions would use.
 #pragma once
+
+#include "core/common/expected.h"
+#include "core/sync/delta_source.h"
 
 #include <ATen/core/Tensor.h>
 
 #include <cstddef>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace es::sync {
 
-// One shared tensor: its base (for the shape) and the deltas that carry it, each tagged with its
-// contribution's index in sender order; the deltas are in sender order too.
-struct SharedDeltas {
+// One shared tensor to aggregate: its name and its base (for the shape).
+struct SharedTensor {
   std::string name;
   const at::Tensor* base = nullptr;
-  std::vector<std::pair<std::size_t, const at::Tensor*>> deltas;
 };
 
-// The aggregated delta of every entry, float64, in the entries' order (zeros where no delta).
-// `contributions` is the number of contributions (the largest index + 1 at most); iterations ≥ 1
-// and tauFactor > 0 are the caller's to ensure (std::invalid_argument otherwise).
-std::vector<at::Tensor> centeredClip(const std::vector<SharedDeltas>& tensors, std::size_t contributions,
-                                     int iterations, double tauFactor);
+// The aggregated delta of every shared tensor, float64 on the CPU, in `tensors`' order (zeros
+// where no contribution carries it). `senders` in sender order; their tensors not in `tensors`
+// are ignored. iterations ≥ 1 and tauFactor > 0 are the caller's to ensure, and a delta of
+// another shape is a caller error (std::invalid_argument); a source's error is returned.
+Expected<std::vector<at::Tensor>> centeredClip(const std::vector<SharedTensor>& tensors,
+                                               const std::vector<SenderDeltas>& senders, int iterations,
+                                               double tauFactor);
 
 }  // namespace es::sync

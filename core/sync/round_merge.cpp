@@ -8,9 +8,44 @@ namespace {
 
 // Contributions of this round of this run that name another base were built by a peer that
 // merged a different set last round: not its fault (a deadline), so skipped without a verdict
-// against it. Anything else wrong with the header is validateRound's to reject.
+// against it. Anything else wrong with the header is the checks' to reject.
 bool isStale(const ContributionHeader& header, const RoundContext& context) {
   return header.run == context.run && header.round == context.round && header.baseHash != context.baseHash;
+}
+
+// The validation pass: every entry is read, checked alone (unless stale) and dropped; then the
+// round is judged. Fills `out.verdicts` (one per entry, in `entries`' order) and returns the index
+// of each accepted entry.
+std::vector<std::size_t> validatePass(const NamedTensors& base, const RoundContext& context,
+                                      const std::vector<RoundEntry>& entries, const ValidationPolicy& policy,
+                                      RoundMerge& out) {
+  std::vector<ContributionCheck> checks;
+  std::vector<std::size_t> candidates;  // entry index of each check
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    auto& v = out.verdicts.emplace_back();
+    v.sender = entries[i].header.sender;
+    const auto deltas = entries[i].deltas();  // read even when stale: an unreadable file is rejected
+    if (deltas && isStale(entries[i].header, context)) {
+      v.stale = true;
+      v.staleBase = entries[i].header.baseHash;
+      v.reason = "stale base " + entries[i].header.baseHash;
+      continue;
+    }
+    if (deltas)
+      checks.push_back(checkContribution(entries[i].header, *deltas, base, entries[i].claims, context));
+    else
+      checks.push_back({"unreadable: " + deltas.error(), 0.0, {}});
+    candidates.push_back(i);
+  }
+  const auto verdicts = judgeRound(checks, policy);
+  std::vector<std::size_t> accepted;
+  for (std::size_t k = 0; k < candidates.size(); ++k) {
+    auto& v = out.verdicts[candidates[k]];
+    v.accepted = verdicts[k].accepted;
+    v.reason = verdicts[k].reason;
+    if (v.accepted) accepted.push_back(candidates[k]);
+  }
+  return accepted;
 }
 
 }  // namespace
@@ -25,40 +60,22 @@ Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& co
     if (entries[i].header.sender == entries[i - 1].header.sender)
       return makeError("two contributions of sender \"" + entries[i].header.sender + "\" in one round");
   RoundMerge out;
-  std::vector<ContributionHeader> headers;
-  std::vector<NamedTensors> deltas;
-  std::vector<std::set<int>> claims;
-  std::vector<std::size_t> candidates;  // entry index of what reaches validateRound
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    auto& v = out.verdicts.emplace_back();
-    v.sender = entries[i].header.sender;
-    if (isStale(entries[i].header, context)) {
-      v.stale = true;
-      v.staleBase = entries[i].header.baseHash;
-      v.reason = "stale base " + entries[i].header.baseHash;
-      continue;
-    }
-    headers.push_back(entries[i].header);
-    deltas.push_back(std::move(entries[i].deltas));
-    claims.push_back(entries[i].claims);
-    candidates.push_back(i);
+  std::vector<SenderDeltas> senders;
+  for (const std::size_t i : validatePass(base, context, entries, policy.validation, out)) {
+    for (int e : entries[i].claims) out.owners[e].insert(entries[i].header.sender);
+    out.accepted.push_back(entries[i].header.sender);
+    senders.push_back({entries[i].header.sender, std::move(entries[i].deltas)});
   }
-  const auto verdicts = validateRound(headers, deltas, base, claims, context, policy.validation);
-  for (std::size_t k = 0; k < candidates.size(); ++k) {
-    auto& v = out.verdicts[candidates[k]];
-    v.accepted = verdicts[k].accepted;
-    v.reason = verdicts[k].reason;
-    if (!v.accepted) continue;
-    for (int e : claims[k]) out.owners[e].insert(v.sender);
-    out.accepted.push_back({v.sender, std::move(deltas[k])});
-  }
-  try {  // es_sync throws only on caller errors (a misshapen delta validateRound let through)
-    out.merged = aggregate(base, out.accepted, out.owners, policy.aggregate);
+  const std::string where = "merging round " + std::to_string(context.round) + ": ";
+  try {  // es_sync throws only on caller errors (a misshapen delta the checks let through)
+    auto merged = aggregateStream(base, senders, out.owners, policy.aggregate);
+    if (!merged) return makeError(where + merged.error());
+    out.merged = std::move(*merged);
     if (outer) out.merged = outer(base, std::move(out.merged));
     out.alpha = policy.warmup ? warmupAlpha(*policy.warmup, mergeStep) : 0.0;
     if (out.alpha > 0) out.merged = applyMergingWarmup(out.merged, model, out.alpha, policy.warmup->topk);
   } catch (const std::exception& e) {
-    return makeError("merging round " + std::to_string(context.round) + ": " + e.what());
+    return makeError(where + e.what());
   }
   out.fingerprint = stateFingerprint(out.merged);
   return out;

@@ -2,8 +2,12 @@
 // (SpesPeer::merge, core/node) and the simulated swarm (core/sim) run, so what the benches
 // measure is what the client does (issue 13, item 2). docs/ARCHITECTURE.md, "Merge rule".
 //
-//   contributions (decoded, any order) ─ sort by sender ─ stale check ─ validateRound ─┐
-//   owners = the accepted senders' claims ─ aggregate ─ [outer step] ─ warm-up ─ fingerprint
+//   contributions (any order) ─ sort by sender ─ stale check ─ checkContribution each ─ judgeRound ─┐
+//   owners = the accepted senders' claims ─ aggregateStream ─ [outer step] ─ warm-up ─ fingerprint
+//
+// It streams (issue 14 item 3): each contribution is read from its source when a pass needs it
+// and dropped before the next is read — one pass to validate, then aggregateStream's (merge.h) —
+// so its peak memory does not grow with the number of contributions.
 //
 // Pure: LibTorch and the standard library; no files, no Qt, no networking.
 #pragma once
@@ -11,6 +15,7 @@
 #include "core/common/expected.h"
 #include "core/model/model_config.h"
 #include "core/sync/contribution_header.h"
+#include "core/sync/delta_source.h"
 #include "core/sync/merge.h"
 #include "core/sync/validate.h"
 
@@ -23,11 +28,11 @@
 
 namespace es::sync {
 
-// One contribution of the round that arrived and decoded.
+// One contribution of the round that arrived.
 struct RoundEntry {
   ContributionHeader header;  // as the file says (header.sender is the sender)
-  NamedTensors deltas;
-  std::set<int> claims;  // the experts the sender's signed record claimed for this round
+  DeltaSource deltas;         // its decoded deltas, read once per pass (one that fails to read: rejected)
+  std::set<int> claims;       // the experts the sender's signed record claimed for this round
 };
 
 struct RoundPolicy {
@@ -47,7 +52,7 @@ struct EntryVerdict {
 struct RoundMerge {
   NamedTensors merged;                 // the new base, in `base`'s order
   std::vector<EntryVerdict> verdicts;  // one per entry, in sender order
-  std::vector<Contribution> accepted;  // what was merged, in sender order
+  std::vector<std::string> accepted;   // the senders merged, in sender order
   Ownership owners;                    // expert → accepted senders that claimed it
   double alpha = 0;                    // warm-up factor applied (0: none)
   std::string fingerprint;             // stateFingerprint(merged)
@@ -59,7 +64,8 @@ using OuterStep = std::function<NamedTensors(const NamedTensors& base, NamedTens
 
 // Merges `entries` onto `base` for the round in `context`; `mergeStep` is the training step the
 // merge happens at (the warm-up's alpha depends on it). The same inputs in any order give the
-// bit-identical result. An error only for caller mistakes (two entries of one sender).
+// bit-identical result. An error for caller mistakes (two entries of one sender) and for a source
+// that read once but fails on a later pass (its file changed under the merge).
 Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& context, std::vector<RoundEntry> entries,
                                 const RoundPolicy& policy, std::int64_t mergeStep, const model::ModelConfig& model,
                                 const OuterStep& outer = {});

@@ -161,40 +161,52 @@ Verdict validate(const ContributionHeader& header, const NamedTensors& deltas, c
   return verdictOf(checkNorm(updateNorm(deltas), medianNorm, policy));
 }
 
+ContributionCheck checkContribution(const ContributionHeader& header, const NamedTensors& deltas,
+                                    const NamedTensors& base, const std::set<int>& senderClaims,
+                                    const RoundContext& round) {
+  ContributionCheck check;
+  check.reason = checkAllButNorm(header, deltas, indexOf(base), senderClaims, round);
+  if (!check.reason.empty()) return check;
+  const std::vector<double> norms = perTensorNorms(deltas);
+  check.norm = combinedNorm(norms);
+  for (std::size_t t = 0; t < deltas.size(); ++t) check.tensorNorms.emplace_back(deltas[t].first, norms[t]);
+  return check;
+}
+
+std::vector<Verdict> judgeRound(const std::vector<ContributionCheck>& checks, const ValidationPolicy& policy) {
+  std::vector<double> passing;
+  std::map<std::string, std::vector<double>> passingByTensor;
+  for (const auto& check : checks) {
+    if (!check.reason.empty()) continue;
+    passing.push_back(check.norm);
+    for (const auto& [name, norm] : check.tensorNorms) passingByTensor[name].push_back(norm);
+  }
+  std::map<std::string, double> tensorMedians;
+  for (auto& [name, values] : passingByTensor) tensorMedians[name] = lowMedian(std::move(values));
+  const double median = passing.empty() ? 0.0 : lowMedian(std::move(passing));
+  std::vector<Verdict> verdicts;
+  for (const auto& check : checks) {
+    std::string reason = check.reason;
+    if (reason.empty()) reason = checkNorm(check.norm, median, policy);
+    for (std::size_t t = 0; reason.empty() && t < check.tensorNorms.size(); ++t) {
+      const auto& [name, norm] = check.tensorNorms[t];
+      reason = checkTensorNorm(name, norm, tensorMedians.at(name), policy);
+    }
+    verdicts.push_back(verdictOf(std::move(reason)));
+  }
+  return verdicts;
+}
+
 std::vector<Verdict> validateRound(const std::vector<ContributionHeader>& headers,
                                    const std::vector<NamedTensors>& deltas, const NamedTensors& base,
                                    const std::vector<std::set<int>>& senderClaims, const RoundContext& round,
                                    const ValidationPolicy& policy) {
   if (deltas.size() != headers.size() || senderClaims.size() != headers.size())
     throw std::invalid_argument("validateRound: headers, deltas and claims differ in length");
-  const auto index = indexOf(base);
-  std::vector<std::string> reasons(headers.size());
-  std::vector<double> norms(headers.size(), 0.0);
-  std::vector<std::vector<double>> tensorNorms(headers.size());  // in each contribution's order
-  std::vector<double> passing;
-  std::map<std::string, std::vector<double>> passingByTensor;
-  for (std::size_t i = 0; i < headers.size(); ++i) {
-    reasons[i] = checkAllButNorm(headers[i], deltas[i], index, senderClaims[i], round);
-    if (!reasons[i].empty()) continue;
-    tensorNorms[i] = perTensorNorms(deltas[i]);
-    norms[i] = combinedNorm(tensorNorms[i]);
-    passing.push_back(norms[i]);
-    for (std::size_t t = 0; t < deltas[i].size(); ++t) passingByTensor[deltas[i][t].first].push_back(tensorNorms[i][t]);
-  }
-  std::map<std::string, double> tensorMedians;
-  for (auto& [name, values] : passingByTensor) tensorMedians[name] = lowMedian(std::move(values));
-  const double median = passing.empty() ? 0.0 : lowMedian(std::move(passing));
-  std::vector<Verdict> verdicts;
-  for (std::size_t i = 0; i < headers.size(); ++i) {
-    std::string reason = reasons[i];
-    if (reason.empty()) reason = checkNorm(norms[i], median, policy);
-    for (std::size_t t = 0; reason.empty() && t < deltas[i].size(); ++t) {
-      const std::string& name = deltas[i][t].first;
-      reason = checkTensorNorm(name, tensorNorms[i][t], tensorMedians.at(name), policy);
-    }
-    verdicts.push_back(verdictOf(std::move(reason)));
-  }
-  return verdicts;
+  std::vector<ContributionCheck> checks;
+  for (std::size_t i = 0; i < headers.size(); ++i)
+    checks.push_back(checkContribution(headers[i], deltas[i], base, senderClaims[i], round));
+  return judgeRound(checks, policy);
 }
 
 std::string stateFingerprint(const NamedTensors& tensors) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace es::sync {
@@ -41,8 +42,24 @@ Verdict validate(const ContributionHeader& header, const NamedTensors& deltas, c
                  const std::set<int>& senderClaims, const RoundContext& round, double medianNorm,
                  const ValidationPolicy& policy = {});
 
-// Validates a whole round: the median is taken over the norms of the contributions that pass
-// every other check. Beside the global bound, each tensor's delta norm must be ≤
+// One contribution's checks that do not depend on the other contributions: everything but the
+// norm bounds, and its norms for them. The streaming merge (round_merge.h) runs it while it holds
+// that contribution alone, then judges the round from the checks.
+struct ContributionCheck {
+  std::string reason;                                       // non-empty: rejected already
+  double norm = 0;                                          // L2 over all its deltas
+  std::vector<std::pair<std::string, double>> tensorNorms;  // per tensor, in the contribution's order
+};
+ContributionCheck checkContribution(const ContributionHeader& header, const NamedTensors& deltas,
+                                    const NamedTensors& base, const std::set<int>& senderClaims,
+                                    const RoundContext& round);
+
+// The round's verdicts, in the checks' order: the norm bounds below against the medians of the
+// contributions that passed every other check.
+std::vector<Verdict> judgeRound(const std::vector<ContributionCheck>& checks, const ValidationPolicy& policy = {});
+
+// Validates a whole round held in memory (checkContribution for each, then judgeRound): the median is taken over the
+// norms of the contributions that pass every other check. Beside the global bound, each tensor's delta norm must be ≤
 // relativeNormBound × that tensor's low median over those contributions that carry it: a global
 // bound alone lets a sender spend its whole budget on one small tensor (a norm weight, a router)
 // where 10 × the whole update's median is a huge relative change. A tensor whose median is 0

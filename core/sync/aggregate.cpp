@@ -1,0 +1,128 @@
+// aggregate() and aggregateStream() (merge.h). The arithmetic policy of merge.cpp holds here:
+// float64 element-wise ops, contributions added in sender order, one cast back at the end.
+#include "core/model/tensor_names.h"
+#include "core/sync/merge.h"
+#include "core/sync/robust_aggregate.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace es::sync {
+namespace {
+
+// Sender order, never arrival order. Two contributions of one sender could only be ordered by
+// arrival, so they are a caller error (the round keeps one contribution per sender).
+std::vector<SenderDeltas> senderOrder(std::vector<SenderDeltas> senders) {
+  std::sort(senders.begin(), senders.end(), [](const auto& a, const auto& b) { return a.sender < b.sender; });
+  for (std::size_t i = 1; i < senders.size(); ++i) {
+    if (senders[i].sender == senders[i - 1].sender)
+      throw std::invalid_argument("aggregate: two contributions from sender \"" + senders[i].sender + "\"");
+  }
+  return senders;
+}
+
+// The float64 sums of the means, one per base tensor, folded one contribution at a time: a shared
+// tensor takes every contribution (unless centered clipping aggregates it), an expert's tensor its
+// owners' only.
+class MeanSums {
+ public:
+  MeanSums(const NamedTensors& base, const Ownership& owners, bool clipShared)
+      : base_(base), sums_(base.size()), counts_(base.size(), 0), owners_(base.size(), nullptr) {
+    static const std::set<std::string> kNoOwners;
+    for (std::size_t b = 0; b < base.size(); ++b) {
+      index_.emplace(base[b].first, b);
+      if (const auto expert = model::expertOf(base[b].first)) {
+        const auto it = owners.find(expert->expert);
+        owners_[b] = it != owners.end() ? &it->second : &kNoOwners;
+      } else {
+        clipped_.push_back(clipShared);
+        if (clipShared) shared_.push_back({base[b].first, &base[b].second});
+        continue;
+      }
+      clipped_.push_back(false);
+    }
+  }
+
+  // The shared tensors centered clipping aggregates instead, in base order.
+  const std::vector<SharedTensor>& clippedTensors() const { return shared_; }
+  bool isClipped(std::size_t b) const { return clipped_[b]; }
+
+  void add(const std::string& sender, const NamedTensors& deltas) {
+    std::vector<bool> seen(base_.size(), false);
+    for (const auto& [name, delta] : deltas) {
+      const auto it = index_.find(name);
+      if (it == index_.end() || seen[it->second]) continue;  // not in base, or a repeat: the first counts
+      const std::size_t b = it->second;
+      seen[b] = true;
+      if (clipped_[b] || (owners_[b] && owners_[b]->count(sender) == 0)) continue;
+      const at::Tensor tensor = base_[b].second.detach();
+      if (delta.sizes() != tensor.sizes())  // never let broadcasting hide a misshapen delta
+        throw std::invalid_argument("aggregate: delta shape differs from its base tensor");
+      const at::Tensor d = delta.to(tensor.options().dtype(at::kDouble));
+      sums_[b] = sums_[b].defined() ? sums_[b] + d : d;
+      ++counts_[b];
+    }
+  }
+
+  // base + the mean of what was added, cast to the base dtype; frees that tensor's sum.
+  at::Tensor take(std::size_t b) {
+    const at::Tensor tensor = base_[b].second.detach();
+    if (counts_[b] == 0) return tensor.clone();
+    const at::Tensor mean = sums_[b] / static_cast<double>(counts_[b]);
+    sums_[b] = at::Tensor();
+    return (tensor.to(at::kDouble) + mean).to(tensor.scalar_type());
+  }
+
+ private:
+  const NamedTensors& base_;
+  std::unordered_map<std::string, std::size_t> index_;
+  std::vector<at::Tensor> sums_;
+  std::vector<std::size_t> counts_;
+  std::vector<const std::set<std::string>*> owners_;  // null: shared, everyone counts
+  std::vector<bool> clipped_;
+  std::vector<SharedTensor> shared_;
+};
+
+}  // namespace
+
+Expected<NamedTensors> aggregateStream(const NamedTensors& base, const std::vector<SenderDeltas>& senders,
+                                       const Ownership& owners, const AggregatePolicy& policy) {
+  const auto sorted = senderOrder(senders);
+  MeanSums sums(base, owners, policy.shared == SharedRule::CenteredClip);
+  auto pass =
+      forEachSender(sorted, [&](std::size_t i, const NamedTensors& deltas) { sums.add(sorted[i].sender, deltas); });
+  if (!pass) return makeError(pass.error());
+  std::vector<at::Tensor> clipped;
+  if (!sums.clippedTensors().empty()) {
+    auto centre = centeredClip(sums.clippedTensors(), sorted, policy.clipIterations, policy.clipTauFactor);
+    if (!centre) return makeError(centre.error());
+    clipped = std::move(*centre);
+  }
+  NamedTensors merged;
+  merged.reserve(base.size());
+  std::size_t slot = 0;
+  for (std::size_t b = 0; b < base.size(); ++b) {
+    if (!sums.isClipped(b)) {
+      merged.emplace_back(base[b].first, sums.take(b));
+      continue;
+    }
+    const at::Tensor tensor = base[b].second.detach();
+    const at::Tensor& delta = clipped[slot++];
+    merged.emplace_back(base[b].first, (tensor.to(at::kDouble) + delta.to(tensor.device())).to(tensor.scalar_type()));
+  }
+  return merged;
+}
+
+NamedTensors aggregate(const NamedTensors& base, const std::vector<Contribution>& contributions,
+                       const Ownership& owners, const AggregatePolicy& policy) {
+  std::vector<SenderDeltas> senders;
+  for (const auto& c : contributions) senders.push_back({c.sender, heldDeltas(c.deltas)});
+  auto merged = aggregateStream(base, senders, owners, policy);
+  if (!merged) throw std::logic_error("aggregate: " + merged.error());  // held deltas cannot fail to read
+  return std::move(*merged);
+}
+
+}  // namespace es::sync
