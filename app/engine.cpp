@@ -302,7 +302,11 @@ EngineSummary Engine::summary() const {
   const double rounds = std::max<double>(1, double(s.rounds));
   s.bytesSentPerRound = double(c.bytesSent) / rounds;
   s.bytesReceivedPerRound = double(c.bytesReceived) / rounds;
-  s.transfers = static_cast<int>(parts_->session->transfers().size());
+  const auto transfers = parts_->session->transfers();
+  s.transfers = static_cast<int>(transfers.size());
+  for (const auto& t : transfers)
+    s.transferFiles << QStringLiteral("%1 (%2)").arg(QString::fromStdString(t.path),
+                                                     t.finished ? QStringLiteral("complete") : QStringLiteral("partial"));
   s.refusedFetches = c.refusedFetches;
   return s;
 }

@@ -9,6 +9,7 @@
 #include "core/node/node_metatypes.h"
 
 #include <QObject>
+#include <QStringList>
 #include <QString>
 #include <QTimer>
 
@@ -23,6 +24,7 @@ struct EngineSummary {
   double bytesSentPerRound = 0, bytesReceivedPerRound = 0;
   int transfers = 0;       // torrents in the session besides the run's (published and fetched)
   int refusedFetches = 0;  // fetches whose metadata broke their predicted size
+  QStringList transferFiles;  // each of them: its file and whether it is complete
 };
 
 class Engine : public QObject {

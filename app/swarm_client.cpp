@@ -29,6 +29,7 @@ void printSummary(const EngineSummary& s) {
                "bytes_received_per_round=%.0f transfers=%d refused_fetches=%d\n",
                s.rounds, s.trainerBusyFraction, s.meanRoundSeconds, s.bytesSentPerRound, s.bytesReceivedPerRound,
                s.transfers, s.refusedFetches);
+  for (const QString& file : s.transferFiles) std::fprintf(stderr, "Transfer at exit: %s\n", qPrintable(file));
 }
 
 int runSwarmClient(const CommandLine& given, const QString& shareDir) {
