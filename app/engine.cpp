@@ -305,8 +305,8 @@ EngineSummary Engine::summary() const {
   const auto transfers = parts_->session->transfers();
   s.transfers = static_cast<int>(transfers.size());
   for (const auto& t : transfers)
-    s.transferFiles << QStringLiteral("%1 (%2)").arg(QString::fromStdString(t.path),
-                                                     t.finished ? QStringLiteral("complete") : QStringLiteral("partial"));
+    s.transferFiles << QStringLiteral("%1 (%2)").arg(
+        QString::fromStdString(t.path), t.finished ? QStringLiteral("complete") : QStringLiteral("partial"));
   s.refusedFetches = c.refusedFetches;
   return s;
 }

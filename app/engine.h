@@ -9,8 +9,8 @@
 #include "core/node/node_metatypes.h"
 
 #include <QObject>
-#include <QStringList>
 #include <QString>
+#include <QStringList>
 #include <QTimer>
 
 #include <memory>
@@ -22,8 +22,8 @@ struct EngineSummary {
   double trainerBusyFraction = 0;
   double meanRoundSeconds = 0;
   double bytesSentPerRound = 0, bytesReceivedPerRound = 0;
-  int transfers = 0;       // torrents in the session besides the run's (published and fetched)
-  int refusedFetches = 0;  // fetches whose metadata broke their predicted size
+  int transfers = 0;          // torrents in the session besides the run's (published and fetched)
+  int refusedFetches = 0;     // fetches whose metadata broke their predicted size
   QStringList transferFiles;  // each of them: its file and whether it is complete
 };
 
