@@ -20,10 +20,15 @@ bool splitEndpoint(const std::string& text, std::string& host, int& port, bool a
   return port <= 65535 && (port > 0 || allowZero);
 }
 
-Expected<lt::settings_pack> toSettingsPack(const SwarmSettings& s) {
+namespace {
+
+using sp = lt::settings_pack;
+
+// The listen list ("IP:PORT[,IP:PORT…]") checked, and the bootstrap nodes joined for libtorrent.
+Expected<std::string> checkedBootstrap(const SwarmSettings& s) {
   std::string host;
   int port = 0;
-  for (std::size_t start = 0; start <= s.listen.size();) {  // "IP:PORT[,IP:PORT…]"
+  for (std::size_t start = 0; start <= s.listen.size();) {
     const std::size_t comma = std::min(s.listen.find(',', start), s.listen.size());
     const std::string one = s.listen.substr(start, comma - start);
     if (!splitEndpoint(one, host, port, true)) return makeError("listen address \"" + one + "\" is not IP:PORT");
@@ -31,13 +36,14 @@ Expected<lt::settings_pack> toSettingsPack(const SwarmSettings& s) {
   }
   std::string bootstrap;
   for (const auto& node : s.bootstrap) {
-    std::string h;
-    int p = 0;
-    if (!splitEndpoint(node, h, p)) return makeError("bootstrap node \"" + node + "\" is not HOST:PORT");
+    if (!splitEndpoint(node, host, port)) return makeError("bootstrap node \"" + node + "\" is not HOST:PORT");
     bootstrap += (bootstrap.empty() ? "" : ",") + node;
   }
-  using sp = lt::settings_pack;
-  sp pack;
+  return bootstrap;
+}
+
+// What the session reaches and how: listen, DHT, port mapping, transports, rates, alerts.
+void setReach(sp& pack, const SwarmSettings& s, const std::string& bootstrap) {
   pack.set_str(sp::listen_interfaces, s.listen);
   // An empty list would fall back to libtorrent's public default: never in tests, never unasked.
   pack.set_str(sp::dht_bootstrap_nodes, bootstrap);
@@ -58,6 +64,10 @@ Expected<lt::settings_pack> toSettingsPack(const SwarmSettings& s) {
   pack.set_int(sp::alert_mask, static_cast<int>(static_cast<std::uint32_t>(trace ? lt::alert_category::all : mask)));
   pack.set_int(sp::alert_queue_size, std::max(1, s.alertQueueSize));
   pack.set_str(sp::user_agent, "ExpertSwarm/0.1");
+}
+
+// Connections among the run's peers: kept, redialled, and not rationed like a public swarm's.
+void setRunConnections(sp& pack) {
   // Seeds of the run torrent must stay connected to each other: those connections carry the
   // record gossip. libtorrent closes seed-to-seed connections by default.
   pack.set_bool(sp::close_redundant_connections, false);
@@ -69,8 +79,8 @@ Expected<lt::settings_pack> toSettingsPack(const SwarmSettings& s) {
   // libtorrent stops dialling an endpoint after 3 failed attempts (made for public swarms, where
   // most listed peers are long gone). Ours are the run's peers: during a 60 s cut of a NAT
   // router's uplink a dialled endpoint fails about 4 times (15 s connect timeout each), and the
-  // cut peers' transfers would never dial the others again. 30 (the 5-bit maximum is 31) with the linear back-off
-  // (failcount + 1) × min_reconnect_time gives up on a dead endpoint after ~15 minutes.
+  // cut peers' transfers would never dial the others again. 30 (the 5-bit maximum is 31) with the
+  // linear back-off (failcount + 1) × min_reconnect_time gives up on a dead endpoint after ~15 minutes.
   pack.set_int(sp::max_failcount, 30);
   pack.set_int(sp::stop_tracker_timeout, 1);
   // Every peer of a round wants every contribution at once, and each peer seeds its own and the
@@ -85,6 +95,16 @@ Expected<lt::settings_pack> toSettingsPack(const SwarmSettings& s) {
   pack.set_int(sp::active_downloads, -1);
   pack.set_int(sp::active_seeds, -1);
   pack.set_int(sp::active_limit, -1);
+}
+
+}  // namespace
+
+Expected<lt::settings_pack> toSettingsPack(const SwarmSettings& s) {
+  const auto bootstrap = checkedBootstrap(s);
+  if (!bootstrap) return makeError(bootstrap.error());
+  sp pack;
+  setReach(pack, s, *bootstrap);
+  setRunConnections(pack);
   if (s.sameHostSwarm) {
     pack.set_int(sp::dht_block_ratelimit, 100000);
     pack.set_int(sp::dht_block_timeout, 1);

@@ -155,29 +155,42 @@ void SwarmSession::Impl::pump() {
   drainGossip();
 }
 
+void SwarmSession::Impl::onDhtItem(const lt::dht_mutable_item_alert& item) {
+  if (item.item.type() == lt::entry::undefined_t) return;  // "not found"
+  PublicKey key{};
+  std::copy(item.key.begin(), item.key.end(), key.begin());
+  // DHT nodes may still hold an older item: that is not the publisher's fault, not a replay.
+  if (auto known = book ? book->find(key) : std::nullopt; known && known->seq >= item.seq) return;
+  std::string bytes;
+  lt::bencode(std::back_inserter(bytes), item.item);
+  offerRecord(bytes, "dht:" + peerIdOf(key), &key);
+}
+
+void SwarmSession::Impl::onRendezvousPeers(const lt::dht_get_peers_reply_alert& reply) {
+  if (reply.info_hash != rendezvous || !runHandle.is_valid()) return;
+  // TCP (no pex_utp): a stranger's dial to the announced port is what the reachability
+  // self-test needs to see (p2p/reachability.h); transfers still use uTP where it works.
+  for (const auto& endpoint : reply.peers())
+    if (!isSelf(endpoint)) runHandle.connect_peer(endpoint, lt::peer_info::dht, lt::pex_encryption);
+}
+
+void SwarmSession::Impl::onSessionStats(const lt::session_stats_alert& stats) {
+  static const int sent = lt::find_metric_idx("net.sent_bytes"), received = lt::find_metric_idx("net.recv_bytes");
+  static const int nodes = lt::find_metric_idx("dht.dht_nodes");
+  const auto values = stats.counters();
+  if (sent >= 0) counters.bytesSent = values[sent];
+  if (received >= 0) counters.bytesReceived = values[received];
+  if (nodes >= 0) network->tick(int(values[nodes]), Clock::now());  // the self-test's grace runs from here
+}
+
 void SwarmSession::Impl::dispatch(lt::alert* a) {
   switch (a->type()) {
-    case lt::dht_mutable_item_alert::alert_type: {
-      const auto* item = static_cast<lt::dht_mutable_item_alert*>(a);
-      if (item->item.type() == lt::entry::undefined_t) return;  // "not found"
-      PublicKey key{};
-      std::copy(item->key.begin(), item->key.end(), key.begin());
-      // DHT nodes may still hold an older item: that is not the publisher's fault, not a replay.
-      if (auto known = book ? book->find(key) : std::nullopt; known && known->seq >= item->seq) return;
-      std::string bytes;
-      lt::bencode(std::back_inserter(bytes), item->item);
-      offerRecord(bytes, "dht:" + peerIdOf(key), &key);
+    case lt::dht_mutable_item_alert::alert_type:
+      onDhtItem(*static_cast<lt::dht_mutable_item_alert*>(a));
       return;
-    }
-    case lt::dht_get_peers_reply_alert::alert_type: {
-      const auto* reply = static_cast<lt::dht_get_peers_reply_alert*>(a);
-      if (reply->info_hash != rendezvous || !runHandle.is_valid()) return;
-      // TCP (no pex_utp): a stranger's dial to the announced port is what the reachability
-      // self-test needs to see (p2p/reachability.h); transfers still use uTP where it works.
-      for (const auto& endpoint : reply->peers())
-        if (!isSelf(endpoint)) runHandle.connect_peer(endpoint, lt::peer_info::dht, lt::pex_encryption);
+    case lt::dht_get_peers_reply_alert::alert_type:
+      onRendezvousPeers(*static_cast<lt::dht_get_peers_reply_alert*>(a));
       return;
-    }
     case lt::hash_failed_alert::alert_type:
       ++counters.hashFailures;
       Q_EMIT owner->pieceHashFailed(
@@ -199,15 +212,9 @@ void SwarmSession::Impl::dispatch(lt::alert* a) {
       onTransferError(e->handle, e->error.message() + " (" + e->filename() + ")");
       return;
     }
-    case lt::session_stats_alert::alert_type: {
-      static const int sent = lt::find_metric_idx("net.sent_bytes"), received = lt::find_metric_idx("net.recv_bytes");
-      static const int nodes = lt::find_metric_idx("dht.dht_nodes");
-      const auto values = static_cast<lt::session_stats_alert*>(a)->counters();
-      if (sent >= 0) counters.bytesSent = values[sent];
-      if (received >= 0) counters.bytesReceived = values[received];
-      if (nodes >= 0) network->tick(int(values[nodes]), Clock::now());  // the self-test's grace runs from here
+    case lt::session_stats_alert::alert_type:
+      onSessionStats(*static_cast<lt::session_stats_alert*>(a));
       return;
-    }
     case lt::alerts_dropped_alert::alert_type:
       // The queue overflowed (a burst of peers or records): the alerts our transfers wait for
       // (metadata, finished, errors) may be among the lost. Their handlers are idempotent, so

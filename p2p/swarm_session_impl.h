@@ -9,6 +9,7 @@
 #include "p2p/record_gossip.h"
 #include "p2p/swarm_session.h"
 
+#include <libtorrent/fwd.hpp>
 #include <libtorrent/session.hpp>
 #include <libtorrent/session_params.hpp>
 #include <libtorrent/torrent_handle.hpp>
@@ -67,6 +68,9 @@ struct SwarmSession::Impl {
   void queuePump();
   void pump();
   void dispatch(lt::alert* alert);
+  void onDhtItem(const lt::dht_mutable_item_alert& item);              // a BEP44 record
+  void onRendezvousPeers(const lt::dht_get_peers_reply_alert& reply);  // the run's peers: dialled
+  void onSessionStats(const lt::session_stats_alert& stats);           // traffic, DHT size
   void drainGossip();
   void offerRecord(const std::string& bytes, const std::string& sender, const PublicKey* expectedKey);
   void announceRun();

@@ -1,6 +1,8 @@
 // Node: donor controls (pause, pause after the round) and the view of the swarm for the GUI.
 #include "core/node/node.h"
 
+#include <map>
+
 namespace es::node {
 
 void Node::setPaused(bool paused) {
@@ -25,6 +27,51 @@ void Node::finishRoundThenPause() {
       worker_, [w = worker_] { w->pauseAfterRound(); }, Qt::QueuedConnection);
 }
 
+namespace {
+
+// Whose content each transfer is: our own publications, or what the peers' records announce.
+using KnownContent = std::map<std::string, TransferView>;
+
+void note(KnownContent& known, const std::string& id, const std::string& peer, const char* kind, std::int64_t round,
+          bool ours) {
+  auto& t = known[id];
+  t.peer = peer;
+  t.kind = kind;
+  t.round = round;
+  t.ours = ours;
+}
+
+PeerView peerViewOf(const SwarmPeer& p, bool banned) {
+  PeerView peer;
+  peer.id = p.id;
+  peer.banned = banned;
+  peer.round = p.round;
+  peer.claims = p.claims;
+  peer.leaseUntil = p.leaseUntil;
+  peer.steps = p.steps;
+  peer.loss = p.loss;
+  peer.tokensPerSecond = p.tokensPerSecond;
+  return peer;
+}
+
+TransferView transferViewOf(const SwarmTransfer& t, const KnownContent& known) {
+  TransferView out;
+  if (auto it = known.find(t.contentId); it != known.end())
+    out = it->second;
+  else
+    out.kind = "other";
+  out.contentId = t.contentId;
+  out.totalBytes = t.totalBytes;
+  out.doneBytes = t.doneBytes;
+  out.uploadedBytes = t.uploadedBytes;
+  out.downloadedBytes = t.downloadedBytes;
+  out.connections = t.connections;
+  out.finished = t.finished;
+  return out;
+}
+
+}  // namespace
+
 SwarmView Node::view() const {
   SwarmView v;
   v.runId = swarm_.runId();
@@ -43,50 +90,18 @@ SwarmView Node::view() const {
   self.loss = lastStep_.loss;
   self.tokensPerSecond = lastStep_.tokensPerSecond;
   v.peers.push_back(self);
-  // Whose content is each transfer: our own publications, or what the peers' records announce.
-  std::map<std::string, TransferView> known;
-  auto note = [&known](const std::string& id, const std::string& peer, const char* kind, std::int64_t round,
-                       bool ours) {
-    auto& t = known[id];
-    t.peer = peer;
-    t.kind = kind;
-    t.round = round;
-    t.ours = ours;
-  };
-  for (const auto& [round, id] : contrib_) note(id, v.selfId, "contribution", round, true);
-  for (const auto& [round, id] : snapshots_) note(id, v.selfId, "snapshot", round, true);
+  KnownContent known;
+  for (const auto& [round, id] : contrib_) note(known, id, v.selfId, "contribution", round, true);
+  for (const auto& [round, id] : snapshots_) note(known, id, v.selfId, "snapshot", round, true);
   for (const auto& p : swarm_.peers()) {
-    PeerView peer;
-    peer.id = p.id;
-    peer.banned = isBanned(p.id);
-    peer.round = p.round;
-    peer.claims = p.claims;
-    peer.leaseUntil = p.leaseUntil;
-    peer.steps = p.steps;
-    peer.loss = p.loss;
-    peer.tokensPerSecond = p.tokensPerSecond;
-    v.peers.push_back(peer);
+    v.peers.push_back(peerViewOf(p, isBanned(p.id)));
     for (const auto& [round, id] : p.contrib)
-      if (!known.count(id)) note(id, p.id, "contribution", round, false);
+      if (!known.count(id)) note(known, id, p.id, "contribution", round, false);
     for (const auto& [round, id] : p.snapshot)
-      if (!known.count(id)) note(id, p.id, "snapshot", round, false);
+      if (!known.count(id)) note(known, id, p.id, "snapshot", round, false);
   }
   const auto traffic = swarm_.traffic();
-  for (const auto& t : traffic.transfers) {
-    TransferView out;
-    if (auto it = known.find(t.contentId); it != known.end())
-      out = it->second;
-    else
-      out.kind = "other";
-    out.contentId = t.contentId;
-    out.totalBytes = t.totalBytes;
-    out.doneBytes = t.doneBytes;
-    out.uploadedBytes = t.uploadedBytes;
-    out.downloadedBytes = t.downloadedBytes;
-    out.connections = t.connections;
-    out.finished = t.finished;
-    v.transfers.push_back(out);
-  }
+  for (const auto& t : traffic.transfers) v.transfers.push_back(transferViewOf(t, known));
   v.bytesSent = traffic.bytesSent;
   v.bytesReceived = traffic.bytesReceived;
   v.connections = swarm_.connections();

@@ -89,24 +89,19 @@ Expected<SimResult> runCentralized(const SimConfig& c, const train::RunData& dat
   return result;
 }
 
-Expected<SimResult> runSwarm(Strategy strategy, const SimConfig& c, const train::RunData& data, const train::LogFn& log,
-                             const MergeObserver& observer) {
-  SimResult result;
-  result.strategy = strategy;
-  const auto start = Clock::now();
-  auto evaluate = detail::Evaluator::create(c, data);
-  if (!evaluate) return makeError(evaluate.error());
-
+// Who trains which experts: all (FedAvg), the configured lists, or a fair split.
+std::vector<std::vector<int>> claimsFor(Strategy strategy, const SimConfig& c) {
   const int nExperts = c.model.nExperts;
-  std::vector<std::vector<int>> claims;
   if (strategy == Strategy::FedAvg)
-    claims.assign(static_cast<std::size_t>(c.peers), allExperts(nExperts));
-  else if (!c.claims.empty())
-    claims = c.claims;
-  else
-    claims = assignExperts(c.peers, nExperts, c.expertsPerPeer > 0 ? c.expertsPerPeer : nExperts / c.peers);
+    return std::vector<std::vector<int>>(static_cast<std::size_t>(c.peers), allExperts(nExperts));
+  if (!c.claims.empty()) return c.claims;
+  return assignExperts(c.peers, nExperts, c.expertsPerPeer > 0 ? c.expertsPerPeer : nExperts / c.peers);
+}
 
-  // Each peer: its own disjoint shard, its own data stream, the run's seed (same initial weights).
+// Each peer: its own disjoint shard, its own data stream, the run's seed (same initial weights).
+Expected<std::vector<detail::Peer>> createPeers(Strategy strategy, const SimConfig& c, const train::RunData& data,
+                                                SimResult& result) {
+  const auto claims = claimsFor(strategy, c);
   const auto shards = splitTokens(data.train, c.peers, c.shardBlockTokens);
   std::vector<detail::Peer> peers;
   for (int p = 0; p < c.peers; ++p) {
@@ -119,6 +114,19 @@ Expected<SimResult> runSwarm(Strategy strategy, const SimConfig& c, const train:
         std::max(result.optimizerStateBytesPerPeer, peer.trainer->optimizerStateBytes());
     peers.push_back(std::move(peer));
   }
+  return peers;
+}
+
+Expected<SimResult> runSwarm(Strategy strategy, const SimConfig& c, const train::RunData& data, const train::LogFn& log,
+                             const MergeObserver& observer) {
+  SimResult result;
+  result.strategy = strategy;
+  const auto start = Clock::now();
+  auto evaluate = detail::Evaluator::create(c, data);
+  if (!evaluate) return makeError(evaluate.error());
+  auto created = createPeers(strategy, c, data, result);
+  if (!created) return makeError(created.error());
+  auto& peers = *created;
 
   const std::string label = strategyName(strategy) + (c.warmup ? "+warmup" : "") + "/" + sync::codecName(c.codec);
   auto base = train::trainerWeights(*peers.front().trainer);

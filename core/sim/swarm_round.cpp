@@ -90,6 +90,27 @@ ckpt::NamedTensors outerStep(const ckpt::NamedTensors& base, const ckpt::NamedTe
   return out;
 }
 
+// Every peer's contribution as it arrives at the others (encoded, decoded), its bytes measured.
+Expected<std::vector<sync::RoundEntry>> sendContributions(const std::vector<Peer>& peers, const RoundInput& in,
+                                                          const sync::RoundContext& context,
+                                                          std::vector<ckpt::NamedTensors>& local,
+                                                          std::map<std::string, ckpt::NamedTensors>& arrivedDeltas,
+                                                          RoundOutcome& out) {
+  std::vector<sync::RoundEntry> entries;
+  for (std::size_t p = 0; p < peers.size(); ++p) {
+    local.push_back(train::trainerWeights(*peers[p].trainer));
+    const auto deltas = contributionDeltas(*peers[p].trainer, local.back(), in.base);
+    out.bytes.push_back(measureBytes(in.round, static_cast<int>(p), deltas));
+    sync::ContributionHeader header{kRun, in.round, peers[p].id, context.baseHash, sync::codecName(in.config.codec)};
+    auto arrived = transport(deltas, header, in.config);
+    if (!arrived) return makeError(peers[p].id + " round " + std::to_string(in.round) + ": " + arrived.error());
+    arrivedDeltas.emplace(peers[p].id, *arrived);
+    entries.push_back(
+        {header, sync::heldDeltas(std::move(*arrived)), {peers[p].claims.begin(), peers[p].claims.end()}});
+  }
+  return entries;
+}
+
 }  // namespace
 
 Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in, const MergeObserver& observer,
@@ -100,19 +121,9 @@ Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in,
 
   // 1. Every peer builds, measures and "sends" its contribution.
   std::vector<ckpt::NamedTensors> local;
-  std::vector<sync::RoundEntry> entries;
-  std::map<std::string, ckpt::NamedTensors> arrivedDeltas;  // sender → decoded deltas
-  for (std::size_t p = 0; p < peers.size(); ++p) {
-    local.push_back(train::trainerWeights(*peers[p].trainer));
-    const auto deltas = contributionDeltas(*peers[p].trainer, local.back(), in.base);
-    out.bytes.push_back(measureBytes(in.round, static_cast<int>(p), deltas));
-    sync::ContributionHeader header{kRun, in.round, peers[p].id, context.baseHash, sync::codecName(config.codec)};
-    auto arrived = transport(deltas, header, config);
-    if (!arrived) return makeError(peers[p].id + " round " + std::to_string(in.round) + ": " + arrived.error());
-    arrivedDeltas.emplace(peers[p].id, *arrived);  // for the observer: what was merged
-    entries.push_back(
-        {header, sync::heldDeltas(std::move(*arrived)), {peers[p].claims.begin(), peers[p].claims.end()}});
-  }
+  std::map<std::string, ckpt::NamedTensors> arrivedDeltas;  // sender → decoded deltas (for the observer)
+  auto entries = sendContributions(peers, in, context, local, arrivedDeltas, out);
+  if (!entries) return makeError(entries.error());
 
   // 2. Every peer merges by itself — the client's own round function (sync::mergeRound:
   //    validation, the accepted senders' ownership, aggregate, warm-up), fed in its own arrival
@@ -128,7 +139,7 @@ Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in,
       outer = [&](const ckpt::NamedTensors& base, ckpt::NamedTensors merged) {
         return outerStep(base, merged, peers[p].outerMomentum, config);
       };
-    auto merge = sync::mergeRound(in.base, context, arrivalOrder(entries, p), policy, in.step, config.model, outer);
+    auto merge = sync::mergeRound(in.base, context, arrivalOrder(*entries, p), policy, in.step, config.model, outer);
     if (!merge) return makeError(peers[p].id + ": " + merge.error());
     if (auto set = train::setTrainerWeights(*peers[p].trainer, merge->merged); !set)
       return makeError(peers[p].id + " adopting the merge: " + set.error());
