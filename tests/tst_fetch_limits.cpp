@@ -13,9 +13,11 @@
 #include "support/tiny_node.h"
 #include "support/wait_until.h"
 
+#include <QDirIterator>
 #include <QFile>
 #include <QFileInfo>
 #include <QTemporaryDir>
+#include <QTimer>
 
 #include <functional>
 
@@ -49,6 +51,17 @@ ckpt::NamedTensors deltasFor(const model::ModelConfig& config, const std::set<in
       out.emplace_back(p.key(), torch::randn_like(p.value()));
   }
   return out;
+}
+
+// Every file under `dir`, as the node's quota counts them.
+std::int64_t folderBytes(const QString& dir) {
+  std::int64_t bytes = 0;
+  QDirIterator it(dir, QDir::Files | QDir::Hidden | QDir::NoSymLinks, QDirIterator::Subdirectories);
+  while (it.hasNext()) {
+    it.next();
+    bytes += it.fileInfo().size();
+  }
+  return bytes;
 }
 
 }  // namespace
@@ -142,12 +155,20 @@ class FetchLimitsTest : public QObject {
       if (r) refused.push_back(i);
     };
     receiver.setEvents(events);
-    QVERIFY(receiver.fetch(*id, "x", FetchLimits{{999, 1001}}).ok());
+    const std::string into = dir_.filePath("fetched").toStdString();
+    QVERIFY(receiver.fetch(*id, into, FetchLimits{{999, 1001}}).ok());
     QVERIFY(test::waitUntil([&] { return !refused.empty(); }, 5000));
     QVERIFY(fetched.empty());
-    QVERIFY(receiver.fetch(*id, "x", FetchLimits{{5, 1000}}).ok());
+    QVERIFY(receiver.fetch(*id, into, FetchLimits{{5, 1000}}).ok());
     QVERIFY(test::waitUntil([&] { return !fetched.empty(); }, 5000));
     QCOMPARE(int(refused.size()), 1);
+    // The fetched copy lies in the fetch's folder (it counts on the receiver's disk) and goes when
+    // the content is retired with its file; the publisher's file stays.
+    const QString copy = dir_.filePath("fetched/blob");
+    QVERIFY(QFileInfo(copy).size() == 1000);
+    receiver.retire(*id, true);
+    QVERIFY(!QFileInfo::exists(copy));
+    QVERIFY(QFileInfo::exists(file.fileName()));
   }
 
   void initTestCase() {
@@ -159,6 +180,7 @@ class FetchLimitsTest : public QObject {
   void nodeRefusesAWrongSizeAndBansItsSender();
   void aSnapshotIsAdoptedOnlyAsAnnouncedAndFinite();
   void nodeTrainsOnAtItsDiskQuota();
+  void nodeFetchesWithinAQuotaJustAboveOneRoundsNeed();
   void aPeerStaleTwoRoundsInARowIsNotWaitedFor();
   void aContributionIsSizedWithItsRoundsClaims();
 
@@ -250,6 +272,69 @@ void FetchLimitsTest::nodeTrainsOnAtItsDiskQuota() {
   QVERIFY(node.view().diskQuotaReached);
   QCOMPARE(node.view().diskQuotaBytes, std::int64_t(1));
   QVERIFY(swarm.fetchLimits().empty());  // no fetch was even started
+}
+
+// Issue 14 acceptance: a quota just above one round's need. A first run alone measures the node's
+// own files once it is in its stride (its run folder at the end: two state rounds, its last
+// contributions and snapshots), the reserve it keeps for its next writes (the newest state round,
+// its training state once more, a contribution, a snapshot) and a contribution's size. With the
+// quota at that + 1.5 contributions, the node beside a peer fetches while its own files are still
+// few (some round merges both), is then held back ("Disk quota reached": a fetch is let in only
+// for the largest size the sender may send, 3.5 of these contributions), trains every round, and
+// its run folder is never seen above the quota (sampled every 5 ms).
+void FetchLimitsTest::nodeFetchesWithinAQuotaJustAboveOneRoundsNeed() {
+  constexpr int kRounds = 6;
+  const auto newestFile = [](const QString& dir) {
+    const auto files = QDir(dir).entryInfoList(QDir::Files, QDir::Time);
+    return files.isEmpty() ? std::int64_t(0) : std::int64_t(files.front().size());
+  };
+  std::int64_t own = 0, reserve = 0, contribution = 0;
+  {
+    MemorySwarmHub hub("tiny-run");
+    MemorySwarm swarm(hub, "a-solo");
+    const auto config = configFor("a-solo", kRounds);
+    Node node(swarm, config, data_->train, data_->val);
+    NodeRun run;
+    QVERIFY2(runToEnd(node, run), "the solo node did not finish");
+    own = folderBytes(config.runDir);
+    const auto rounds = QDir(QString::fromStdString(config.peer.stateDir)).entryInfoList({"round-*"}, QDir::Dirs);
+    QVERIFY(!rounds.isEmpty());
+    const QString newest = rounds.back().absoluteFilePath();
+    contribution = newestFile(config.contribDir);  // the peer's are as large: 2 experts each
+    reserve = folderBytes(newest) + QFileInfo(newest + "/training-state.safetensors").size() + contribution +
+              newestFile(config.snapshotDir);
+  }
+  QVERIFY(contribution > 0);
+  const std::int64_t quota = own + reserve + 3 * contribution / 2;
+  MemorySwarmHub hub("tiny-run");
+  MemorySwarm swarm(hub, "a-tight"), other(hub, "b-peer");  // 1 against 1: the larger id gives in
+  auto config = configFor("a-tight", kRounds);
+  config.diskQuotaBytes = quota;
+  std::int64_t most = 0;
+  QTimer sampler;
+  connect(&sampler, &QTimer::timeout, this, [&] { most = std::max(most, folderBytes(config.runDir)); });
+  sampler.start(5);
+  Node node(swarm, config, data_->train, data_->val),
+      peer(other, configFor("b-peer", kRounds), data_->train, data_->val);
+  bool peerDone = false;
+  connect(&peer, &Node::finished, this, [&peerDone] { peerDone = true; });
+  peer.start();
+  NodeRun run;
+  QVERIFY2(runToEnd(node, run), "the node at its quota did not finish");
+  QVERIFY2(test::waitUntil([&] { return peerDone; }, 60000), "the peer did not finish");
+  sampler.stop();
+  int both = 0;
+  for (const auto& r : run.rounds) both += r.peers == 2 ? 1 : 0;
+  const int heldBack = int(run.log.filter("Disk quota reached").size());
+  qInfo(
+      "own files %lld B, reserve %lld B, contribution %lld B: quota %lld B; the run folder at most %lld B; "
+      "rounds merging both: %d of %d; rounds held back by the quota: %d",
+      static_cast<long long>(own), static_cast<long long>(reserve), static_cast<long long>(contribution),
+      static_cast<long long>(quota), static_cast<long long>(most), both, int(run.rounds.size()), heldBack);
+  QCOMPARE(int(run.rounds.size()), kRounds);  // it trained every round
+  QVERIFY2(both >= 1, "no contribution of the peer was ever fetched");
+  QVERIFY2(heldBack >= 1 && node.view().diskQuotaReached, "the quota never held a fetch back");
+  QVERIFY2(most <= quota, "the run folder went past its quota");
 }
 
 // Issue 15 item 1 (stale floods): "stale-z" claims expert 1 and announces, every round, a

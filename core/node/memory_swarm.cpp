@@ -3,6 +3,7 @@
 #include "core/common/lease_terms.h"
 
 #include <QCryptographicHash>
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QTimer>
@@ -58,15 +59,16 @@ Expected<std::string> MemorySwarm::publish(const std::string& path) {
   QCryptographicHash hash(QCryptographicHash::Sha256);
   if (!hash.addData(&file)) return makeError("cannot read \"" + path + "\"");
   const std::string id = hash.result().toHex().toStdString();
-  hub_.files_.emplace(id, path);  // the first publisher's copy serves everyone
+  hub_.files_[id][selfId_] = path;  // any publisher's copy serves everyone
   return id;
 }
 
 // The limits are checked as the p2p layer checks a torrent's metadata: on the file's size, before
 // it is handed over (a refused fetch never reports `fetched`).
-Status MemorySwarm::fetch(const std::string& contentId, const std::string&, const FetchLimits& limits) {
-  auto it = hub_.files_.find(contentId);
-  if (it == hub_.files_.end()) return makeError("unknown content " + contentId);
+Status MemorySwarm::fetch(const std::string& contentId, const std::string& dir, const FetchLimits& limits) {
+  const auto published = hub_.files_.find(contentId);
+  if (published == hub_.files_.end() || published->second.empty()) return makeError("unknown content " + contentId);
+  const auto it = published->second.begin();
   limits_[contentId] = limits;
   if (withheld_ && withheld_(contentId)) return {};
   const auto size = QFileInfo(QString::fromStdString(it->second)).size();
@@ -77,14 +79,41 @@ Status MemorySwarm::fetch(const std::string& contentId, const std::string&, cons
     });
     return {};
   }
-  QTimer::singleShot(0, &context_, [this, contentId, path = it->second] {
-    if (events_.fetched) events_.fetched(contentId, path);
+  QTimer::singleShot(0, &context_, [this, contentId, path = it->second, dir] {
+    std::string delivered = path;
+    if (!dir.empty()) {  // as a transfer does: a copy of its own in the fetch's folder (it counts on this disk)
+      const QString from = QString::fromStdString(path);
+      const QString to = QDir(QString::fromStdString(dir)).filePath(QFileInfo(from).fileName());
+      QDir().mkpath(QString::fromStdString(dir));
+      QFile::remove(to);
+      if (!QFile::copy(from, to)) {
+        if (events_.fetchFailed) events_.fetchFailed(contentId, "cannot copy to " + to.toStdString(), false);
+        return;
+      }
+      delivered = copies_[contentId] = to.toStdString();
+    }
+    if (events_.fetched) events_.fetched(contentId, delivered);
   });
   return {};
 }
 
-// Files stay (other nodes of the hub may still read them); what was retired is remembered.
-void MemorySwarm::retire(const std::string& contentId, bool) { retired_.insert(contentId); }
+// As a transfer is removed: this member stops serving the content and, when asked, its file goes
+// (a fetched copy, or what it published; other publishers of the same bytes keep serving theirs).
+// What was retired is remembered.
+void MemorySwarm::retire(const std::string& contentId, bool deleteFile) {
+  retired_.insert(contentId);
+  if (const auto copy = copies_.find(contentId); copy != copies_.end()) {
+    if (deleteFile) QFile::remove(QString::fromStdString(copy->second));
+    copies_.erase(copy);
+  }
+  const auto published = hub_.files_.find(contentId);
+  if (published == hub_.files_.end()) return;
+  if (const auto mine = published->second.find(selfId_); mine != published->second.end()) {
+    if (deleteFile) QFile::remove(QString::fromStdString(mine->second));
+    published->second.erase(mine);
+  }
+  if (published->second.empty()) hub_.files_.erase(published);
+}
 
 // The same owners as p2p::chooseClaims (one lease rule, the excluded own nothing); ties by expert
 // index instead of a per-key hash (no libsodium in core/).

@@ -1,6 +1,8 @@
 // An in-memory Swarm (core/node/swarm.h) for unit tests: several nodes in one process share a
 // MemorySwarmHub; announcements are visible to all at once, "publishing" registers a file and
-// "fetching" hands back its path on the next event-loop turn. No network, no signatures.
+// "fetching" copies it into the fetch's folder (as a transfer would; the publisher's path when no
+// folder is given) on the next event-loop turn, and retiring with its file deletes this member's
+// copy, as removing a torrent with its files does. No network, no signatures.
 #pragma once
 
 #include "core/node/swarm.h"
@@ -26,8 +28,8 @@ class MemorySwarmHub {
  private:
   friend class MemorySwarm;
   std::string runId_;
-  std::map<std::string, SwarmPeer> records_;  // peer id → what it announced
-  std::map<std::string, std::string> files_;  // content id → path
+  std::map<std::string, SwarmPeer> records_;                         // peer id → what it announced
+  std::map<std::string, std::map<std::string, std::string>> files_;  // content id → publisher → its path
   std::vector<MemorySwarm*> members_;
 };
 
@@ -63,6 +65,7 @@ class MemorySwarm : public Swarm {
   std::function<bool(const std::string&)> withheld_;
   std::function<SwarmTraffic()> traffic_;
   std::set<std::string> retired_;
+  std::map<std::string, std::string> copies_;  // content id → the fetched copy
   std::map<std::string, FetchLimits> limits_;
   QObject context_;  // queued callbacks die with this swarm
 };

@@ -4,6 +4,7 @@
 // starts past the run folder's disk quota, and whatever a round left behind is deleted.
 #include "core/node/node.h"
 #include "core/node/node_util.h"
+#include "core/node/round_dirs.h"
 #include "core/sync/fetch_size.h"
 
 #include <QCoreApplication>
@@ -21,6 +22,37 @@ using detail::isSafeId;
 namespace {
 
 QString mib(std::int64_t bytes) { return QString::number(double(bytes) / (1 << 20), 'f', 1); }
+
+std::int64_t folderBytes(const QString& dir) {
+  std::int64_t bytes = 0;
+  QDirIterator it(dir, QDir::Files | QDir::Hidden | QDir::NoSymLinks, QDirIterator::Subdirectories);
+  while (it.hasNext()) {
+    it.next();
+    bytes += it.fileInfo().size();
+  }
+  return bytes;
+}
+
+std::int64_t newestFileBytes(const QString& dir) {
+  if (dir.isEmpty()) return 0;
+  const auto files = QDir(dir).entryInfoList(QDir::Files | QDir::NoSymLinks, QDir::Time);
+  return files.isEmpty() ? 0 : files.front().size();
+}
+
+// What our own next writes may add before the old ones go, each as large as the newest of its kind:
+// a state round (round_dirs commits the new one before the oldest kept round is removed), its
+// training state once more (a change of claims hands the trainer over through a file in the state
+// folder), a contribution and a snapshot. The quota counts it, so our own files do not push the
+// folder past the quota after a fetch was let in.
+std::int64_t ownGrowthReserve(const NodeConfig& config) {
+  std::int64_t reserve = 0;
+  const auto rounds = round_dirs::complete(config.peer.stateDir);
+  if (!rounds.empty()) {
+    const QString newest = QString::fromStdString(rounds.front().path);
+    reserve += folderBytes(newest) + QFileInfo(QDir(newest).filePath("training-state.safetensors")).size();
+  }
+  return reserve + newestFileBytes(config.contribDir) + newestFileBytes(config.snapshotDir);
+}
 
 }  // namespace
 
@@ -79,32 +111,27 @@ bool Node::startSnapshotFetch(qint64 round, const std::string& id) {
 }
 
 std::int64_t Node::runFolderBytes() const {
-  const QString root = config_.runDir.isEmpty() ? QFileInfo(config_.fetchDir).absolutePath() : config_.runDir;
-  std::int64_t bytes = 0;
-  QDirIterator it(root, QDir::Files | QDir::Hidden | QDir::NoSymLinks, QDirIterator::Subdirectories);
-  while (it.hasNext()) {
-    it.next();
-    bytes += it.fileInfo().size();
-  }
-  return bytes;
+  return folderBytes(config_.runDir.isEmpty() ? QFileInfo(config_.fetchDir).absolutePath() : config_.runDir);
 }
 
-// What is on disk plus the most that the fetches in flight may still bring must stay within the
-// quota: the run folder never exceeds it, whatever the senders send (the limits bound each file).
+// What is on disk, plus the most that the fetches in flight may still bring, plus what our own
+// next writes may add, must stay within the quota: the run folder never exceeds it, whatever the
+// senders send (the limits bound each file).
 bool Node::quotaAllows(std::int64_t bytes, const QString& what) {
   if (config_.diskQuotaBytes <= 0) return true;
   diskUsed_ = runFolderBytes();
   std::int64_t coming = 0;
   if (gather_)
     for (const auto& [id, most] : gather_->inFlight) coming += most;
-  if (diskUsed_ + coming + bytes <= config_.diskQuotaBytes) return true;
+  const std::int64_t reserve = ownGrowthReserve(config_);
+  if (diskUsed_ + reserve + coming + bytes <= config_.diskQuotaBytes) return true;
   quotaReached_ = true;
   if (quotaReportedRound_ != round_) {
     quotaReportedRound_ = round_;
-    Q_EMIT message(
-        QStringLiteral("Disk quota reached: the run folder holds %1 MiB (%2 MiB more on its way) of its %3 MiB "
-                       "quota; not fetching %4 (%5 MiB). Training goes on; raise the quota in the settings.")
-            .arg(mib(diskUsed_), mib(coming), mib(config_.diskQuotaBytes), what, mib(bytes)));
+    Q_EMIT message(QStringLiteral("Disk quota reached: the run folder holds %1 MiB (%2 MiB more on its way, %3 MiB "
+                                  "kept for our own next state) of its %4 MiB quota; not fetching %5 (%6 MiB). "
+                                  "Training goes on; raise the quota in the settings.")
+                       .arg(mib(diskUsed_), mib(coming), mib(reserve), mib(config_.diskQuotaBytes), what, mib(bytes)));
   }
   return false;
 }
