@@ -105,7 +105,7 @@ int Engine::openSession(const QString& dataDir) {
   if (!QDir().mkpath(dataDir)) return fail(1, "cannot create \"" + dataDir.toStdString() + "\"");
   auto identity = p2p::Identity::loadOrCreate((dataDir + QStringLiteral("/identity.key")).toStdString());
   if (!identity) return fail(1, identity.error());
-  p.identity = std::make_unique<p2p::Identity>(std::move(*identity));
+  p.identity = std::make_unique<p2p::Identity>(*identity);
   auto settings = swarmSettingsFor(cl_, dataDir);
   if (!settings) return fail(2, settings.error());
   // Network lines (listen and external addresses, reachability, DHT state): start lines before
