@@ -93,7 +93,11 @@ int mergeChild(const std::string& dir, int count, const std::string& aggregate, 
     auto header = sync::readContributionHeader(fileOf(dir, p));
     if (!header) return std::fprintf(stderr, "merge_memory: %s\n", header.error().c_str()), 1;
     auto source = sync::contributionDeltas(fileOf(dir, p), *header);
-    if (held) source = sync::heldDeltas(*source());  // the all-at-once shape
+    if (held) {  // the all-at-once shape
+      auto deltas = source();
+      if (!deltas) return std::fprintf(stderr, "merge_memory: %s\n", deltas.error().c_str()), 1;
+      source = sync::heldDeltas(std::move(*deltas));
+    }
     entries.push_back({*header, std::move(source), claimsOf(p, config)});
   }
   sync::RoundPolicy policy;
