@@ -56,6 +56,7 @@ Status P2pSwarm::announce(const node::Announcement& a) {
   r.contrib = a.contrib;
   r.snapshot = a.snapshot;
   r.merged = a.merged;
+  r.sets = a.sets;
   r.stats.steps = a.steps;
   r.stats.lossE4 = std::llround(a.loss * 1e4);
   r.stats.tokensPerSecond = std::llround(a.tokensPerSecond);
@@ -78,6 +79,7 @@ std::vector<node::SwarmPeer> P2pSwarm::peers() const {
     p.contrib = r.contrib;
     p.snapshot = r.snapshot;
     p.merged = r.merged;
+    p.sets = r.sets;
     p.steps = r.stats.steps;
     p.loss = double(r.stats.lossE4) / 1e4;
     p.tokensPerSecond = double(r.stats.tokensPerSecond);

@@ -47,6 +47,7 @@ lt::entry recordEntry(const PeerRecord& r, Int version) {
   e["contrib"] = roundMap(r.contrib);
   e["snapshot"] = roundMap(r.snapshot);
   e["merged"] = roundMap(r.merged);
+  e["sets"] = roundMap(r.sets);
   lt::entry stats(lt::entry::dictionary_t);
   stats["steps"] = Int(r.stats.steps);
   stats["tokens"] = Int(r.stats.tokens);
@@ -99,9 +100,12 @@ std::string invalidValue(const PeerRecord& r) {
       if (!isInfoHashHex(infoHash)) return std::string(name) + " value is not a lower-case info-hash hex";
     }
   }
-  for (const auto& [round, fingerprint] : r.merged) {
-    if (round < 0) return "\"merged\" has a negative round";
-    if (!isFingerprintHex(fingerprint)) return "\"merged\" value is not a lower-case fingerprint hex";
+  for (const auto* byRound : {&r.merged, &r.sets}) {
+    const char* name = byRound == &r.merged ? "\"merged\"" : "\"sets\"";
+    for (const auto& [round, fingerprint] : *byRound) {
+      if (round < 0) return std::string(name) + " has a negative round";
+      if (!isFingerprintHex(fingerprint)) return std::string(name) + " value is not a lower-case fingerprint hex";
+    }
   }
   return {};
 }
@@ -214,8 +218,9 @@ ParsedRecord reject(RecordError error, std::string detail) {
 bool PeerRecord::operator==(const PeerRecord& o) const {
   return run == o.run && pk == o.pk && seq == o.seq && round == o.round && claims == o.claims &&
          leaseUntil == o.leaseUntil && contrib == o.contrib && snapshot == o.snapshot && merged == o.merged &&
-         stats.steps == o.stats.steps && stats.tokens == o.stats.tokens && stats.lossE4 == o.stats.lossE4 &&
-         stats.tokensPerSecond == o.stats.tokensPerSecond && freeMemory == o.freeMemory;
+         sets == o.sets && stats.steps == o.stats.steps && stats.tokens == o.stats.tokens &&
+         stats.lossE4 == o.stats.lossE4 && stats.tokensPerSecond == o.stats.tokensPerSecond &&
+         freeMemory == o.freeMemory;
 }
 
 const char* recordErrorName(RecordError error) {
@@ -269,10 +274,10 @@ ParsedRecord parseRecord(std::string_view bytes, std::string_view expectedRun, c
     return reject(RecordError::Garbage, "trailing bytes after the dictionary");
 
   Reader in;
-  in.onlyKeys(
-      root,
-      {"v", "run", "pk", "seq", "round", "claims", "lease", "contrib", "snapshot", "merged", "stats", "mem", "sig"},
-      "");
+  in.onlyKeys(root,
+              {"v", "run", "pk", "seq", "round", "claims", "lease", "contrib", "snapshot", "merged", "sets", "stats",
+               "mem", "sig"},
+              "");
   PeerRecord r;
   const std::int64_t version = in.integer(root, "v");
   r.run = in.string(root, "run");
@@ -284,6 +289,7 @@ ParsedRecord parseRecord(std::string_view bytes, std::string_view expectedRun, c
   r.contrib = in.roundMap(root, "contrib");
   r.snapshot = in.roundMap(root, "snapshot");
   r.merged = in.roundMap(root, "merged");
+  r.sets = in.roundMap(root, "sets");
   const auto stats = in.field(root, "stats", lt::bdecode_node::dict_t, "a dictionary");
   if (stats) {
     in.onlyKeys(stats, {"steps", "tokens", "loss_e4", "tps"}, " in \"stats\"");

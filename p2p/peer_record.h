@@ -5,6 +5,7 @@
 //   v (2), run (run id, bytes), pk (32 bytes), seq, round, claims (list of ints, sorted, unique),
 //   lease (last round the claims hold), contrib / snapshot (dict: decimal round → info-hash hex),
 //   merged (dict: decimal round → fingerprint hex of the state the peer merged for that round),
+//   sets (dict: decimal round → digest hex of the contributions that state was merged from),
 //   stats (dict: steps, tokens, loss_e4 = loss·10⁴ rounded, tps = tokens/s rounded),
 //   mem (free accelerator memory, bytes), sig (64 bytes).
 // sig is ed25519 over the canonical bencoding of the same dictionary without `sig`. The whole
@@ -25,7 +26,9 @@ namespace es::p2p {
 class Identity;
 
 constexpr std::size_t kMaxRecordBytes = 1000;
-constexpr std::int64_t kRecordVersion = 2;  // 2: `merged` (a split is seen in the round it happens)
+// 2: `merged` (a split is seen in the round it happens); 3: `sets` (a split is repaired by
+// merging the majority's set of contributions, without a snapshot).
+constexpr std::int64_t kRecordVersion = 3;
 
 struct RecordStats {
   std::int64_t steps = 0;
@@ -44,6 +47,7 @@ struct PeerRecord {
   std::map<std::int64_t, std::string> contrib;   // round → info-hash (hex)
   std::map<std::int64_t, std::string> snapshot;  // round → info-hash (hex)
   std::map<std::int64_t, std::string> merged;    // round → state fingerprint (16–64 hex digits)
+  std::map<std::int64_t, std::string> sets;      // round → merged-set digest (16–64 hex digits)
   RecordStats stats;
   std::int64_t freeMemory = 0;  // bytes
 

@@ -40,6 +40,7 @@ PeerRecord sampleRecord(const Identity& identity, std::int64_t seq = 7) {
   r.contrib = {{9, kHashA}, {10, kHashB}};  // "10" sorts before "9" on the wire
   r.snapshot = {{8, kHashB}};
   r.merged = {{11, "0123456789abcdef"}, {10, "fedcba9876543210"}};
+  r.sets = {{11, "00112233445566778899aabbccddeeff"}, {10, "ffeeddccbbaa9988"}};
   r.stats = {1200, 4915200, 31415, 2048};
   r.freeMemory = 7LL << 30;
   return r;
@@ -86,6 +87,7 @@ Fields payloadFields(const PeerRecord& r, long long version = es::p2p::kRecordVe
           {"round", bint(r.round)},
           {"run", bstr(r.run)},
           {"seq", bint(r.seq)},
+          {"sets", roundDict(r.sets)},
           {"snapshot", roundDict(r.snapshot)},
           {"stats", stats},
           {"v", bint(version)}};
@@ -292,6 +294,8 @@ class PeerRecordTest : public QObject {
     QTest::newRow("contrib value an int") << bdict(withField(good, "contrib", bdict({{"3", bint(3)}})));
     QTest::newRow("merged value not a fingerprint") << bdict(withField(good, "merged", bdict({{"3", bstr("0123")}})));
     QTest::newRow("merged missing") << bdict(withField(good, "merged", ""));
+    QTest::newRow("sets value not a digest") << bdict(withField(good, "sets", bdict({{"3", bstr("0123")}})));
+    QTest::newRow("sets missing") << bdict(withField(good, "sets", ""));
     QTest::newRow("deeply nested") << std::string(400, 'l') + std::string(400, 'e');
   }
   void rejectsGarbage() {

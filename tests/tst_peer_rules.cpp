@@ -3,6 +3,7 @@
 // banned and silent peers owning nothing, and bans that outlive a restart and then expire.
 #include "core/common/lease_terms.h"
 #include "core/node/bans.h"
+#include "core/node/merged_set.h"
 #include "core/node/peer_rules.h"
 #include "core/node/round_claims.h"
 #include "core/store/ledger.h"
@@ -193,6 +194,28 @@ class PeerRulesTest : public QObject {
 
   // Item 6: bans made before a restart come back from the ledger file with their reason and time;
   // one older than kBanExpiryMs does not, nor one of another run.
+  // The set a majority merged is found among the contributions we know by its digest: all of
+  // them, or all but one or two (those reached us, not them), larger sets first; a digest of a
+  // set we do not know (a contribution we never saw) finds nothing.
+  void theMajoritysMergedSetIsFoundByItsDigest() {
+    using es::node::findMergedSet;
+    using es::node::mergedSetDigest;
+    const std::set<std::string> known{"a1", "b2", "c3", "d4", "e5", "f6"};
+    QCOMPARE(mergedSetDigest({"b2", "a1"}), mergedSetDigest({"a1", "b2"}));  // a set, not an order
+    QVERIFY(mergedSetDigest({"a1", "b2"}) != mergedSetDigest({"a1b2"}));     // ids stay apart
+    QCOMPARE(mergedSetDigest({"a1"}).size(), std::size_t(16));
+    QCOMPARE(*findMergedSet(known, mergedSetDigest(known)), known);
+    const std::set<std::string> lessOne{"a1", "b2", "c3", "e5", "f6"}, lessTwo{"a1", "c3", "d4", "e5"};
+    QCOMPARE(*findMergedSet(known, mergedSetDigest(lessOne)), lessOne);
+    QCOMPARE(*findMergedSet(known, mergedSetDigest(lessTwo)), lessTwo);
+    QVERIFY(!findMergedSet(known, mergedSetDigest({"a1", "b2", "c3"})));        // three missing: not searched
+    QVERIFY(!findMergedSet(known, mergedSetDigest({"a1", "b2", "c3", "zz"})));  // one we never saw
+    QVERIFY(!findMergedSet(known, "0123456789abcdef"));
+    std::set<std::string> many;
+    for (int i = 0; i < 65; ++i) many.insert("id" + std::to_string(i));
+    QVERIFY(!findMergedSet(many, mergedSetDigest(many)));  // bounded: no search over 64 candidates
+  }
+
   void bansSurviveARestartAndExpire() {
     QTemporaryDir dir;
     const std::string path = dir.filePath("expertswarm.db").toStdString();

@@ -30,6 +30,7 @@ Status MemorySwarm::announce(const Announcement& a) {
   p.contrib = a.contrib;
   p.snapshot = a.snapshot;
   p.merged = a.merged;
+  p.sets = a.sets;
   p.steps = a.steps;
   p.loss = a.loss;
   p.tokensPerSecond = a.tokensPerSecond;

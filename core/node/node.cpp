@@ -76,6 +76,7 @@ void Node::start() {
           Qt::QueuedConnection);
       return;
     }
+    if (repair_ && repair_->missing.count(id)) return onRepairFetched(id, path);
     onContributionFetched(id, path);
   };
   events.fetchFailed = [this](const std::string& id, const std::string& reason, bool refused) {
@@ -107,6 +108,7 @@ void Node::startTrainer() {
   connect(worker_, &TrainerWorker::roundTrained, this, &Node::onRoundTrained);
   connect(worker_, &TrainerWorker::merged, this, &Node::onMerged);
   connect(worker_, &TrainerWorker::snapshotAdopted, this, &Node::onSnapshotAdopted);
+  connect(worker_, &TrainerWorker::remerged, this, &Node::onRemerged);
   connect(worker_, &TrainerWorker::snapshotWritten, this, &Node::publishSnapshot);
   connect(worker_, &TrainerWorker::persisted, this, &Node::onPersisted);
   connect(worker_, &TrainerWorker::pausedChanged, this, [this](bool paused) {
@@ -163,6 +165,8 @@ void Node::announce() {
   for (auto it = contrib_.rbegin(); it != contrib_.rend() && a.contrib.size() < 3; ++it) a.contrib.insert(*it);
   for (auto it = snapshots_.rbegin(); it != snapshots_.rend() && a.snapshot.size() < 2; ++it) a.snapshot.insert(*it);
   a.merged.insert(fingerprints_.begin(), fingerprints_.end());
+  for (const auto& [round, digest] : setDigests_)
+    if (fingerprints_.count(round)) a.sets[round] = digest;  // a snapshot's set is not known
   a.steps = steps_;
   a.loss = lastLoss_;
   a.tokensPerSecond = lastTokensPerSecond_;
@@ -258,6 +262,7 @@ void Node::onMerged(const RoundMerged& merged) {
     if (!v.accepted && !v.stale && v.sender != swarm_.selfId()) banSender(v.sender, v.reason);
   unrecorded_[s.round] = captureForLedger(s, merged.step);  // committed once its state is durable
   noteStanding(merged.result);
+  keepClosedRound(merged.result);
   mergedRound_ = s.round;
   noteFingerprint(s.round, s.merge.fingerprint);
   if (!merged.snapshotPath.isEmpty()) publishSnapshot(s.round, merged.snapshotPath);

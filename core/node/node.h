@@ -137,7 +137,9 @@ class Node : public QObject {
   // node_fetch.cpp: what a fetch may bring, the disk quota, refusals, cleaning the run folder.
   void noteAnnounced(const SwarmPeer& peer, const std::string& contentId);  // node_gather.cpp
   bool startFetch(const std::string& contentId, qint64 round);
-  FetchLimits contributionLimits(const std::string& sender, const std::set<int>& claims, qint64 round) const;
+  // `baseHash`: the base the contribution names (default: our own contribution's of the round gathered).
+  FetchLimits contributionLimits(const std::string& sender, const std::set<int>& claims, qint64 round,
+                                 const std::string& baseHash = {}) const;
   FetchLimits snapshotLimits(qint64 round) const;
   bool startSnapshotFetch(qint64 round, const std::string& contentId);
   int fetchesInFlight() const;
@@ -180,6 +182,35 @@ class Node : public QObject {
     std::size_t ours = 0;  // peers in our own group, us included
   };
   std::optional<StateGroup> swarmStateOf(qint64 round, const std::string& ownFingerprint) const;
+  // node_repair.cpp: a split repaired by merging the majority's set again (merged_set.h).
+  struct ClosedRound {
+    qint64 round = 0;
+    std::map<std::pair<std::string, std::string>, std::set<int>> fetching;  // as Gather's, ours included
+    std::map<std::string, std::string> fetchedPath;                         // content id → file, ours included
+    std::string ownBaseHash;  // the base the round's contributions were built on
+  };
+  struct Repair {
+    qint64 round = 0;
+    std::string fingerprint, digest;  // the majority's state and set
+    std::vector<IncomingContribution> have;
+    std::map<std::string, std::vector<IncomingContribution>> missing;  // content id → its senders (no path yet)
+    bool merging = false;
+    std::int64_t doneBytes = 0;  // the missing ones' bytes at the watchdog's last look
+  };
+  void keepClosedRound(const MergeResult& result);
+  std::string majoritySetDigest(qint64 round, const std::set<std::string>& members) const;
+  std::map<std::pair<std::string, std::string>, std::set<int>> knownContributions(qint64 round) const;
+  bool startRepair(qint64 round, const StateGroup& group);
+  bool startRepairFetch(qint64 round, const std::string& id, const std::vector<IncomingContribution>& senders);
+  void onRepairFetched(const std::string& id, const std::string& path);
+  void runRepair();
+  bool repairStalled();
+  void abandonRepair(const QString& why);
+  void onRemerged(qint64 round, const QString& fingerprint, const QString& error);
+  std::optional<ClosedRound> lastClosed_;
+  std::optional<Repair> repair_;
+  qint64 repairTried_ = 0;                    // a round is repaired at most once
+  std::map<qint64, std::string> setDigests_;  // round → digest of the set we merged (our record's `sets`)
   void publishSnapshot(qint64 round, const QString& path);
   void noteFingerprint(qint64 round, const std::string& fingerprint);
   // Claims, a lease that holds at `round`, not banned, not silent (core/node/peer_rules.h).

@@ -56,10 +56,11 @@ std::int64_t ownGrowthReserve(const NodeConfig& config) {
 
 }  // namespace
 
-FetchLimits Node::contributionLimits(const std::string& sender, const std::set<int>& claims, qint64 round) const {
+FetchLimits Node::contributionLimits(const std::string& sender, const std::set<int>& claims, qint64 round,
+                                     const std::string& baseHash) const {
   // Our own contribution of the round carries the base hash every honest one names (a stale
   // one names another base of the same length: same size).
-  const std::string base = gather_ ? gather_->own.contribution.baseHash : std::string();
+  const std::string base = !baseHash.empty() ? baseHash : gather_ ? gather_->own.contribution.baseHash : std::string();
   const sync::ContributionHeader header{runIdForFiles(), round, sender, base, config_.peer.codec};
   return {sync::contributionSizes(config_.peer.trainer.model, claims, header)};
 }
@@ -138,6 +139,8 @@ bool Node::quotaAllows(std::int64_t bytes, const QString& what) {
 
 void Node::onFetchFailed(const std::string& id, const std::string& reason, bool refused) {
   Q_EMIT message(QStringLiteral("Fetch failed. Content: \"%1\". Reason: \"%2\"").arg(q(id).left(16), q(reason)));
+  if (repair_ && repair_->missing.count(id))
+    return abandonRepair(QStringLiteral("fetching %1 failed").arg(q(id).left(16)));
   if (refused) return refuse(id, reason);
   if (!pendingSnapshot_.empty() && id == pendingSnapshot_) {  // the next candidate, if any
     dropPendingSnapshot(QStringLiteral("its fetch failed"), true);

@@ -24,7 +24,7 @@ constexpr qint64 kSnapshotRoundSlack = 2;
 // converge on the smallest id; the watchdog (below) keeps any of these from waiting forever.
 void Node::tryResync() {
   if (resyncWanted_) watchResync();
-  if (!pendingSnapshot_.empty()) return;
+  if (!pendingSnapshot_.empty() || repair_) return;  // a repair falls back here if it fails
   const auto best = bestAnnouncedSnapshot();
   std::optional<std::pair<qint64, std::string>> chosen;
   if (best) chosen = best->first;
@@ -122,10 +122,12 @@ void Node::onSnapshotAdopted(qint64 round, const QString& fingerprint, const QSt
     return tryResync();  // the next candidate, or wait for one
   }
   pendingSnapshot_.clear();
+  repair_.reset();
   held_.reset();  // built on the state we left
   endResync();
   mergedRound_ = round;
   fingerprints_.clear();  // what we merged before was not the swarm's state
+  setDigests_.clear();
   noteFingerprint(round, fingerprint.toStdString());
   round_ = round + 1;
   gather_.reset();
@@ -229,7 +231,9 @@ void Node::checkAgreement() {
       gather_.reset();
       deadline_.stop();
     }
-    tryResync();
+    // The set they merged, merged again here, is their state at a fraction of a snapshot's bytes.
+    watchResync();
+    if (!startRepair(round, *group)) tryResync();
     return;
   }
 }
@@ -246,6 +250,10 @@ void Node::watchResync() {
 
 void Node::onResyncWatchdog() {
   if (!resyncWanted_ || stopping_) return outOfStepSince_.invalidate();
+  if (repair_) {
+    if (repairStalled()) abandonRepair(QStringLiteral("no bytes for %1 s").arg(config_.policy.deadlineMinSeconds));
+    return resyncWatchdog_.start(static_cast<int>(config_.policy.deadlineMinSeconds * 1000));
+  }
   bool moving = false;
   if (!pendingSnapshot_.empty()) {
     std::int64_t done = 0;

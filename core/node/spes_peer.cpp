@@ -1,4 +1,5 @@
 #include "core/node/spes_peer.h"
+#include "core/node/spes_peer_impl.h"
 
 #include "core/checkpoint/safetensors.h"
 #include "core/checkpoint/training_state.h"
@@ -25,13 +26,13 @@
 #include <thread>
 
 namespace es::node {
-namespace {
+namespace peer_detail {
 
 namespace fs = std::filesystem;
 using ckpt::NamedTensors;
 
-const char* kStateFile = "training-state.safetensors";
-const char* kBaseFile = "base.safetensors";
+const char* const kStateFile = "training-state.safetensors";
+const char* const kBaseFile = "base.safetensors";
 
 // `tensors` in the order of `order` (the trainer's parameter order); error if a name is missing.
 Expected<NamedTensors> inOrder(const NamedTensors& order, const ckpt::SafetensorsFile& file) {
@@ -124,78 +125,10 @@ sync::RoundPolicy roundPolicy(const SpesPeerConfig& config) {
   return policy;
 }
 
-}  // namespace
+}  // namespace peer_detail
 
-struct SpesPeer::Impl {
-  SpesPeerConfig config;
-  std::unique_ptr<train::Trainer> trainer;
-  NamedTensors base;      // the last merged state (every tensor, trainer order)
-  NamedTensors snapshot;  // local weights when the pending contribution was written
-  std::int64_t baseRound = 0;
-  bool resumed = false;
-  std::shared_ptr<const std::vector<std::uint16_t>> trainTokens, valTokens;
-
-  // State after the merge of round N lives in <stateDir>/round-N (core/node/round_dirs.h: a kill
-  // at any moment leaves a complete round; the one before the newest is kept as its fallback).
-  std::string resumeNote;  // rounds passed over at load because they were damaged
-
-  // Written on a background thread from private copies, so training goes on meanwhile; the
-  // callback reports when round-N/ is durable (only then may the round be committed elsewhere).
-  std::thread writer;
-  std::function<void(std::int64_t, std::string)> onPersisted;
-
-  void persist() {
-    if (writer.joinable()) writer.join();  // one write at a time, in order
-    if (config.stateDir.empty()) {
-      if (onPersisted) onPersisted(baseRound, {});
-      return;
-    }
-    writer = std::thread([dir = config.stateDir, round = baseRound, base = base,
-                          state = train::captureTrainingState(*trainer), done = onPersisted]() mutable {
-      const auto status = writeRoundDir(dir, round, base, state);
-      if (done) done(round, status ? std::string() : status.error());
-    });
-  }
-
-  static Status writeRoundDir(const std::string& stateDir, std::int64_t round, const NamedTensors& base,
-                              const ckpt::TrainingState& state) {
-    return round_dirs::commit(stateDir, round, [&](const std::string& dir) -> Status {
-      if (auto s = ckpt::saveSafetensors(dir + "/" + kBaseFile, base, {{"round", std::to_string(round)}}); !s) return s;
-      return ckpt::saveTrainingState(dir + "/" + kStateFile, state);
-    });
-  }
-
-  ~Impl() {
-    if (writer.joinable()) writer.join();
-  }
-
-  Status load() {
-    if (config.stateDir.empty() || !fs::exists(config.stateDir)) return {};
-    std::vector<std::string> skipped;
-    auto loaded = round_dirs::loadNewest(
-        config.stateDir, [this](const round_dirs::RoundDir& dir) { return loadRoundDir(dir); }, skipped);
-    for (const auto& line : skipped) resumeNote += (resumeNote.empty() ? "" : "; ") + line;
-    if (!loaded) return makeError(loaded.error());
-    if (!*loaded) return {};
-    baseRound = **loaded;
-    resumed = true;
-    return {};
-  }
-
-  // One round folder; the base and the trainer change only when both files are whole and agree.
-  Status loadRoundDir(const round_dirs::RoundDir& dir) {
-    auto file = ckpt::loadSafetensors(dir.path + "/" + kBaseFile);
-    if (!file) return makeError(file.error());
-    const auto round = file->metadata.find("round");
-    if (round == file->metadata.end() || round->second != std::to_string(dir.round))
-      return makeError("its base does not say the folder's round");
-    auto ordered = inOrder(base, *file);
-    if (!ordered) return makeError(ordered.error());
-    if (auto s = trainer->loadState(dir.path + "/" + kStateFile); !s) return s;
-    base = std::move(*ordered);
-    return {};
-  }
-};
+using namespace peer_detail;
+namespace fs = std::filesystem;
 
 SpesPeer::SpesPeer() : impl_(std::make_unique<Impl>()) {}
 SpesPeer::~SpesPeer() = default;
@@ -233,24 +166,27 @@ std::string SpesPeer::baseSharedFingerprint() const { return sync::stateFingerpr
 std::string SpesPeer::baseFingerprint() const { return sync::stateFingerprint(impl_->base); }
 
 Expected<ContributionWritten> SpesPeer::writeContribution(std::int64_t round, const std::string& path) {
-  auto& d = *impl_;
-  d.snapshot = train::trainerWeights(*d.trainer);
+  impl_->snapshot = train::trainerWeights(*impl_->trainer);
+  return impl_->writePending(round, path);
+}
+
+Expected<ContributionWritten> SpesPeer::Impl::writePending(std::int64_t round, const std::string& path) {
   std::map<std::string, std::size_t> index;
-  for (std::size_t i = 0; i < d.snapshot.size(); ++i) index[d.snapshot[i].first] = i;
+  for (std::size_t i = 0; i < snapshot.size(); ++i) index[snapshot[i].first] = i;
   NamedTensors deltas;
-  for (const auto& name : d.trainer->trainableTensorNames()) {
+  for (const auto& name : trainer->trainableTensorNames()) {
     const auto i = index.at(name);
-    deltas.emplace_back(name, d.snapshot[i].second - d.base[i].second);
+    deltas.emplace_back(name, snapshot[i].second - base[i].second);
   }
-  if (!d.config.testPoison.empty()) poison(deltas, d.config.testPoison, d.config.trainer, d.snapshot);
+  if (!config.testPoison.empty()) poison(deltas, config.testPoison, config.trainer, snapshot);
   ContributionWritten out;
   out.round = round;
   out.path = path;
-  out.baseHash = sync::stateFingerprint(d.base);
+  out.baseHash = sync::stateFingerprint(base);
   // The honest int8 encoder turns a non-finite value into 0; a liar would not use it, so the NaN
   // test poison goes out as f32 (any codec is accepted and validated after decoding).
-  const std::string codec = d.config.testPoison == "nan" ? "f32" : d.config.codec;
-  const sync::ContributionHeader header{d.config.runId, round, d.config.selfId, out.baseHash, codec};
+  const std::string codec = config.testPoison == "nan" ? "f32" : config.codec;
+  const sync::ContributionHeader header{config.runId, round, config.selfId, out.baseHash, codec};
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
   if (auto s = sync::saveContribution(path, header, deltas); !s) return makeError(s.error());
@@ -298,6 +234,7 @@ Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<Inco
   if (auto s = train::setTrainerWeights(*d.trainer, adopted); !s) return makeError(s.error());
   result.fingerprint = outcome->fingerprint;
   result.sharedFingerprint = sync::stateFingerprint(sharedOnly(merged));
+  d.previousBase = std::move(d.base);
   d.base = std::move(merged);
   d.baseRound = round;
   d.snapshot.clear();
@@ -344,6 +281,7 @@ Expected<std::int64_t> SpesPeer::adoptSnapshot(const std::string& path, std::int
   if (auto s = train::setTrainerWeights(*d.trainer, *ordered); !s) return makeError(s.error());
   d.base = std::move(*ordered);
   d.baseRound = round;
+  d.previousBase.clear();
   d.snapshot.clear();
   d.trainer->impl().step = round * d.config.syncEvery;  // the schedule continues where the swarm is
   d.persist();

@@ -35,6 +35,15 @@ struct IncomingContribution {
   std::set<int> claims;  // the experts the sender's signed record claims
 };
 
+// What SpesPeer::remerge did: the round's new state, and the contribution written again on it
+// (round 0 when none was pending).
+struct Remerged {
+  std::int64_t round = 0;
+  std::string fingerprint;
+  int accepted = 0;
+  ContributionWritten rewritten;
+};
+
 struct SpesPeerConfig {
   train::TrainerOptions trainer;
   std::string runId;
@@ -85,6 +94,13 @@ class SpesPeer {
   // `evaluate`: also measure the validation loss of the merged state (MergeResult::valLoss).
   Expected<MergeResult> merge(std::int64_t round, const std::vector<IncomingContribution>& contributions,
                               bool evaluate = false);
+  // Merges round `round` again from the base it was merged from, with `contributions` (the set
+  // the majority merged: a deadline gave us another set) — kept only if the result's fingerprint
+  // is `expectedFingerprint`, else nothing changes. The progress made since our first merge of the
+  // round moves onto the new state; a contribution written meanwhile (of round + 1) is written
+  // again to `rewritePath` on the new base (same deltas) and returned, to be announced instead.
+  Expected<Remerged> remerge(std::int64_t round, const std::vector<IncomingContribution>& contributions,
+                             const std::string& expectedFingerprint, const std::string& rewritePath);
   // Rounds whose merge is evaluated: the first, and each that crosses a multiple of the run's
   // eval interval (in steps). Decided by the round alone, so every peer evaluates the same rounds.
   static bool isEvalRound(std::int64_t round, std::int64_t syncEvery, std::int64_t evalInterval);

@@ -25,6 +25,7 @@ struct SwarmPeer {
   std::map<std::int64_t, std::string> contrib;   // round → content id of its contribution
   std::map<std::int64_t, std::string> snapshot;  // round → content id of a merged-state snapshot
   std::map<std::int64_t, std::string> merged;    // round → fingerprint of the state it merged
+  std::map<std::int64_t, std::string> sets;      // round → digest of the contributions it merged (round_repair.h)
   std::int64_t steps = 0;
   double loss = 0;
   double tokensPerSecond = 0;
@@ -38,6 +39,7 @@ struct Announcement {
   std::map<std::int64_t, std::string> contrib;  // keep only recent rounds (record ≤ 1000 bytes)
   std::map<std::int64_t, std::string> snapshot;
   std::map<std::int64_t, std::string> merged;  // round → fingerprint (the last two rounds)
+  std::map<std::int64_t, std::string> sets;    // round → merged-set digest (the same rounds)
   std::int64_t steps = 0;
   double loss = 0;
   double tokensPerSecond = 0;

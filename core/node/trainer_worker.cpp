@@ -62,16 +62,20 @@ void TrainerWorker::tick() {
   QTimer::singleShot(0, this, &TrainerWorker::tick);
 }
 
+// The time in the name keeps every published file unique: after a resync, a repair or a restart
+// the same round is written again, and a file that still seeds (or sits in someone's download
+// folder under that name) must never be overwritten with other bytes.
+QString TrainerWorker::contributionPath(qint64 round) const {
+  return QStringLiteral("%1/round-%2-%3-%4.safetensors")
+      .arg(contribDir_)
+      .arg(round)
+      .arg(QString::fromStdString(config_.selfId).left(16))
+      .arg(QDateTime::currentMSecsSinceEpoch());
+}
+
 void TrainerWorker::writeContribution() {
   const qint64 round = peer_->stepCount() / config_.syncEvery;
-  // The time in the name keeps every published file unique: after a resync or a restart the same
-  // round is trained again, and a file that still seeds (or sits in someone's download folder
-  // under that name) must never be overwritten with other bytes.
-  const auto path = QStringLiteral("%1/round-%2-%3-%4.safetensors")
-                        .arg(contribDir_)
-                        .arg(round)
-                        .arg(QString::fromStdString(config_.selfId).left(16))
-                        .arg(QDateTime::currentMSecsSinceEpoch());
+  const auto path = contributionPath(round);
   auto written = peer_->writeContribution(round, path.toStdString());
   contributionDue_ = false;
   if (!written) {
@@ -87,6 +91,7 @@ void TrainerWorker::writeContribution() {
   roundLoss_ = roundSeconds_ = 0;
   roundTokens_ = roundSteps_ = 0;
   awaitingMerge_ = round;
+  lastTrained_ = out;
   Q_EMIT roundTrained(out);
 }
 
@@ -134,6 +139,19 @@ void TrainerWorker::adoptSnapshot(const QString& path, qint64 expectedRound) {
   if (!ticking_ && !stopping_) {
     ticking_ = true;
     QTimer::singleShot(0, this, &TrainerWorker::tick);
+  }
+}
+
+void TrainerWorker::remerge(qint64 round, const std::vector<IncomingContribution>& contributions,
+                            const QString& fingerprint) {
+  if (!peer_) return;
+  const qint64 pending = awaitingMerge_ == round + 1 ? round + 1 : 0;
+  auto done = peer_->remerge(round, contributions, fingerprint.toStdString(), contributionPath(pending).toStdString());
+  if (!done) return Q_EMIT remerged(round, {}, QString::fromStdString(done.error()));
+  Q_EMIT remerged(round, QString::fromStdString(done->fingerprint), {});
+  if (done->rewritten.round > 0) {
+    lastTrained_.contribution = done->rewritten;
+    Q_EMIT roundTrained(lastTrained_);
   }
 }
 

@@ -51,6 +51,10 @@ class TrainerWorker : public QObject {
   void pauseAfterRound();
   // Drops the round in progress and continues from a snapshot (newcomer, or out of step).
   void adoptSnapshot(const QString& path, qint64 expectedRound);  // SpesPeer::adoptSnapshot
+  // Merges `round` again with the set the majority merged (SpesPeer::remerge; the node's repair of
+  // a split): `remerged` says how it went; a contribution written since goes out again, on the
+  // new state, as `roundTrained`.
+  void remerge(qint64 round, const std::vector<IncomingContribution>& contributions, const QString& fingerprint);
   // A snapshot of the newest merged state, now (peers that merged another state need it).
   void writeSnapshotNow();
   Status exportTo(const QString& path);  // the merged model (safetensors) + <path>.config.json
@@ -63,6 +67,7 @@ class TrainerWorker : public QObject {
   void merged(const es::node::RoundMerged& merged);
   void stopped();
   void snapshotAdopted(qint64 round, const QString& fingerprint, const QString& error);
+  void remerged(qint64 round, const QString& fingerprint, const QString& error);
   void snapshotWritten(qint64 round, const QString& path);
   void persisted(qint64 round, const QString& error);  // the state after `round` is durable
   void pausedChanged(bool paused);
@@ -70,6 +75,7 @@ class TrainerWorker : public QObject {
  private:
   void tick();
   void writeContribution();
+  QString contributionPath(qint64 round) const;
   void reportPersisted();  // emits the writer's reports, in order, from this thread
 
   SpesPeerConfig config_;
@@ -87,6 +93,7 @@ class TrainerWorker : public QObject {
   // node knows the round) and, at stop(), before it returns (so they precede `finished`).
   std::mutex persistMutex_;
   std::vector<std::pair<qint64, QString>> persistReports_;
+  RoundTrained lastTrained_;  // the last contribution's report (remerge sends it again, rewritten)
   double roundLoss_ = 0, roundSeconds_ = 0;
   qint64 roundTokens_ = 0, roundSteps_ = 0;
 };

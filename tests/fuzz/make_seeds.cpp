@@ -68,6 +68,7 @@ p2p::PeerRecord record(const p2p::Identity& id, std::int64_t seq, bool full) {
     r.contrib = {{11, std::string(40, 'a')}, {12, std::string(64, 'b')}};
     r.snapshot = {{10, std::string(40, 'c')}};
     r.merged = {{11, std::string(16, 'd')}};
+    r.sets = {{11, std::string(16, 'e')}};
     r.stats = {600, 1228800, 41234, 5200};
     r.freeMemory = 1 << 30;
   }

@@ -1,0 +1,120 @@
+// SpesPeer's private parts, shared by its two source files (spes_peer.cpp: training, merging,
+// snapshots; spes_peer_repair.cpp: merging a round again with the majority's set). Not part of
+// the interface: only those two include it.
+#pragma once
+
+#include "core/checkpoint/safetensors.h"
+#include "core/checkpoint/training_state.h"
+#include "core/node/round_dirs.h"
+#include "core/node/spes_peer.h"
+#include "core/sync/round_merge.h"
+#include "core/train/trainer.h"
+#include "core/train/trainer_weights.h"
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <thread>
+
+namespace es::node::peer_detail {
+
+using ckpt::NamedTensors;
+
+extern const char* const kStateFile;
+extern const char* const kBaseFile;
+
+Expected<NamedTensors> inOrder(const NamedTensors& order, const ckpt::SafetensorsFile& file);
+std::string unfitSnapshotTensor(const NamedTensors& base, const NamedTensors& ordered);
+NamedTensors sharedOnly(const NamedTensors& tensors);
+void poison(NamedTensors& deltas, const std::string& kind, const train::TrainerOptions& options,
+            const NamedTensors& weights);
+std::vector<sync::RoundEntry> readEntries(const std::vector<IncomingContribution>& incoming,
+                                          std::vector<ContributionVerdict>& verdicts,
+                                          std::map<std::string, std::int64_t>& bytesOf);
+sync::RoundPolicy roundPolicy(const SpesPeerConfig& config);
+
+}  // namespace es::node::peer_detail
+
+namespace es::node {
+
+struct SpesPeer::Impl {
+  using NamedTensors = ckpt::NamedTensors;
+  SpesPeerConfig config;
+  std::unique_ptr<train::Trainer> trainer;
+  NamedTensors base;      // the last merged state (every tensor, trainer order)
+  NamedTensors snapshot;  // local weights when the pending contribution was written
+  std::int64_t baseRound = 0;
+  // The base before the last merge (round baseRound − 1): a round merged into another state than
+  // the majority's is merged again from it (SpesPeer::remerge). Empty after a resume or a snapshot.
+  NamedTensors previousBase;
+  bool resumed = false;
+  std::shared_ptr<const std::vector<std::uint16_t>> trainTokens, valTokens;
+
+  // State after the merge of round N lives in <stateDir>/round-N (core/node/round_dirs.h: a kill
+  // at any moment leaves a complete round; the one before the newest is kept as its fallback).
+  std::string resumeNote;  // rounds passed over at load because they were damaged
+
+  // Written on a background thread from private copies, so training goes on meanwhile; the
+  // callback reports when round-N/ is durable (only then may the round be committed elsewhere).
+  std::thread writer;
+  std::function<void(std::int64_t, std::string)> onPersisted;
+
+  // The pending contribution (snapshot − base over the trainable tensors) written to `path`.
+  Expected<ContributionWritten> writePending(std::int64_t round, const std::string& path);
+
+  void persist() {
+    if (writer.joinable()) writer.join();  // one write at a time, in order
+    if (config.stateDir.empty()) {
+      if (onPersisted) onPersisted(baseRound, {});
+      return;
+    }
+    writer = std::thread([dir = config.stateDir, round = baseRound, base = base,
+                          state = train::captureTrainingState(*trainer), done = onPersisted]() mutable {
+      const auto status = writeRoundDir(dir, round, base, state);
+      if (done) done(round, status ? std::string() : status.error());
+    });
+  }
+
+  static Status writeRoundDir(const std::string& stateDir, std::int64_t round, const NamedTensors& base,
+                              const ckpt::TrainingState& state) {
+    return round_dirs::commit(stateDir, round, [&](const std::string& dir) -> Status {
+      if (auto s = ckpt::saveSafetensors(dir + "/" + peer_detail::kBaseFile, base, {{"round", std::to_string(round)}});
+          !s)
+        return s;
+      return ckpt::saveTrainingState(dir + "/" + peer_detail::kStateFile, state);
+    });
+  }
+
+  ~Impl() {
+    if (writer.joinable()) writer.join();
+  }
+
+  Status load() {
+    if (config.stateDir.empty() || !std::filesystem::exists(config.stateDir)) return {};
+    std::vector<std::string> skipped;
+    auto loaded = round_dirs::loadNewest(
+        config.stateDir, [this](const round_dirs::RoundDir& dir) { return loadRoundDir(dir); }, skipped);
+    for (const auto& line : skipped) resumeNote += (resumeNote.empty() ? "" : "; ") + line;
+    if (!loaded) return makeError(loaded.error());
+    if (!*loaded) return {};
+    baseRound = **loaded;
+    resumed = true;
+    return {};
+  }
+
+  // One round folder; the base and the trainer change only when both files are whole and agree.
+  Status loadRoundDir(const round_dirs::RoundDir& dir) {
+    auto file = ckpt::loadSafetensors(dir.path + "/" + peer_detail::kBaseFile);
+    if (!file) return makeError(file.error());
+    const auto round = file->metadata.find("round");
+    if (round == file->metadata.end() || round->second != std::to_string(dir.round))
+      return makeError("its base does not say the folder's round");
+    auto ordered = peer_detail::inOrder(base, *file);
+    if (!ordered) return makeError(ordered.error());
+    if (auto s = trainer->loadState(dir.path + "/" + peer_detail::kStateFile); !s) return s;
+    base = std::move(*ordered);
+    return {};
+  }
+};
+
+}  // namespace es::node
