@@ -122,6 +122,7 @@ class NodeRounds : public QObject {
     QString failure;
     bool finished = false;
     double seconds = 0;
+    std::vector<es::store::RoundRow> ledgerOfA;  // peer-a's ledger rounds (`heals` runs only)
   };
   // `heals`: the withholding ends when peer-a's deadline closes round 1 (a partition that heals
   // just too late), so what it missed can be fetched afterwards.
@@ -139,6 +140,13 @@ class NodeRounds : public QObject {
       }
       return false;
     });
+    std::unique_ptr<es::store::Ledger> ledgerA;
+    const std::string ledgerPath = dir_.filePath(tag + "-ledger-a.sqlite").toStdString();
+    if (heals) {
+      auto opened = es::store::Ledger::open(ledgerPath, std::string(ES_SHARE_DIR) + "/sql");
+      if (!opened) qFatal("ledger: %s", opened.error().c_str());
+      ledgerA = std::move(*opened);
+    }
     std::map<std::string, std::unique_ptr<Node>> nodes;
     int finished = 0;
     for (auto [name, swarm] : {std::pair{"peer-a", &swarmA}, {"peer-b", &swarmB}, {"peer-c", &swarmC}}) {
@@ -152,7 +160,8 @@ class NodeRounds : public QObject {
       config.policy.snapshotEvery = 0;  // only the snapshots written on demand (checkAgreement)
       config.policy.deadlineMinSeconds = 8;
       config.policy.deadlineMaxSeconds = 20;
-      auto& n = nodes[name] = std::make_unique<Node>(*swarm, config, data_->train, data_->val);
+      auto& n = nodes[name] = std::make_unique<Node>(*swarm, config, data_->train, data_->val,
+                                                     std::string(name) == "peer-a" ? ledgerA.get() : nullptr);
       const std::string who = name;
       connect(n.get(), &Node::roundClosed, this, [&run, who](const RoundSummary& s) { run.rounds[who][s.round] = s; });
       connect(n.get(), &Node::finished, this, [&finished] { ++finished; });
@@ -168,6 +177,9 @@ class NodeRounds : public QObject {
     for (auto& [name, n] : nodes) n->start();
     run.finished = es::test::waitUntil([&] { return finished == 3 || !run.failure.isEmpty(); }, 280000);
     run.seconds = clock.elapsed() / 1000.0;
+    if (ledgerA && ledgerA->flush().ok())
+      if (auto reader = es::store::LedgerReader::open(ledgerPath); reader.ok())
+        if (auto rows = (*reader)->rounds(hub.runId()); rows.ok()) run.ledgerOfA = *rows;
     return run;
   }
   static bool said(const OddRun& run, const QString& prefix) {
@@ -242,6 +254,12 @@ class NodeRounds : public QObject {
     QVERIFY2(said(run, "Repaired round 1: merged the majority's 3 contributions again, into its state " +
                            QString::fromStdString(rounds["peer-b"].at(1).merge.fingerprint)),
              "peer-a did not land on the majority's state");
+    // peer-a's ledger says round 1 ended in the majority's state (its shared tensors' fingerprint,
+    // as every round row), not the state it merged first.
+    const auto rowOne = std::find_if(run.ledgerOfA.begin(), run.ledgerOfA.end(), [](auto& r) { return r.round == 1; });
+    QVERIFY2(rowOne != run.ledgerOfA.end(), "peer-a's ledger has no round 1");
+    QCOMPARE(rowOne->mergedFingerprint, rounds["peer-b"].at(1).merge.sharedFingerprint);
+    QCOMPARE(rowOne->accepted, 3);
     QVERIFY2(!said(run, "Fetching the swarm's snapshot"), "peer-a fetched a snapshot all the same");
     QVERIFY2(!said(run, "Took the swarm's snapshot"), "peer-a took a snapshot all the same");
     for (qint64 r = 3; r <= 4; ++r) {

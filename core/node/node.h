@@ -206,11 +206,13 @@ class Node : public QObject {
   void runRepair();
   bool repairStalled();
   void abandonRepair(const QString& why);
-  void onRemerged(qint64 round, const QString& fingerprint, const QString& error);
+  void onRemerged(qint64 round, const QString& fingerprint, const QString& sharedFingerprint, int accepted,
+                  const QString& error);
   std::optional<ClosedRound> lastClosed_;
   std::optional<Repair> repair_;
-  qint64 repairTried_ = 0;                    // a round is repaired at most once
-  std::map<qint64, std::string> setDigests_;  // round → digest of the set we merged (our record's `sets`)
+  qint64 repairTried_ = 0;                          // a round is repaired at most once
+  std::map<qint64, std::string> setDigests_;        // round → digest of the set we merged (our record's `sets`)
+  std::map<qint64, store::RoundRow> repairedRows_;  // a repaired round's ledger row, once its state is durable
   void publishSnapshot(qint64 round, const QString& path);
   void noteFingerprint(qint64 round, const std::string& fingerprint);
   // Claims, a lease that holds at `round`, not banned, not silent (core/node/peer_rules.h).

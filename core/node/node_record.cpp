@@ -27,6 +27,13 @@ void Node::onPersisted(qint64 round, const QString& error) {
   if (!error.isEmpty()) {
     Q_EMIT message(QStringLiteral("Saving the state of round %1 failed: %2").arg(round).arg(error));
     if (it != unrecorded_.end()) unrecorded_.erase(it);
+    repairedRows_.erase(round);
+    return;
+  }
+  if (auto repaired = repairedRows_.find(round); it == unrecorded_.end() && repaired != repairedRows_.end()) {
+    repaired->second.closedAt = QDateTime::currentMSecsSinceEpoch();
+    if (ledger_) ledger_->commitRound(swarm_.runId(), repaired->second);
+    repairedRows_.erase(repaired);
     return;
   }
   if (it == unrecorded_.end()) return;  // a snapshot adoption, or a round recorded already

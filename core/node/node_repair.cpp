@@ -159,9 +159,14 @@ void Node::abandonRepair(const QString& why) {
   tryResync();
 }
 
-void Node::onRemerged(qint64 round, const QString& fingerprint, const QString& error) {
+void Node::onRemerged(qint64 round, const QString& fingerprint, const QString& sharedFingerprint, int accepted,
+                      const QString& error) {
   if (!repair_ || repair_->round != round) return;
   if (!error.isEmpty()) return abandonRepair(error);
+  // The round's ledger row names the state the round ended in (its contribution rows keep what
+  // we judged at the first merge); written once the repaired state is durable (onPersisted).
+  const int count = static_cast<int>(repair_->have.size());
+  repairedRows_[round] = {round, 0, count, count, accepted, sharedFingerprint.toStdString(), config_.peer.stateDir};
   Q_EMIT message(QStringLiteral("Repaired round %1: merged the majority's %2 contributions again, into its state %3")
                      .arg(round)
                      .arg(repair_->have.size())

@@ -40,6 +40,7 @@ struct IncomingContribution {
 struct Remerged {
   std::int64_t round = 0;
   std::string fingerprint;
+  std::string sharedFingerprint;  // of its shared tensors (what the ledger's round row names)
   int accepted = 0;
   ContributionWritten rewritten;
 };

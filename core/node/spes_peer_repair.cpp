@@ -51,6 +51,7 @@ Expected<Remerged> SpesPeer::remerge(std::int64_t round, const std::vector<Incom
   Remerged out;
   out.round = round;
   out.fingerprint = outcome->fingerprint;
+  out.sharedFingerprint = sync::stateFingerprint(sharedOnly(outcome->merged));
   out.accepted = static_cast<int>(outcome->accepted.size());
   const bool pending = !d.snapshot.empty();
   if (pending) d.snapshot = carried(outcome->merged, d.snapshot, d.base);

@@ -147,8 +147,9 @@ void TrainerWorker::remerge(qint64 round, const std::vector<IncomingContribution
   if (!peer_) return;
   const qint64 pending = awaitingMerge_ == round + 1 ? round + 1 : 0;
   auto done = peer_->remerge(round, contributions, fingerprint.toStdString(), contributionPath(pending).toStdString());
-  if (!done) return Q_EMIT remerged(round, {}, QString::fromStdString(done.error()));
-  Q_EMIT remerged(round, QString::fromStdString(done->fingerprint), {});
+  if (!done) return Q_EMIT remerged(round, {}, {}, 0, QString::fromStdString(done.error()));
+  Q_EMIT remerged(round, QString::fromStdString(done->fingerprint), QString::fromStdString(done->sharedFingerprint),
+                  done->accepted, {});
   if (done->rewritten.round > 0) {
     lastTrained_.contribution = done->rewritten;
     Q_EMIT roundTrained(lastTrained_);

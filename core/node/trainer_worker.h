@@ -67,7 +67,9 @@ class TrainerWorker : public QObject {
   void merged(const es::node::RoundMerged& merged);
   void stopped();
   void snapshotAdopted(qint64 round, const QString& fingerprint, const QString& error);
-  void remerged(qint64 round, const QString& fingerprint, const QString& error);
+  // `sharedFingerprint` and `accepted` as in MergeResult; error: nothing changed.
+  void remerged(qint64 round, const QString& fingerprint, const QString& sharedFingerprint, int accepted,
+                const QString& error);
   void snapshotWritten(qint64 round, const QString& path);
   void persisted(qint64 round, const QString& error);  // the state after `round` is durable
   void pausedChanged(bool paused);
