@@ -445,12 +445,15 @@ class NodeRounds : public QObject {
   // never serves a byte, the trickler one byte more at every look. Neither holds a round past its
   // deadline (the old rule waited for the trickle to the maximum); after 2 rounds the ghost is a
   // no-show — not waited for, not an owner — while the trickler, which does send, is still waited
-  // for to the deadline (as a slow honest uplink is).
+  // for to the deadline (as a slow honest uplink is). From round 3 on the ghost's record says it
+  // merged the live peer's state (as a peer back in step after a partition says): the live peer
+  // waits for it again in round 5 — once: when it stays away it is out again from round 7, and
+  // the next lift comes kNoShowLiftRounds rounds after the first (at the close of round 8).
   void announcersThatNeverServeOrTrickleDoNotHoldRounds() {
     MemorySwarmHub hub("tiny-run");
     MemorySwarm swarm(hub, "peer-live"), ghost(hub, "peer-ghost"), trickler(hub, "peer-trickle");
     auto config = isolatedConfigFor("peer-live", "ghost");
-    config.maxRounds = 4;
+    config.maxRounds = 8;
     config.policy.expertsPerPeer = 1;
     config.policy.deadlineMinSeconds = 3;
     config.policy.deadlineMaxSeconds = 20;
@@ -463,6 +466,7 @@ class NodeRounds : public QObject {
       for (const auto& id : trickleIds) t.transfers.push_back({id, 1 << 20, ++trickle, 0, trickle});
       return t;
     });
+    std::map<std::int64_t, std::string> ghostMerged;  // what the ghost says it merged (ours, from round 3)
     const auto announceRound = [&](MemorySwarm& who, std::set<std::string>& ids, std::vector<int> claims,
                                    qint64 round) {
       const QString path =
@@ -479,6 +483,7 @@ class NodeRounds : public QObject {
       a.claims = claims;
       a.leaseUntil = round + lease;
       a.contrib[round] = *id;
+      if (&who == &ghost) a.merged = ghostMerged;
       QVERIFY(who.announce(a).ok());
     };
     const auto announceBoth = [&](qint64 round) {
@@ -493,6 +498,7 @@ class NodeRounds : public QObject {
     QStringList said;
     connect(&node, &Node::roundClosed, this, [&](const RoundSummary& s) {
       rounds.push_back(s);
+      if (s.round >= 3) ghostMerged = {{s.round, s.merge.fingerprint}};
       announceBoth(s.round + 1);  // they keep announcing
     });
     connect(&node, &Node::finished, this, [&] { finished = true; });
@@ -504,17 +510,22 @@ class NodeRounds : public QObject {
     node.start();
     QVERIFY2(es::test::waitUntil([&] { return finished || !failure.isEmpty(); }, 180000), "the node did not finish");
     QVERIFY2(failure.isEmpty(), qPrintable(failure));
-    QCOMPARE(int(rounds.size()), 4);
-    for (int r = 0; r < 4; ++r) {
-      QVERIFY(rounds[r].deadlineHit);               // the trickler is waited for, to the deadline
-      QCOMPARE(rounds[r].expected, r < 2 ? 3 : 2);  // then the ghost is not
+    QCOMPARE(int(rounds.size()), 8);
+    const std::vector<int> expected{3, 3, 2, 2, 3, 3, 2, 2};  // the ghost: waited for, out, in step, out
+    for (int r = 0; r < 8; ++r) {
+      QVERIFY(rounds[r].deadlineHit);  // the trickler is waited for, to the deadline
+      QCOMPARE(rounds[r].expected, expected[r]);
       // A trickle that would take days is not waited for past the deadline (1.5 × the round
       // time, a few seconds here); the old rule waited on to the 20 s maximum.
       QVERIFY2(rounds[r].gatherSeconds < 15, qPrintable(QString::number(rounds[r].gatherSeconds)));
     }
     const auto noShow = said.filter("never began to arrive 2 rounds in a row");
-    QCOMPARE(noShow.size(), 1);
+    QCOMPARE(noShow.size(), 2);
     QVERIFY(noShow.front().contains("peer-ghost"));
+    const auto lifted = said.filter("into our state: waiting for its contributions again");
+    QCOMPARE(lifted.size(), 2);  // at the close of rounds 4 and 8 (what round 3 and 7 merged)
+    QVERIFY2(lifted.front().contains("merged round 3 into our state"), qPrintable(lifted.front()));
+    QVERIFY2(lifted.back().contains("merged round 7 into our state"), qPrintable(lifted.back()));
     // The ghost's orphans are dealt to the live peers, fewest claims first: ours had one, the
     // trickler two, so at least one of them is ours now (the other goes by roundRank).
     const auto claims = node.claims();

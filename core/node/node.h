@@ -69,6 +69,9 @@ constexpr int kMaxConcurrentFetches = 8;
 // rounds in a row is not waited for (nor counted as an owner) until one arrives again (issue 15, item 3).
 constexpr int kNoShowRounds = 2;
 constexpr int kStaleRounds = 2;  // contributions on another base in a row, while we hold the majority's state
+// A no-show or stale peer whose record shows it merged our state is waited for again (countNoShows),
+// at most once in this many rounds: a liar copying our fingerprint holds few rounds to the deadline.
+constexpr int kNoShowLiftRounds = 4;
 
 // A step's GPU reading as the ledger keeps it (memory in MiB).
 std::optional<store::GpuMetric> gpuMetricOf(const std::optional<GpuReading>& reading);
@@ -163,7 +166,8 @@ class Node : public QObject {
   // brings the rest before deadline.max_seconds.
   bool fetchesProgressing();
   void onContributionFetched(const std::string& contentId, const std::string& path);
-  void countNoShows();  // at round close: senders whose announced contribution sent no byte
+  void countNoShows();          // at round close: senders whose announced contribution sent no byte
+  void liftInStepExclusions();  // countNoShows: excluded peers in step with us again are waited for again
   FetchLimits limitsFor(const std::string& contentId, qint64 round) const;  // every announcer's sizes
   std::optional<std::pair<qint64, std::string>> convergeOnLowestId();
   std::optional<std::pair<std::pair<qint64, std::string>, int>> bestAnnouncedSnapshot() const;
@@ -295,11 +299,12 @@ class Node : public QObject {
   // Filled as livePeers meets them, hence mutable. Peers may differ by a round on a newcomer's
   // grace (they met it at different times); they agree again once it publishes or stays silent.
   mutable std::map<std::string, std::int64_t> claimingSince_;
-  std::map<std::string, int> fetchRetries_;  // content id → failed fetches restarted
-  std::map<std::string, int> noShows_;       // sender → rounds in a row its announced contribution sent no byte
-  std::map<std::string, int> staleStreak_;   // sender → rounds in a row its contribution was stale (we in step)
-  std::set<std::string> snapshotFetches_;    // snapshot content ids fetched (retired at round close)
-  qint64 quotaReportedRound_ = -1;           // the quota message is said once a round
+  std::map<std::string, int> fetchRetries_;     // content id → failed fetches restarted
+  std::map<std::string, int> noShows_;          // sender → rounds in a row its announced contribution sent no byte
+  std::map<std::string, qint64> noShowLifted_;  // sender → the round we last waited for it again (in step)
+  std::map<std::string, int> staleStreak_;      // sender → rounds in a row its contribution was stale (we in step)
+  std::set<std::string> snapshotFetches_;       // snapshot content ids fetched (retired at round close)
+  qint64 quotaReportedRound_ = -1;              // the quota message is said once a round
   bool quotaReached_ = false;
   std::int64_t diskUsed_ = 0;  // the run folder at the last fetch decision
 

@@ -171,7 +171,37 @@ void Node::countNoShows() {
                        .arg(q(sender).left(16))
                        .arg(kNoShowRounds));
   }
+  liftInStepExclusions();
   if (noShows_.size() > 4096) noShows_.clear();  // bounded: only live peers' counts matter
+  if (noShowLifted_.size() > 4096) noShowLifted_.clear();
+}
+
+// A no-show (or a peer stale kStaleRounds in a row) stays out until one of its contributions
+// arrives (is merged) before we close — which a peer that fell behind (a partition, a snapshot to
+// fetch, a round trained again) never manages while nobody waits for it: the netlab's cut peers,
+// back in step after a 200 s cut, stayed out for good. So such a peer whose record says it merged
+// the very state we merged last is waited for again (to the normal deadline, as any live peer),
+// at most once every kNoShowLiftRounds rounds (a liar copying our fingerprint gains little).
+void Node::liftInStepExclusions() {
+  const auto ours = fingerprints_.find(mergedRound_);
+  if (ours == fingerprints_.end() || !gather_) return;
+  const qint64 r = gather_->round;
+  for (const auto& p : swarm_.peers()) {
+    const auto noShow = noShows_.find(p.id);
+    const auto stale = staleStreak_.find(p.id);
+    const bool excluded = (noShow != noShows_.end() && noShow->second >= kNoShowRounds) ||
+                          (stale != staleStreak_.end() && stale->second >= kStaleRounds);
+    const auto merged = p.merged.find(mergedRound_);
+    if (!excluded || merged == p.merged.end() || merged->second != ours->second) continue;
+    if (auto lifted = noShowLifted_.find(p.id); lifted != noShowLifted_.end() && r - lifted->second < kNoShowLiftRounds)
+      continue;
+    noShowLifted_[p.id] = r;
+    if (noShow != noShows_.end()) noShows_.erase(noShow);
+    if (stale != staleStreak_.end()) staleStreak_.erase(stale);
+    Q_EMIT message(QStringLiteral("Peer %1 merged round %2 into our state: waiting for its contributions again")
+                       .arg(q(p.id).left(16))
+                       .arg(mergedRound_));
+  }
 }
 
 // Issue 15, item 1: a contribution on another base is stale — skipped, never a ban (a deadline
