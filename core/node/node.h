@@ -70,7 +70,7 @@ constexpr int kMaxConcurrentFetches = 8;
 constexpr int kNoShowRounds = 2;
 constexpr int kStaleRounds = 2;  // contributions on another base in a row, while we hold the majority's state
 // A no-show or stale peer whose record shows it merged our state is waited for again (countNoShows),
-// at most once in this many rounds: a liar copying our fingerprint holds few rounds to the deadline.
+// at most once in this many rounds: a liar copying our fingerprint is waited for in ≤ 2 rounds of 4.
 constexpr int kNoShowLiftRounds = 4;
 
 // A step's GPU reading as the ledger keeps it (memory in MiB).

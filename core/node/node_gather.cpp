@@ -181,7 +181,8 @@ void Node::countNoShows() {
 // fetch, a round trained again) never manages while nobody waits for it: the netlab's cut peers,
 // back in step after a 200 s cut, stayed out for good. So such a peer whose record says it merged
 // the very state we merged last is waited for again (to the normal deadline, as any live peer),
-// at most once every kNoShowLiftRounds rounds (a liar copying our fingerprint gains little).
+// at most once every kNoShowLiftRounds rounds (a liar copying our fingerprint and never serving is
+// waited for, to the normal deadline, in at most two rounds of four).
 void Node::liftInStepExclusions() {
   const auto ours = fingerprints_.find(mergedRound_);
   if (ours == fingerprints_.end() || !gather_) return;
