@@ -65,7 +65,11 @@ std::map<std::pair<std::string, std::string>, std::set<int>> Node::knownContribu
 // a snapshot fetch.
 bool Node::startRepair(qint64 round, const StateGroup& group) {
   if (repair_) return true;
-  if (!lastClosed_ || lastClosed_->round != round || round != mergedRound_ || !worker_ || repairTried_ >= round)
+  // Only the round merged last, and not while the next one's merge is queued (it lands first and
+  // the trainer's state is then a round past the one to repair: the netlab's cut peer waited 30 s
+  // for such a repair in vain).
+  if (!lastClosed_ || lastClosed_->round != round || round != mergedRound_ || !worker_ || repairTried_ >= round ||
+      (gather_ && gather_->closing))
     return false;
   repairTried_ = round;
   const std::string digest = majoritySetDigest(round, group.members);
