@@ -154,6 +154,14 @@ class NetlabSwarm : public QObject {
     // closed; round 7 split three ways (the 4 outside merged 5 of 6, natp1 5 into another state,
     // natp2 4); natp1 took the round-7 snapshot during round 8, natp2 saw the split only after its
     // round 8 closed; rounds 8 (outside 5 of 6) and 9 (map2: 4 of 6) did not merge all 6 (fail).
+    // Since 0656ce7 a peer out of step in the round it merged last first merges that round again
+    // with the majority's set (records name it; "Repair before snapshot"), which is what that
+    // three-way split needed. 60 s cut at 0656ce7: absorbed again (round 7 merged 6 of 6; pass).
+    // Forced 200 s cut at 3ca9967 and 64105a3: the cut peers merged round 7 (and one also 8)
+    // alone; the repair of round 7 got no bytes in its watchdog look and gave way to the round-8
+    // snapshot; round 9 was trained again from scratch and missed the others' deadline (fail). At
+    // 3ca9967 the others had also marked the cut peers no-shows for good (fixed in 64105a3: a
+    // no-show in step again is waited for again); natp1 then repaired round 9 with 0 to fetch.
     if (!qEnvironmentVariableIsSet("ES_NETLAB_PARTITION")) {
       qInfo("partition scenario not run (ES_NETLAB_PARTITION=1 runs it; not yet seen to pass every time)");
       QVERIFY2(stopAll(peers), "a client did not stop within 90 s of SIGTERM");
