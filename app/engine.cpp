@@ -251,6 +251,7 @@ void Engine::wireNode() {
     Q_EMIT roundClosed(s);
     Q_EMIT swarmChanged(parts_->node->view());
   });
+  connect(node, &node::Node::roundRepaired, this, &Engine::roundRepaired);
   connect(node, &node::Node::pausedChanged, this, &Engine::pausedChanged);
   connect(node, &node::Node::failed, this, [this](const QString& error) {
     Q_EMIT failed(error);

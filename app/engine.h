@@ -50,6 +50,7 @@ class Engine : public QObject {
   void started(const es::node::RunInfo& info);
   void stepped(const es::node::StepReport& report);
   void roundClosed(const es::node::RoundSummary& summary);
+  void roundRepaired(const es::node::RoundSummary& summary);  // Node::roundRepaired
   void swarmChanged(const es::node::SwarmView& view);
   void pausedChanged(bool paused);
   void message(const QString& line);

@@ -18,8 +18,9 @@ void printRoundLine(const node::RoundSummary& s) {
   // merged=: fingerprint of the merged shared tensors, equal on every peer that merged the same set.
   // val_loss= only on rounds that measured it (of the merged state: equal where merged= is).
   const std::string val = s.valLoss ? " val_loss=" + QString::number(*s.valLoss, 'f', 4).toStdString() : std::string();
-  std::printf("round=%lld peers=%d loss=%.4f%s tok/s=%.0f merged=%s\n", static_cast<long long>(s.round), s.peers,
-              s.loss, val.c_str(), s.tokensPerSecond, s.merge.sharedFingerprint.c_str());
+  // A repaired round is printed again, as it ended (" repaired"): the last line of a round is true.
+  std::printf("round=%lld peers=%d loss=%.4f%s tok/s=%.0f merged=%s%s\n", static_cast<long long>(s.round), s.peers,
+              s.loss, val.c_str(), s.tokensPerSecond, s.merge.sharedFingerprint.c_str(), s.repaired ? " repaired" : "");
   std::fflush(stdout);
 }
 
@@ -70,6 +71,10 @@ int runSwarmClient(const CommandLine& given, const QString& shareDir) {
                    static_cast<long long>((r.step - 1) / h + 1), inRound, h, r.loss, r.tokensPerSecond, gpu.c_str());
     });
   QObject::connect(&engine, &Engine::roundClosed, [clearBar](const node::RoundSummary& s) {
+    clearBar();
+    printRoundLine(s);
+  });
+  QObject::connect(&engine, &Engine::roundRepaired, [clearBar](const node::RoundSummary& s) {
     clearBar();
     printRoundLine(s);
   });

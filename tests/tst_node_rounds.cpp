@@ -123,6 +123,7 @@ class NodeRounds : public QObject {
     bool finished = false;
     double seconds = 0;
     std::vector<es::store::RoundRow> ledgerOfA;  // peer-a's ledger rounds (`heals` runs only)
+    std::map<qint64, RoundSummary> repairedByA;  // Node::roundRepaired
   };
   // `heals`: the withholding ends when peer-a's deadline closes round 1 (a partition that heals
   // just too late), so what it missed can be fetched afterwards.
@@ -164,6 +165,9 @@ class NodeRounds : public QObject {
                                                      std::string(name) == "peer-a" ? ledgerA.get() : nullptr);
       const std::string who = name;
       connect(n.get(), &Node::roundClosed, this, [&run, who](const RoundSummary& s) { run.rounds[who][s.round] = s; });
+      connect(n.get(), &Node::roundRepaired, this, [&run, who](const RoundSummary& s) {
+        if (who == "peer-a") run.repairedByA[s.round] = s;
+      });
       connect(n.get(), &Node::finished, this, [&finished] { ++finished; });
       connect(n.get(), &Node::failed, this, [&run](const QString& e) { run.failure = e; });
       connect(n.get(), &Node::message, this, [&run, &healed, heals, who](const QString& m) {
@@ -260,6 +264,11 @@ class NodeRounds : public QObject {
     QVERIFY2(rowOne != run.ledgerOfA.end(), "peer-a's ledger has no round 1");
     QCOMPARE(rowOne->mergedFingerprint, rounds["peer-b"].at(1).merge.sharedFingerprint);
     QCOMPARE(rowOne->accepted, 3);
+    // and reports round 1 again, as it ended (the headless client prints it as a second line).
+    QVERIFY2(run.repairedByA.count(1), "peer-a did not report the repaired round");
+    QCOMPARE(run.repairedByA.at(1).merge.fingerprint, rounds["peer-b"].at(1).merge.fingerprint);
+    QCOMPARE(run.repairedByA.at(1).peers, 3);
+    QVERIFY(run.repairedByA.at(1).repaired && !run.repairedByA.at(1).valLoss);
     QVERIFY2(!said(run, "Fetching the swarm's snapshot"), "peer-a fetched a snapshot all the same");
     QVERIFY2(!said(run, "Took the swarm's snapshot"), "peer-a took a snapshot all the same");
     for (qint64 r = 3; r <= 4; ++r) {

@@ -346,6 +346,7 @@ void Node::retireOldContent(qint64 mergedRound) {
 }
 
 void Node::advanceRound(const RoundSummary& s) {
+  lastSummary_ = s;
   round_ = s.round + 1;
   if (!nextClaims_.empty() && nextClaims_ != claims_) {
     Q_EMIT message(QStringLiteral("Claims change for round %1: %2 -> %3")

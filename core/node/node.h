@@ -123,6 +123,8 @@ class Node : public QObject {
  Q_SIGNALS:
   void message(const QString& line);  // human-readable log
   void roundClosed(const es::node::RoundSummary& summary);
+  // The round closed last, merged again with the majority's set (node_repair.cpp): the state it ended in.
+  void roundRepaired(const es::node::RoundSummary& summary);
   void stepped(const es::node::StepReport& report);
   void failed(const QString& error);
   void pausedChanged(bool paused);
@@ -214,6 +216,7 @@ class Node : public QObject {
                   const QString& error);
   std::optional<ClosedRound> lastClosed_;
   std::optional<Repair> repair_;
+  std::optional<RoundSummary> lastSummary_;         // of the round closed last (a repair reports it again)
   qint64 repairTried_ = 0;                          // a round is repaired at most once
   std::map<qint64, std::string> setDigests_;        // round → digest of the set we merged (our record's `sets`)
   std::map<qint64, store::RoundRow> repairedRows_;  // a repaired round's ledger row, once its state is durable

@@ -92,8 +92,11 @@ bool Node::startRepair(qint64 round, const StateGroup& group) {
     else
       repair.missing[key.second].push_back({key.first, {}, claims});
   }
-  for (const auto& [id, senders] : repair.missing)
-    if (!startRepairFetch(round, id, senders)) return false;
+  for (auto it = repair.missing.begin(); it != repair.missing.end(); ++it) {
+    if (startRepairFetch(round, it->first, it->second)) continue;
+    for (auto started = repair.missing.begin(); started != it; ++started) swarm_.retire(started->first, true);
+    return false;
+  }
   Q_EMIT message(QStringLiteral("Out of step in round %1: merging the majority's %2 contributions again (%3 to fetch) "
                                 "instead of taking a snapshot")
                      .arg(round)
@@ -176,6 +179,16 @@ void Node::onRemerged(qint64 round, const QString& fingerprint, const QString& s
                      .arg(repair_->have.size())
                      .arg(fingerprint));
   setDigests_[round] = repair_->digest;
+  if (lastSummary_ && lastSummary_->round == round) {  // what the round line said is not true any more
+    RoundSummary s = *lastSummary_;
+    s.repaired = true;
+    s.peers = s.merge.accepted = accepted;
+    s.merge.fingerprint = fingerprint.toStdString();
+    s.merge.sharedFingerprint = sharedFingerprint.toStdString();
+    s.valLoss.reset();  // measured on the state we left; not measured again
+    s.merge.valLoss.reset();
+    Q_EMIT roundRepaired(s);
+  }
   repair_.reset();
   // The round we held was built on the state we left: the trainer sends it again, on this one.
   held_.reset();

@@ -71,6 +71,7 @@ struct RoundSummary {
   double tokensPerSecond = 0;
   double gatherSeconds = 0;
   bool deadlineHit = false;
+  bool repaired = false;            // merged again with the majority's set (Node::roundRepaired)
   std::vector<int> updatedExperts;  // experts that an accepted contribution of an owner changed
   MergeResult merge;
 };

@@ -192,8 +192,9 @@ class SwarmClient {
         log_ << line;
         continue;
       }
-      static const QRegularExpression re(QStringLiteral(
-          "^round=(\\d+) peers=(\\d+) loss=([0-9.]+)( val_loss=([0-9.]+))? tok/s=(\\d+) merged=([0-9a-f]+)$"));
+      static const QRegularExpression re(
+          QStringLiteral("^round=(\\d+) peers=(\\d+) loss=([0-9.]+)( val_loss=([0-9.]+))? tok/s=(\\d+) "
+                         "merged=([0-9a-f]+)( repaired)?$"));
       if (auto m = re.match(line); m.hasMatch()) {
         RoundLine r{m.captured(2).toInt(), m.captured(3).toDouble(), m.captured(6).toDouble(), std::nullopt,
                     m.captured(7)};
