@@ -559,6 +559,11 @@ class NodeRounds : public QObject {
     }
     connect(&a, &Node::roundClosed, this, [&roundsA](const RoundSummary& s) { roundsA.push_back(s); });
     connect(&a, &Node::message, this, [](const QString& m) { qInfo("a: %s", qPrintable(m)); });
+    QStringList saidByB;
+    connect(&b, &Node::message, this, [&saidByB](const QString& m) {
+      qInfo("b: %s", qPrintable(m));
+      saidByB << m;
+    });
     // Copies peer-b's newest contribution id into its own record as soon as it appears.
     std::set<std::string> copied;
     QTimer copier;
@@ -594,6 +599,9 @@ class NodeRounds : public QObject {
       }
     }
     QVERIFY2(rejected, "the impostor's copy never reached a verdict");
+    // peer-b never fetches its own contribution from the impostor's announcement (it did, and at the
+    // round's close retired it — stopped seeding it — so peer-a never got it).
+    for (const auto& m : saidByB) QVERIFY2(!m.startsWith("Fetch failed"), qPrintable(m));
   }
 
   // The donor's "finish this round, then pause": the trainer stops exactly at the round's end,

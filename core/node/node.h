@@ -155,6 +155,7 @@ class Node : public QObject {
   void onFetchFailed(const std::string& id, const std::string& reason, bool refused);
   void refuse(const std::string& id, const std::string& reason);
   void banSender(const std::string& sender, const std::string& reason);
+  bool announcesOurOwn(const std::string& sender, const std::string& id);
   void retireUnarrived();
   void cleanRunFolder(bool atStart);
   void dropSuperseded(const std::string& sender, const std::string& currentContentId);

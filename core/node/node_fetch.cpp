@@ -195,6 +195,12 @@ void Node::refuse(const std::string& id, const std::string& reason) {
     if (ledger_) ledger_->addContribution(swarm_.runId(), {gather_->round, sender, id, 0, "rejected", why});
     banSender(sender, why);
   }
+  // The bytes may still be an honest peer's that an impostor announced first with its own sizes:
+  // the banned announcers are forgotten and the transfer with them, so a live announcer of the same
+  // id starts it afresh with its sizes (each try bans its announcers: bounded by their number).
+  for (auto it = gather_->fetching.begin(); it != gather_->fetching.end();)
+    it = it->first.second == id ? gather_->fetching.erase(it) : std::next(it);
+  gather_->transfers.erase(id);
   gather();
 }
 

@@ -35,6 +35,7 @@ void Node::gather() {
   for (const auto& p : livePeers(r, true)) {
     auto c = p.contrib.find(r);
     if (c == p.contrib.end()) continue;
+    if (announcesOurOwn(p.id, c->second)) continue;
     dropSuperseded(p.id, c->second);
     if (gather_->arrived.count(p.id)) continue;
     if (!gather_->fetching.count({p.id, c->second})) noteAnnounced(p, c->second);
@@ -45,6 +46,18 @@ void Node::gather() {
   for (const auto& id : gather_->expected)
     if (!gather_->arrived.count(id) && !gather_->givenUp.count(id)) return;
   closeRound(false);
+}
+
+// A contribution names its sender in its header, so no other peer's can have our content id: a
+// peer announcing one of ours as its own is an impostor. Fetching it would make us download (and at
+// the round's close retire, i.e. stop seeding) our own contribution, and nobody would get it.
+bool Node::announcesOurOwn(const std::string& sender, const std::string& id) {
+  for (const auto& [round, own] : contrib_) {
+    if (own != id) continue;
+    banSender(sender, "announced our own contribution of round " + std::to_string(round) + " as its own");
+    return true;
+  }
+  return false;
 }
 
 // Every record's (round, claims), kept per peer for the rounds a contribution may still arrive in.
