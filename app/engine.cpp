@@ -9,6 +9,7 @@
 #include "core/sync/fetch_size.h"
 #include "core/train/trainer.h"
 #include "p2p/identity.h"
+#include "p2p/identity_work.h"
 #include "p2p/p2p_swarm.h"
 #include "p2p/swarm_session.h"
 #include "p2p/torrent_maker.h"
@@ -127,6 +128,19 @@ int Engine::openSession(const QString& dataDir) {
   return 0;
 }
 
+// The run asks every key for `bits` of identity work (p2p/identity_work.h): kept beside the key,
+// found once (the start line says how long it took).
+Expected<p2p::IdentityWork> Engine::identityWork(const QString& dataDir, int bits) {
+  static_assert(p2p::kMaxIdentityWorkBits == 30, "the run manifest bounds identity_work_bits by 30");
+  auto work = p2p::loadOrSolveIdentityWork((dataDir + QStringLiteral("/identity.work")).toStdString(),
+                                           parts_->identity->publicKey(), bits);
+  if (work && work->solved)
+    info("Identity work: " + std::to_string(work->bits) + " bits (the run asks " + std::to_string(bits) +
+         ") found for this key in " + QString::number(work->seconds, 'f', 1).toStdString() +
+         " s; kept in identity.work");
+  return work;
+}
+
 int Engine::startRun() {
   auto& p = *parts_;
   p.prepared = prepareRun(cl_, shareDir_);
@@ -147,7 +161,11 @@ int Engine::startRun() {
 
   if (!p.session)
     if (const int code = openSession(p.prepared.dataDir)) return code;
-  if (auto s = p.session->joinRun(runTorrent.toStdString(), p.prepared.runDir.toStdString()); !s)
+  auto work = identityWork(p.prepared.dataDir, data.manifest.swarm.identityWorkBits);
+  if (!work) return fail(1, work.error());
+  if (auto s = p.session->joinRun(runTorrent.toStdString(), p.prepared.runDir.toStdString(),
+                                  {data.manifest.swarm.identityWorkBits, work->nonce});
+      !s)
     return fail(1, s.error());
   if (!cl_.runMagnetHash.isEmpty() && p.session->runId() != cl_.runMagnetHash.toStdString())
     return fail(1, "the manifest fetched for run " + cl_.runMagnetHash.toStdString() + " is run " + p.session->runId() +

@@ -7,6 +7,7 @@
 #include "app/command_line.h"
 #include "core/common/expected.h"
 #include "core/node/node_metatypes.h"
+#include "p2p/identity_work.h"
 
 #include <QObject>
 #include <QString>
@@ -61,6 +62,7 @@ class Engine : public QObject {
  private:
   int fail(int code, const std::string& error, bool printed = false);
   int openSession(const QString& dataDir);
+  Expected<p2p::IdentityWork> identityWork(const QString& dataDir, int bits);
   int startRun();
   int fetchManifest();                            // engine_magnet.cpp
   void continueWithManifest(const QString& dir);  // engine_magnet.cpp

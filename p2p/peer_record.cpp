@@ -1,6 +1,7 @@
 #include "p2p/peer_record.h"
 
 #include "p2p/identity.h"
+#include "p2p/identity_work.h"
 
 #include <libtorrent/bdecode.hpp>
 #include <libtorrent/bencode.hpp>
@@ -55,6 +56,7 @@ lt::entry recordEntry(const PeerRecord& r, Int version) {
   stats["tps"] = Int(r.stats.tokensPerSecond);
   e["stats"] = std::move(stats);
   e["mem"] = Int(r.freeMemory);
+  e["work"] = Int(r.work);
   return e;
 }
 
@@ -88,6 +90,7 @@ std::string invalidValue(const PeerRecord& r) {
   if (r.round < 0) return "\"round\" is negative";
   if (r.leaseUntil < 0) return "\"lease\" is negative";
   if (r.freeMemory < 0) return "\"mem\" is negative";
+  if (r.work < 0) return "\"work\" is negative";
   if (r.stats.steps < 0 || r.stats.tokens < 0 || r.stats.tokensPerSecond < 0) return "\"stats\" has a negative count";
   for (std::size_t i = 0; i < r.claims.size(); ++i) {
     if (r.claims[i] < 0) return "\"claims\" has a negative expert id";
@@ -220,7 +223,7 @@ bool PeerRecord::operator==(const PeerRecord& o) const {
          leaseUntil == o.leaseUntil && contrib == o.contrib && snapshot == o.snapshot && merged == o.merged &&
          sets == o.sets && stats.steps == o.stats.steps && stats.tokens == o.stats.tokens &&
          stats.lossE4 == o.stats.lossE4 && stats.tokensPerSecond == o.stats.tokensPerSecond &&
-         freeMemory == o.freeMemory;
+         freeMemory == o.freeMemory && work == o.work;
 }
 
 const char* recordErrorName(RecordError error) {
@@ -239,6 +242,8 @@ const char* recordErrorName(RecordError error) {
       return "bad signature";
     case RecordError::NotCanonical:
       return "not canonical";
+    case RecordError::LittleWork:
+      return "too little identity work";
   }
   return "unknown";
 }
@@ -257,7 +262,8 @@ Expected<std::string> signRecord(const PeerRecord& record, const Identity& ident
   return bytes;
 }
 
-ParsedRecord parseRecord(std::string_view bytes, std::string_view expectedRun, const PublicKey* expectedKey) {
+ParsedRecord parseRecord(std::string_view bytes, std::string_view expectedRun, const PublicKey* expectedKey,
+                         int minWorkBits) {
   if (bytes.size() > kMaxRecordBytes) {
     return reject(RecordError::Oversize,
                   std::to_string(bytes.size()) + " bytes, limit " + std::to_string(kMaxRecordBytes));
@@ -276,7 +282,7 @@ ParsedRecord parseRecord(std::string_view bytes, std::string_view expectedRun, c
   Reader in;
   in.onlyKeys(root,
               {"v", "run", "pk", "seq", "round", "claims", "lease", "contrib", "snapshot", "merged", "sets", "stats",
-               "mem", "sig"},
+               "mem", "work", "sig"},
               "");
   PeerRecord r;
   const std::int64_t version = in.integer(root, "v");
@@ -297,6 +303,7 @@ ParsedRecord parseRecord(std::string_view bytes, std::string_view expectedRun, c
                in.integer(stats, "tps")};
   }
   r.freeMemory = in.integer(root, "mem");
+  r.work = in.integer(root, "work");
   const Signature sig = in.fixedBytes<64>(root, "sig");
   if (in.error.empty()) in.error = invalidValue(r);
   if (!in.error.empty()) return reject(RecordError::Garbage, in.error);
@@ -309,6 +316,10 @@ ParsedRecord parseRecord(std::string_view bytes, std::string_view expectedRun, c
   if (expectedKey && *expectedKey != r.pk) {
     return reject(RecordError::WrongKey, "\"pk\" " + toHex(r.pk) + " is not the expected " + toHex(*expectedKey));
   }
+  // One hash before the signature check (~50 µs): a key without the run's work is refused cheaply.
+  if (const int bits = identityWorkBits(r.pk, r.work); bits < minWorkBits)
+    return reject(RecordError::LittleWork, "\"work\" gives " + std::to_string(bits) +
+                                               " bits of identity work, the run asks " + std::to_string(minWorkBits));
   if (!verifySignature(r.pk, recordPayload(r), sig))
     return reject(RecordError::BadSignature, "\"sig\" does not verify");
 

@@ -7,7 +7,8 @@
 //   merged (dict: decimal round → fingerprint hex of the state the peer merged for that round),
 //   sets (dict: decimal round → digest hex of the contributions that state was merged from),
 //   stats (dict: steps, tokens, loss_e4 = loss·10⁴ rounded, tps = tokens/s rounded),
-//   mem (free accelerator memory, bytes), sig (64 bytes).
+//   mem (free accelerator memory, bytes), work (the key's identity-work nonce, p2p/identity_work.h),
+//   sig (64 bytes).
 // sig is ed25519 over the canonical bencoding of the same dictionary without `sig`. The whole
 // record is at most 1000 bytes so it also fits a BEP44 mutable item.
 #pragma once
@@ -27,8 +28,8 @@ class Identity;
 
 constexpr std::size_t kMaxRecordBytes = 1000;
 // 2: `merged` (a split is seen in the round it happens); 3: `sets` (a split is repaired by
-// merging the majority's set of contributions, without a snapshot).
-constexpr std::int64_t kRecordVersion = 3;
+// merging the majority's set of contributions, without a snapshot); 4: `work` (a key costs CPU).
+constexpr std::int64_t kRecordVersion = 4;
 
 struct RecordStats {
   std::int64_t steps = 0;
@@ -50,6 +51,7 @@ struct PeerRecord {
   std::map<std::int64_t, std::string> sets;      // round → merged-set digest (16–64 hex digits)
   RecordStats stats;
   std::int64_t freeMemory = 0;  // bytes
+  std::int64_t work = 0;        // identity-work nonce: the key's proof of work (p2p/identity_work.h)
 
   bool operator==(const PeerRecord& o) const;
 };
@@ -63,6 +65,7 @@ enum class RecordError {
   WrongKey,      // pk is not the key it was published under (BEP44) / announced with
   BadSignature,  // sig does not verify against pk
   NotCanonical,  // decodes, but is not the canonical encoding of what it says (malleability)
+  LittleWork,    // the key's identity work has fewer bits than the run asks (checked before sig)
 };
 const char* recordErrorName(RecordError error);
 
@@ -79,12 +82,14 @@ std::string recordPayload(const PeerRecord& record);
 Expected<std::string> signRecord(const PeerRecord& record, const Identity& identity);
 
 // Parses and verifies wire bytes. `expectedRun`: the run we are in; `expectedKey`: when the
-// bytes came under a known key (BEP44 item key), the record's pk must equal it.
+// bytes came under a known key (BEP44 item key), the record's pk must equal it. `minWorkBits`:
+// the run's swarm.identity_work_bits.
 struct ParsedRecord {
   bool ok = false;
   PeerRecord record;          // valid when ok
   RecordRejection rejection;  // valid when !ok
 };
-ParsedRecord parseRecord(std::string_view bytes, std::string_view expectedRun, const PublicKey* expectedKey = nullptr);
+ParsedRecord parseRecord(std::string_view bytes, std::string_view expectedRun, const PublicKey* expectedKey = nullptr,
+                         int minWorkBits = 0);
 
 }  // namespace es::p2p

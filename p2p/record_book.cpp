@@ -27,12 +27,12 @@ const char* offerOutcomeName(OfferOutcome outcome) {
   return "unknown";
 }
 
-RecordBook::RecordBook(std::string runId) : runId_(std::move(runId)) {}
+RecordBook::RecordBook(std::string runId, int minWorkBits) : runId_(std::move(runId)), minWorkBits_(minWorkBits) {}
 
 OfferResult RecordBook::offer(std::string_view bytes, const std::string& sender, const PublicKey* expectedKey,
                               std::int64_t nowMs) {
   OfferResult result{OfferOutcome::Accepted, std::nullopt, std::nullopt};
-  ParsedRecord parsed = parseRecord(bytes, runId_, expectedKey);
+  ParsedRecord parsed = parseRecord(bytes, runId_, expectedKey, minWorkBits_);
   const auto it = parsed.ok ? entries_.find(parsed.record.pk) : entries_.end();
   const auto tomb = parsed.ok ? tombstones_.find(parsed.record.pk) : tombstones_.end();
   if (!parsed.ok) {

@@ -70,7 +70,9 @@ struct Equivocation {
 
 class RecordBook {
  public:
-  explicit RecordBook(std::string runId);
+  // `minWorkBits`: the identity work every record's key must carry (the run's identity_work_bits).
+  explicit RecordBook(std::string runId, int minWorkBits = 0);
+  int minWorkBits() const { return minWorkBits_; }
 
   // `sender`: who handed us the bytes (a peer id, or "ip:port"); refusals are counted against it.
   OfferResult offer(std::string_view bytes, const std::string& sender, const PublicKey* expectedKey = nullptr,
@@ -117,6 +119,7 @@ class RecordBook {
   void bury(const PublicKey& key, std::int64_t seq);
 
   std::string runId_;
+  int minWorkBits_ = 0;
   std::map<PublicKey, Entry> entries_;
   std::set<std::pair<std::uint64_t, PublicKey>> unproven_;  // (order, key): eviction candidates
   std::set<PublicKey> pinned_;

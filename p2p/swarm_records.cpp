@@ -44,7 +44,7 @@ void SwarmSession::Impl::offerRecord(const std::string& bytes, const std::string
   const auto result = book->offer(bytes, sender, expectedKey, nowMs());
   if (result.evicted) forgetRecord(*result.evicted);
   if (result.outcome == OfferOutcome::Conflict) {
-    const auto parsed = parseRecord(bytes, runId, expectedKey);
+    const auto parsed = parseRecord(bytes, runId, expectedKey, book->minWorkBits());
     if (book->isBanned(parsed.record.pk)) {
       forgetRecord(parsed.record.pk);
       const std::string why = "equivocation: two signed records with seq " + std::to_string(parsed.record.seq) +
@@ -64,7 +64,7 @@ void SwarmSession::Impl::offerRecord(const std::string& bytes, const std::string
   }
   if (result.outcome != OfferOutcome::Accepted) return;
   ++counters.recordsAccepted;
-  const auto parsed = parseRecord(bytes, runId, expectedKey);
+  const auto parsed = parseRecord(bytes, runId, expectedKey, book->minWorkBits());
   {
     std::lock_guard lock(hub->mutex);
     hub->current[toHex(parsed.record.pk)] = bytes;

@@ -2,6 +2,7 @@
 #include "p2p/swarm_session.h"
 
 #include "p2p/dht_state.h"
+#include "p2p/identity_work.h"
 #include "p2p/lt_settings.h"
 #include "p2p/swarm_session_impl.h"
 #include "p2p/torrent_maker.h"
@@ -233,7 +234,7 @@ void SwarmSession::Impl::dispatch(lt::alert* a) {
   }
 }
 
-Status SwarmSession::joinRun(const std::string& torrentFile, const std::string& saveDir) {
+Status SwarmSession::joinRun(const std::string& torrentFile, const std::string& saveDir, const RunRules& rules) {
   auto& d = *impl_;
   if (d.book) return makeError("already in run " + d.runId);
   auto torrent = loadTorrent(torrentFile);
@@ -250,7 +251,10 @@ Status SwarmSession::joinRun(const std::string& torrentFile, const std::string& 
   d.runId = torrent->infoHashV2;
   std::copy_n(d.runHandle.info_hashes().v2.data(), lt::sha1_hash::size(), d.rendezvous.data());
   d.salt = d.runId.substr(0, 32);
-  d.book.emplace(d.runId);
+  if (identityWorkBits(d.identity.publicKey(), rules.ownWork) < rules.minWorkBits)
+    return makeError("this identity's work is below the run's " + std::to_string(rules.minWorkBits) + " bits");
+  d.ownWork = rules.ownWork;
+  d.book.emplace(d.runId, rules.minWorkBits);
   d.book->pin(d.identity.publicKey());  // our own record: never evicted, never expired
   d.joinedAt = Clock::now();
   d.retryMs = d.settings.firstRetryMs;
@@ -267,6 +271,7 @@ Status SwarmSession::publishRecord(const PeerRecord& input) {
   PeerRecord record = input;
   record.run = d.runId;
   record.pk = d.identity.publicKey();
+  record.work = d.ownWork;
   if (record.seq <= d.lastSeq)
     return makeError("record seq " + std::to_string(record.seq) + " is not above " + std::to_string(d.lastSeq));
   auto bytes = signRecord(record, d.identity);

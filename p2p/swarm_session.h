@@ -86,7 +86,12 @@ class SwarmSession : public QObject {
 
   // Joins a run: seeds (or fetches) the run torrent `torrentFile` into `saveDir`, announces it on
   // the DHT and gossips records with its peers. The run id is the torrent's v2 info-hash (hex).
-  Status joinRun(const std::string& torrentFile, const std::string& saveDir);
+  // `rules`: the identity work the run asks of every key, and our key's nonce (it must have it).
+  struct RunRules {
+    int minWorkBits = 0;
+    std::int64_t ownWork = 0;
+  };
+  Status joinRun(const std::string& torrentFile, const std::string& saveDir, const RunRules& rules);
   const std::string& runId() const;
 
   // Signs `record` (pk = our key, run = our run), stores it, gossips it and puts it as a BEP44

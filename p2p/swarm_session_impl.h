@@ -52,6 +52,7 @@ struct SwarmSession::Impl {
   lt::sha1_hash rendezvous;  // the DHT key run peers announce under (see announceRun)
   std::optional<RecordBook> book;
   std::int64_t lastSeq = 0;
+  std::int64_t ownWork = 0;  // our key's identity-work nonce, in every record we sign
   std::chrono::steady_clock::time_point joinedAt;
   QTimer announceTimer, pollTimer, progressTimer;
   int runPeers = 0;

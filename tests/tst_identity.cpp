@@ -2,6 +2,7 @@
 // the refusals that protect it.
 #include "core/common/atomic_file.h"
 #include "p2p/identity.h"
+#include "p2p/identity_work.h"
 
 #include <QDir>
 #include <QTemporaryDir>
@@ -207,6 +208,34 @@ class IdentityTest : public QObject {
     QVERIFY(Identity::loadOrCreate(path("tidy.key")).ok());
     for (const QString& name : QDir(dir_.path()).entryList(QDir::Files))
       QVERIFY2(!name.contains(".tmp"), qPrintable(name));
+  }
+
+  // Identity work (p2p/identity_work.h): found once and kept; read back without hashing again; a
+  // run asking more bits finds more; a damaged, foreign or too weak file is worked out again.
+  void identityWorkIsFoundOnceAndKept() {
+    const auto key = Identity::fromSeed(seedOf(5)).publicKey();
+    const std::string file = path("work-a");
+    const auto first = es::p2p::loadOrSolveIdentityWork(file, key, 10);
+    QVERIFY2(first.ok(), first.ok() ? "" : first.error().c_str());
+    QVERIFY(first->solved && first->bits >= 10);
+    QCOMPARE(es::p2p::identityWorkBits(key, first->nonce), first->bits);
+    QCOMPARE(first->nonce, es::p2p::solveIdentityWork(key, 10));  // the smallest nonce: nothing skipped
+    const auto again = es::p2p::loadOrSolveIdentityWork(file, key, 10);
+    QVERIFY(again.ok() && !again->solved && again->nonce == first->nonce);
+    const auto more = es::p2p::loadOrSolveIdentityWork(file, key, first->bits + 2);
+    QVERIFY(more.ok() && more->solved && more->bits >= first->bits + 2);
+    QVERIFY(es::p2p::loadOrSolveIdentityWork(file, key, first->bits + 2)->solved == false);
+    // Another key's file, a damaged one, a forged nonce: solved again, and the file rewritten.
+    const auto other = Identity::fromSeed(seedOf(6)).publicKey();
+    const auto foreign = es::p2p::loadOrSolveIdentityWork(file, other, 8);
+    QVERIFY(foreign.ok() && foreign->solved && es::p2p::identityWorkBits(other, foreign->nonce) >= 8);
+    for (const auto& text : {std::string("garbage"), es::p2p::toHex(other) + " 0\n", es::p2p::toHex(other) + " -5\n",
+                             es::p2p::toHex(other) + " 1 2\n"}) {
+      QVERIFY(es::writeFileAtomically(file, text).ok());
+      const auto redone = es::p2p::loadOrSolveIdentityWork(file, other, 8);
+      QVERIFY2(redone.ok() && es::p2p::identityWorkBits(other, redone->nonce) >= 8, text.c_str());
+    }
+    QVERIFY(!es::p2p::loadOrSolveIdentityWork(file, key, es::p2p::kMaxIdentityWorkBits + 1).ok());
   }
 };
 

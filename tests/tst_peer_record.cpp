@@ -2,6 +2,7 @@
 // newest valid one per key (p2p/record_book.h). Forged records are written by hand in bencode, so
 // these tests check the wire format independently of the codec the implementation uses.
 #include "p2p/identity.h"
+#include "p2p/identity_work.h"
 #include "p2p/peer_record.h"
 #include "p2p/record_book.h"
 
@@ -43,6 +44,7 @@ PeerRecord sampleRecord(const Identity& identity, std::int64_t seq = 7) {
   r.sets = {{11, "00112233445566778899aabbccddeeff"}, {10, "ffeeddccbbaa9988"}};
   r.stats = {1200, 4915200, 31415, 2048};
   r.freeMemory = 7LL << 30;
+  r.work = 12345;
   return r;
 }
 
@@ -90,7 +92,8 @@ Fields payloadFields(const PeerRecord& r, long long version = es::p2p::kRecordVe
           {"sets", roundDict(r.sets)},
           {"snapshot", roundDict(r.snapshot)},
           {"stats", stats},
-          {"v", bint(version)}};
+          {"v", bint(version)},
+          {"work", bint(r.work)}};
 }
 
 // Signs the fields as given (the signer need not be the record's key) and adds `sig` in order.
@@ -248,6 +251,42 @@ class PeerRecordTest : public QObject {
     expectRejected(bdict(signedFields(payload, alice_)), RecordError::BadVersion);
   }
 
+  // Identity work (p2p/identity_work.h): a key without the run's bits is refused — before the
+  // signature is checked, so even a badly signed record with little work says "too little work".
+  void identityWorkIsCheckedBeforeTheSignature() {
+    const int bits = 12;
+    PeerRecord record = sampleRecord(alice_);
+    record.work = es::p2p::solveIdentityWork(alice_.publicKey(), bits);
+    QVERIFY(es::p2p::identityWorkBits(alice_.publicKey(), record.work) >= bits);
+    const std::string proven = signedBytes(record, alice_);
+    QVERIFY2(es::p2p::parseRecord(proven, kRun, nullptr, bits).ok,
+             describe(es::p2p::parseRecord(proven, kRun, nullptr, bits)));
+    // The same nonce proves nothing for another key (the puzzle hashes the key).
+    PeerRecord borrowed = sampleRecord(bob_);
+    borrowed.work = record.work;
+    QVERIFY(es::p2p::identityWorkBits(bob_.publicKey(), borrowed.work) < bits);  // these seeds: 1 in 4096 otherwise
+    const auto parsedBorrowed = es::p2p::parseRecord(signedBytes(borrowed, bob_), kRun, nullptr, bits);
+    QVERIFY2(!parsedBorrowed.ok && parsedBorrowed.rejection.error == RecordError::LittleWork, describe(parsedBorrowed));
+    record.work = 0;
+    const std::string unproven = signedBytes(record, alice_);
+    QVERIFY(es::p2p::parseRecord(unproven, kRun).ok);  // a run that asks no work
+    QVERIFY(es::p2p::identityWorkBits(alice_.publicKey(), 0) < bits);
+    auto parsed = es::p2p::parseRecord(unproven, kRun, nullptr, bits);
+    QVERIFY2(!parsed.ok && parsed.rejection.error == RecordError::LittleWork, describe(parsed));
+    QVERIFY2(parsed.rejection.detail.find("the run asks 12") != std::string::npos, describe(parsed));
+    const std::string sig = raw(alice_.sign(es::p2p::recordPayload(record)));
+    std::string flipped = sig;
+    flipped[0] = char(flipped[0] ^ 1);
+    parsed = es::p2p::parseRecord(replaceOnce(unproven, sig, flipped), kRun, nullptr, bits);
+    QVERIFY2(!parsed.ok && parsed.rejection.error == RecordError::LittleWork, describe(parsed));
+    // The book of a run that asks work refuses the unproven record and counts it against its sender.
+    es::p2p::RecordBook book(kRun, bits);
+    const auto offered = book.offer(unproven, "flooder");
+    QVERIFY(offered.outcome == OfferOutcome::Rejected && offered.rejection->error == RecordError::LittleWork);
+    QCOMPARE(book.dropsFrom("flooder"), 1);
+    QVERIFY(book.offer(proven, "honest").outcome == OfferOutcome::Accepted);
+  }
+
   void reportsTheFirstFailingCheck() {
     // Wrong run and a signature by the wrong key: the run is checked first.
     PeerRecord record = sampleRecord(alice_);
@@ -296,6 +335,9 @@ class PeerRecordTest : public QObject {
     QTest::newRow("merged missing") << bdict(withField(good, "merged", ""));
     QTest::newRow("sets value not a digest") << bdict(withField(good, "sets", bdict({{"3", bstr("0123")}})));
     QTest::newRow("sets missing") << bdict(withField(good, "sets", ""));
+    QTest::newRow("work missing") << bdict(withField(good, "work", ""));
+    QTest::newRow("work negative") << bdict(withField(good, "work", bint(-1)));
+    QTest::newRow("work a string") << bdict(withField(good, "work", bstr("1")));
     QTest::newRow("deeply nested") << std::string(400, 'l') + std::string(400, 'e');
   }
   void rejectsGarbage() {

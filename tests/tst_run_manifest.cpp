@@ -245,6 +245,10 @@ class RunManifestTest : public QObject {
     QTest::newRow("aggregate rule not a string") << "swarm.aggregate.rule" << QJsonValue(1);
     QTest::newRow("clip iterations zero") << "swarm.aggregate.clip_iterations" << QJsonValue(0);
     QTest::newRow("clip iterations huge") << "swarm.aggregate.clip_iterations" << QJsonValue(1000000);
+    // 31 bits would keep a newcomer hashing ~6 minutes, 60 for good: a stranger's run cannot do that.
+    QTest::newRow("identity work over 30 bits") << "swarm.identity_work_bits" << QJsonValue(31);
+    QTest::newRow("identity work negative") << "swarm.identity_work_bits" << QJsonValue(-1);
+    QTest::newRow("identity work fractional") << "swarm.identity_work_bits" << QJsonValue(8.5);
     QTest::newRow("clip tau factor zero") << "swarm.aggregate.clip_tau_factor" << QJsonValue(0);
     QTest::newRow("clip tau factor huge") << "swarm.aggregate.clip_tau_factor" << QJsonValue(1e300);
     QTest::newRow("unknown aggregate key") << "swarm.aggregate.trim" << QJsonValue(0.1);
@@ -290,6 +294,17 @@ class RunManifestTest : public QObject {
     QCOMPARE(m->swarm.aggregate, std::string("centered_clip"));
     QCOMPARE(m->swarm.clipIterations, 5);
     QCOMPARE(m->swarm.clipTauFactor, 2.5);
+  }
+
+  void identityWorkBitsAreReadAndDefaultTo22() {
+    const auto absent = parseRunManifest(text(bundledManifest()));
+    QVERIFY(absent.ok());
+    QCOMPARE(absent->swarm.identityWorkBits, 22);
+    for (const int bits : {0, 16, 30}) {
+      const auto m = parseRunManifest(text(bundledWith("swarm.identity_work_bits", bits)));
+      QVERIFY2(m.ok(), m.ok() ? "" : m.error().c_str());
+      QCOMPARE(m->swarm.identityWorkBits, bits);
+    }
   }
 
   void aModelOverTheParameterCapIsRefused() {

@@ -74,7 +74,7 @@ class SwarmSessionTest : public QObject {
     PeerRecord record;
     record.seq = 1;
     QVERIFY(!swarm.publishRecord(record).ok());  // not in a run yet
-    QVERIFY(!swarm.joinRun(dir.filePath("missing.torrent").toStdString(), dir.path().toStdString()).ok());
+    QVERIFY(!swarm.joinRun(dir.filePath("missing.torrent").toStdString(), dir.path().toStdString(), {}).ok());
     QVERIFY(!swarm.fetch("not-a-hash", dir.path().toStdString()).ok());
     QVERIFY(!swarm.publishFile(dir.filePath("missing.bin").toStdString()).ok());
 
@@ -88,9 +88,9 @@ class SwarmSessionTest : public QObject {
     QVERIFY(file.open(QIODevice::WriteOnly));
     file.write(torrent->bytes.data(), qint64(torrent->bytes.size()));
     file.close();
-    QVERIFY(swarm.joinRun(file.fileName().toStdString(), dir.path().toStdString()).ok());
+    QVERIFY(swarm.joinRun(file.fileName().toStdString(), dir.path().toStdString(), {}).ok());
     QCOMPARE(swarm.runId(), torrent->infoHashV2);
-    QVERIFY(!swarm.joinRun(file.fileName().toStdString(), dir.path().toStdString()).ok());  // one run per session
+    QVERIFY(!swarm.joinRun(file.fileName().toStdString(), dir.path().toStdString(), {}).ok());  // one run per session
     QVERIFY(swarm.publishRecord(record).ok());
     QCOMPARE(swarm.records().size(), std::size_t(1));
     QVERIFY(!swarm.publishRecord(record).ok());  // seq must grow

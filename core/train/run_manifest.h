@@ -80,6 +80,10 @@ struct SwarmPolicy {
   std::string aggregate = "centered_clip";
   int clipIterations = 3;
   double clipTauFactor = 1.0;
+  // The proof of work every peer's key must carry (p2p/identity_work.h): 2^bits hashes, once per
+  // key. 22 (absent from the bundled run, which keeps its run id): ~0.7 s on one core here, and a
+  // flood of 20,000 fresh keys ~4 CPU-hours instead of 1 s of key pairs. At most 30 (~3 min).
+  int identityWorkBits = 22;
   // Accepted (the bundled run names it, and changing that run.json would change its run id) and
   // bounded, but not read by the node yet: a round closes on all contributions or the deadline.
   double quorum = 1.0;

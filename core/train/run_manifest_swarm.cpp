@@ -61,6 +61,7 @@ std::string readSwarmPolicy(const json& object, SwarmPolicy& p) {
        {"lease_rounds", integer(p.leaseRounds, 1, 1000)},
        {"snapshot_every", integer(p.snapshotEvery, 1, 1000)},
        {"quorum", real(p.quorum, 0.01, 1)},
+       {"identity_work_bits", integer(p.identityWorkBits, 0, 30)},  // p2p::kMaxIdentityWorkBits
        {"compression", compression(p.compression)},
        {"deadline", [&p](const json& v) { return readObject(v, "swarm.deadline", deadlineReaders(p)); }},
        {"merge_warmup", [&p](const json& v) { return readObject(v, "swarm.merge_warmup", warmupReaders(p)); }},

@@ -5,6 +5,7 @@
 #include "core/sync/contribution_file.h"
 #include "fuzz_corpus_constants.h"
 #include "p2p/identity.h"
+#include "p2p/identity_work.h"
 #include "p2p/peer_record.h"
 
 #include <libtorrent/bencode.hpp>
@@ -71,6 +72,7 @@ p2p::PeerRecord record(const p2p::Identity& id, std::int64_t seq, bool full) {
     r.sets = {{11, std::string(16, 'e')}};
     r.stats = {600, 1228800, 41234, 5200};
     r.freeMemory = 1 << 30;
+    r.work = p2p::solveIdentityWork(id.publicKey(), 8);
   }
   auto bytes = p2p::signRecord(r, id);
   if (!bytes) throw std::runtime_error(bytes.error());

@@ -14,6 +14,7 @@
 //           equivocate SEQ        (two different records of our key, both with SEQ)
 // Events carry "t": milliseconds since the epoch (all processes share the host clock).
 #include "p2p/identity.h"
+#include "p2p/identity_work.h"
 #include "p2p/leases.h"
 #include "p2p/swarm_session.h"
 #include "p2p/torrent_maker.h"
@@ -100,7 +101,8 @@ int main(int argc, char** argv) {
                      {"make-torrent", "write PATH's torrent to --out and exit", "path"},
                      {"out", "torrent file", "file"},
                      {"internet", "a peer among others on other hosts (tests/netlab): libtorrent's internet defaults"},
-                     {"alert-queue", "libtorrent's alert queue size (tiny: alerts are dropped)", "n"}});
+                     {"alert-queue", "libtorrent's alert queue size (tiny: alerts are dropped)", "n"},
+                     {"work-bits", "the run's identity_work_bits: asked of every key, proven for ours", "n"}});
   parser.process(app);
   if (parser.isSet("make-torrent")) {
     auto torrent = makeTorrent(parser.value("make-torrent").toStdString());
@@ -151,7 +153,10 @@ int main(int argc, char** argv) {
   });
 
   if (parser.isSet("run")) {
-    if (auto s = swarm.joinRun(parser.value("run").toStdString(), parser.value("run-dir").toStdString()); !s)
+    const int bits = parser.value("work-bits").toInt();
+    const std::int64_t work = es::p2p::solveIdentityWork(identity->publicKey(), bits);
+    if (auto s = swarm.joinRun(parser.value("run").toStdString(), parser.value("run-dir").toStdString(), {bits, work});
+        !s)
       return std::fprintf(stderr, "%s\n", s.error().c_str()), 1;
   }
   emitEvent({{"event", "ready"},
