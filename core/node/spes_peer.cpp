@@ -64,13 +64,18 @@ NamedTensors sharedOnly(const NamedTensors& tensors) {
   return out;
 }
 
-// Test-only (SpesPeerConfig::testPoison): the three attacks validation must stop.
+// Test-only (SpesPeerConfig::testPoison): the three attacks validation must stop, and "reverse":
+// the shared update turned around and scaled by 10 — at the norm bound, where validation may let it
+// through and the robust aggregate must keep it from steering the shared weights.
 void poison(NamedTensors& deltas, const std::string& kind, const train::TrainerOptions& options,
             const NamedTensors& weights) {
   if (kind == "nan") {
     deltas.front().second.view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
   } else if (kind == "norm") {
     for (auto& [name, t] : deltas) t = t * 1e6 + 1e-3;
+  } else if (kind == "reverse") {
+    for (auto& [name, t] : deltas)
+      if (model::isSharedTensor(name)) t = t * -10.0;
   } else if (kind == "foreign") {
     const auto& mine = options.localExperts;
     for (int e = 0; e < options.model.nExperts; ++e) {

@@ -5,9 +5,10 @@
 //   swarm_probe --listen 127.0.0.1:0 [--bootstrap IP:PORT]... --key FILE [--run TORRENT --run-dir DIR]
 //               [--internet]   (peers on other hosts: no same-host relaxations; the netlab's DHT node)
 //               [--alert-queue N]  (libtorrent's alert queue: tiny makes it drop alerts)
+//               [--work-bits N]  (the run's identity_work_bits: asked of every key, proven for ours)
 //   swarm_probe --make-torrent PATH --out FILE.torrent   (prints the v2 info-hash)
 //
-// Commands: record SEQ ROUND CLAIMS(1,2|-) LEASE [CONTRIB(R=HASH,…)] | publish PATH |
+// Commands: record SEQ ROUND CLAIMS(1,2|-) LEASE [CONTRIB(R=HASH,…|-) [SNAPSHOT(R=HASH,…)]] | publish PATH |
 //           fetch HASH DIR [SIZES(N,N…): the metadata check's sizes] | inject HEX |
 //           limit HASH BYTES_PER_S | leases ROUND EXPERTS LEASE_ROUNDS | status | quit
 //           flood keys|garbage N  (an attacker: N valid records of fresh keys, or N garbage messages)
@@ -58,6 +59,15 @@ std::vector<int> parseClaims(const QString& text) {
   return claims;
 }
 
+// "R=HASH,R=HASH" ("-": none).
+std::map<std::int64_t, std::string> parseRoundMap(const QString& text) {
+  std::map<std::int64_t, std::string> out;
+  if (text == "-") return out;
+  for (const auto& entry : text.split(',', Qt::SkipEmptyParts))
+    out[entry.section('=', 0, 0).toLongLong()] = entry.section('=', 1).toStdString();
+  return out;
+}
+
 // Hidden attacker modes for tests/tst_swarm_flood.cpp: bytes pushed straight into the gossip.
 void flood(SwarmSession& swarm, const QString& kind, int n) {
   for (int i = 0; i < n; ++i) {
@@ -77,13 +87,15 @@ void flood(SwarmSession& swarm, const QString& kind, int n) {
   }
 }
 
-void equivocate(SwarmSession& swarm, const Identity& identity, std::int64_t seq) {
+// Our key's identity work goes in, so the two records pass the run's work check.
+void equivocate(SwarmSession& swarm, const Identity& identity, std::int64_t seq, std::int64_t work) {
   for (std::int64_t round : {1, 2}) {
     PeerRecord r;
     r.run = swarm.runId();
     r.pk = identity.publicKey();
     r.seq = seq;
     r.round = round;
+    r.work = work;
     if (auto bytes = signRecord(r, identity)) swarm.injectRawGossip(*bytes);
   }
 }
@@ -152,9 +164,10 @@ int main(int argc, char** argv) {
     emitEvent({{"event", "hashfail"}, {"hash", hash}});
   });
 
+  std::int64_t work = 0;
   if (parser.isSet("run")) {
     const int bits = parser.value("work-bits").toInt();
-    const std::int64_t work = es::p2p::solveIdentityWork(identity->publicKey(), bits);
+    work = es::p2p::solveIdentityWork(identity->publicKey(), bits);
     if (auto s = swarm.joinRun(parser.value("run").toStdString(), parser.value("run-dir").toStdString(), {bits, work});
         !s)
       return std::fprintf(stderr, "%s\n", s.error().c_str()), 1;
@@ -173,15 +186,14 @@ int main(int argc, char** argv) {
     if (words.isEmpty()) return;
     const QString& cmd = words[0];
     if (cmd == "quit") return app.quit();
-    if (cmd == "record" && (words.size() == 5 || words.size() == 6)) {
+    if (cmd == "record" && words.size() >= 5 && words.size() <= 7) {
       PeerRecord r;
       r.seq = words[1].toLongLong();
       r.round = words[2].toLongLong();
       r.claims = parseClaims(words[3]);
       r.leaseUntil = words[4].toLongLong();
-      if (words.size() == 6)
-        for (const auto& entry : words[5].split(',', Qt::SkipEmptyParts))
-          r.contrib[entry.section('=', 0, 0).toLongLong()] = entry.section('=', 1).toStdString();
+      if (words.size() >= 6) r.contrib = parseRoundMap(words[5]);
+      if (words.size() == 7) r.snapshot = parseRoundMap(words[6]);
       if (auto s = swarm.publishRecord(r); !s)
         fail(cmd, s.error());
       else
@@ -203,7 +215,7 @@ int main(int argc, char** argv) {
       flood(swarm, words[1], words[2].toInt());
       emitEvent({{"event", "flooded"}, {"count", words[2].toInt()}});
     } else if (cmd == "equivocate" && words.size() == 2) {
-      equivocate(swarm, *identity, words[1].toLongLong());
+      equivocate(swarm, *identity, words[1].toLongLong(), work);
       emitEvent({{"event", "equivocated"}});
     } else if (cmd == "limit" && words.size() == 3) {
       swarm.setTransferUploadLimit(words[1].toStdString(), words[2].toInt());

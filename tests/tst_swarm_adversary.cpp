@@ -1,0 +1,228 @@
+// Issue 15, "the proof": hostile peers in one run, all at once, against real clients on 127.0.0.1.
+// Three honest `expertswarm --no-gui` peers train 6 rounds; beside them
+//  - a client whose every contribution carries its shared update turned around and scaled by 10
+//    (`--test-poison reverse`: at the norm bound, for the robust aggregate to absorb or validation
+//    to refuse),
+//  - two Sybil keys (swarm_probe, with the run's identity work paid) that every round claim every
+//    expert with a lease to 2^62, announce a contribution nobody seeds and a snapshot of round 10^9,
+//  - a flooder that pushes 20,000 records of fresh keys (no identity work) into the gossip and
+//    signs two records with one seq (equivocation),
+//  - and a newcomer that joins after round 2, in the middle of it all.
+// Asserted: the honest peers and the newcomer finish; every round they merged has one fingerprint
+// among them; nobody fetches the far-future snapshot and the newcomer starts from an honest round;
+// every round closes well before the 90 s maximum the ghosts would hold it to; the experts merged
+// each round cover the whole model (the endless leases own nothing); the equivocator is banned;
+// the ledgers stay small (20,000 keys leave no trace); the honest validation loss still falls.
+// Measured here: the reverse peer is refused at the per-tensor norm bound (10 × the median) and
+// banned in round 1; the newcomer's first round may merge its own late contribution that the
+// others closed without — then it repairs that round (merge again, no snapshot).
+// Not here: a random-base contribution (tst_fetch_limits `aPeerStaleTwoRoundsInARowIsNotWaitedFor`)
+// and the validation-loss ratio against a run without attackers (too slow for CI on two cores).
+#include "core/store/ledger.h"
+#include "core/train/run_manifest.h"
+#include "support/swarm_clients.h"
+#include "support/swarm_probes.h"
+
+#include <QCryptographicHash>
+#include <QDirIterator>
+#include <QElapsedTimer>
+#include <QTemporaryDir>
+
+#include <set>
+
+using namespace es::test;
+
+class SwarmAdversary : public QObject {
+  Q_OBJECT
+
+  static constexpr int kRounds = 6;
+  static constexpr int kExperts = 8;
+  static constexpr double kMaxSeconds = 90;
+  QTemporaryDir dir_;
+  std::vector<std::unique_ptr<SwarmClient>> honest_;  // 0–2 from the start, 3 the newcomer
+  std::unique_ptr<SwarmClient> reverse_;
+  std::vector<std::unique_ptr<Probe>> sybils_;
+  std::unique_ptr<Probe> flooder_;
+  QString runDir_;
+  qint64 seq_ = 1;
+
+  QStringList args(int i, const QString& run, const QString& bootstrap) const {
+    return swarmPeerArgs(run, dir_.filePath(QString("peer%1").arg(i)), i, bootstrap, 4, kRounds);
+  }
+  static QString ghost(const QString& who, int round) {
+    return QCryptographicHash::hash((who + QString::number(round)).toUtf8(), QCryptographicHash::Sha256).toHex();
+  }
+  std::unique_ptr<Probe> probe(const QString& name, const QString& bootstrap) {
+    QDir().mkpath(dir_.filePath(name));
+    QFile::copy(runDir_ + "/run.json", dir_.filePath(name + "/run.json"));
+    const QString bits = QString::number(es::train::SwarmPolicy{}.identityWorkBits);
+    return std::make_unique<Probe>(
+        name, QStringList{"--listen", "127.0.0.1:0", "--bootstrap", bootstrap, "--key", dir_.filePath(name + ".key"),
+                          "--run", runDir_ + "/run.torrent", "--run-dir", dir_.filePath(name), "--work-bits", bits});
+  }
+  bool joinAttackers(const QString& bootstrap);
+  void attack(int round);
+  bool allDone() const;
+  void checkOneStatePerRound();
+  void checkRoundsAndExperts(const QString& runId);
+
+ private Q_SLOTS:
+  void honestPeersHoldAgainstEveryAttackAtOnce();
+};
+
+// The probes join with peer 0's run torrent, once it made it (the Sybils paid the identity work).
+bool SwarmAdversary::joinAttackers(const QString& bootstrap) {
+  const bool made = waitUntil(
+      [&] {
+        QDirIterator it(dir_.filePath("peer0/runs"), {"run.torrent"}, QDir::Files, QDirIterator::Subdirectories);
+        if (it.hasNext()) runDir_ = QFileInfo(it.next()).absolutePath();
+        return !runDir_.isEmpty();
+      },
+      120000);
+  if (!made) return false;
+  for (const QString name : {"sybil-a", "sybil-b"}) sybils_.push_back(probe(name, bootstrap));
+  flooder_ = probe("flooder", bootstrap);
+  for (auto* p : {sybils_[0].get(), sybils_[1].get(), flooder_.get()})
+    if (!waitUntil([p] { return !p->find([](auto& e) { return isEvent(e, "ready"); }).isEmpty(); }, 60000))
+      return false;
+  return true;
+}
+
+// One round of the Sybils: every expert to 2^62, a ghost contribution of the round, a snapshot of
+// round 10^9 (a real file, published: any bytes).
+void SwarmAdversary::attack(int round) {
+  QStringList everyExpert;
+  for (int e = 0; e < kExperts; ++e) everyExpert << QString::number(e);
+  ++seq_;
+  for (std::size_t i = 0; i < sybils_.size(); ++i) {
+    const QString name = i ? "sybil-b" : "sybil-a";
+    sybils_[i]->send(QString("record %1 %2 %3 %4 %5=%6 1000000000=%7")
+                         .arg(seq_)
+                         .arg(round)
+                         .arg(everyExpert.join(','))
+                         .arg(Q_INT64_C(4611686018427387904))
+                         .arg(round)
+                         .arg(ghost(name, round), ghost(name + "-snapshot", 0)));
+  }
+}
+
+bool SwarmAdversary::allDone() const {
+  for (const auto& p : honest_)
+    if (p->running()) return false;
+  return true;
+}
+
+void SwarmAdversary::honestPeersHoldAgainstEveryAttackAtOnce() {
+  const auto run =
+      customRun(dir_.filePath("run"),
+                {{"snapshot_every", 1},
+                 {"deadline", QJsonObject{{"factor", 2.0}, {"min_seconds", 10}, {"max_seconds", kMaxSeconds}}}});
+  QVERIFY(!run.isEmpty());
+  const QString bootstrap = QString("127.0.0.1:%1").arg(freeLoopbackPort());
+  for (int i = 0; i < 3; ++i)
+    honest_.push_back(std::make_unique<SwarmClient>(QString("honest%1").arg(i), args(i, run, bootstrap)));
+  reverse_ = std::make_unique<SwarmClient>("reverse", args(4, run, bootstrap) << "--test-poison"
+                                                                              << "reverse");
+  QVERIFY2(joinAttackers(bootstrap), "the attackers could not join");
+  int attacked = 0;
+  bool equivocated = false, flooded = false;
+  QElapsedTimer clock;
+  clock.start();
+  std::map<int, qint64> closedAtMs;  // honest0's rounds, as the test saw them close
+  const bool done = waitUntil(
+      [&] {
+        const int round = honest_[0]->rounds().empty() ? 0 : honest_[0]->rounds().rbegin()->first;
+        if (round && !closedAtMs.count(round)) closedAtMs[round] = clock.elapsed();
+        if (round + 1 > attacked && round < kRounds) attack(attacked = round + 1);
+        // Gossip goes to the connections a peer has: the equivocation once the flooder hears the
+        // honest peers, the flood after it (the flood spends the gossip's rate allowance).
+        if (!equivocated && flooder_->count([](auto& e) { return isEvent(e, "record"); }) >= 3) {
+          flooder_->send("equivocate 1");
+          equivocated = true;
+        }
+        if (equivocated && !flooded && round >= 2) {
+          flooder_->send("flood keys 20000");
+          flooded = true;
+        }
+        if (round >= 2 && honest_.size() == 3)
+          honest_.push_back(std::make_unique<SwarmClient>("newcomer", args(3, run, bootstrap)));
+        return honest_.size() == 4 && allDone();
+      },
+      900000);
+  for (const auto& p : honest_)
+    qInfo().noquote()
+        << p->name() << p->exitState()
+        << p->log().filter(QRegularExpression("closed|snapshot|Snapshot|banned|Claim|never")).join("\n  ");
+  qInfo().noquote() << "reverse:" << reverse_->log().filter(QRegularExpression("reject|banned")).join("\n  ");
+  QVERIFY2(done, "the honest peers did not finish");
+  for (const auto& p : honest_) QVERIFY2(p->finishedWith(0), qPrintable(p->name() + ": " + p->exitState()));
+  // Every round closes well before the maximum that ghosts and endless claims would hold it to.
+  for (auto it = std::next(closedAtMs.begin()); it != closedAtMs.end(); ++it) {
+    const double seconds = (it->second - std::prev(it)->second) / 1000.0;
+    qInfo("round %d took %.1f s", it->first, seconds);
+    QVERIFY2(seconds < kMaxSeconds * 2 / 3, qPrintable(QString("round %1 took %2 s").arg(it->first).arg(seconds)));
+  }
+  checkOneStatePerRound();
+  static const QRegularExpression runIdLine(QStringLiteral("\\(id ([0-9a-f]{64})\\)"));
+  checkRoundsAndExperts(runIdLine.match(honest_[0]->log().join('\n')).captured(1));
+}
+
+// One merged state per round among the honest peers and the newcomer; the newcomer's first state
+// is an honest round's snapshot, never the Sybils' round 10^9; its rounds after that agree.
+void SwarmAdversary::checkOneStatePerRound() {
+  for (const auto& p : honest_) {
+    QVERIFY2(!p->logContains("snapshot of round 1000000000"),
+             qPrintable(p->name() + " took up the far-future snapshot"));
+    for (const auto& [round, line] : p->rounds())
+      QVERIFY2(line.merged == honest_[0]->rounds().at(round).merged,
+               qPrintable(QString("%1 merged round %2 into another state").arg(p->name()).arg(round)));
+  }
+  static const QRegularExpression took(QStringLiteral("Took the swarm's snapshot of round (\\d+)"));
+  int first = 0;
+  for (const auto& line : honest_[3]->log())
+    if (auto m = took.match(line); m.hasMatch() && !first) first = m.captured(1).toInt();
+  QVERIFY2(first >= 1 && first <= kRounds, "the newcomer did not start from an honest round's snapshot");
+  QVERIFY(!honest_[3]->rounds().empty());
+}
+
+// Each honest ledger: rounds closed well before the maximum the ghosts would hold them to; the
+// contributions merged each round cover every expert; a few peers only; the loss falls.
+void SwarmAdversary::checkRoundsAndExperts(const QString& runId) {
+  QVERIFY(!runId.isEmpty());
+  // The equivocation reaches the peers the flooder is connected to (a peer that banned the key
+  // relays neither record again): at least one bans it.
+  int banned = 0;
+  for (const auto& p : honest_) banned += p->logContains("banned: equivocation") ? 1 : 0;
+  QVERIFY2(banned >= 1, "nobody banned the equivocator");
+  static const QRegularExpression closed(QStringLiteral("Round (\\d+) closed by its deadline after ([0-9.]+) s"));
+  for (int i = 0; i < 3; ++i) {
+    const auto& p = *honest_[static_cast<std::size_t>(i)];
+    for (const auto& line : p.log())
+      if (auto m = closed.match(line); m.hasMatch())
+        QVERIFY2(m.captured(2).toDouble() < kMaxSeconds * 2 / 3, qPrintable(p.name() + ": " + line));
+    auto reader = es::store::LedgerReader::open(dir_.filePath(QString("peer%1/expertswarm.db").arg(i)).toStdString());
+    QVERIFY(reader.ok());
+    // The reverse peer's experts are missing from the round its contribution was refused and the
+    // next (trained on the claims before the ban); from round 3 on the honest peers hold them.
+    for (int r = 3; r <= kRounds; ++r) {
+      const auto claims = (*reader)->claims(runId.toStdString(), r);
+      QVERIFY(claims.ok());
+      std::set<int> experts;
+      for (const auto& c : *claims) experts.insert(c.expert);
+      QVERIFY2(
+          int(experts.size()) == kExperts,
+          qPrintable(
+              QString("%1 round %2 merged %3 of %4 experts").arg(p.name()).arg(r).arg(experts.size()).arg(kExperts)));
+    }
+    const auto peers = (*reader)->peers(runId.toStdString());
+    QVERIFY(peers.ok());
+    qInfo("%s's ledger: %d peers", qPrintable(p.name()), int(peers->size()));
+    QVERIFY2(peers->size() <= 8, "the flood's keys reached the ledger");
+    const auto &firstLoss = p.rounds().at(1).valLoss, &lastLoss = p.rounds().at(kRounds).valLoss;
+    QVERIFY(firstLoss && lastLoss);
+    QVERIFY2(*lastLoss < *firstLoss, qPrintable(QString("%1: %2 -> %3").arg(p.name()).arg(*firstLoss).arg(*lastLoss)));
+  }
+}
+
+QTEST_GUILESS_MAIN(SwarmAdversary)
+#include "tst_swarm_adversary.moc"
