@@ -34,6 +34,7 @@ node::RoundPolicy roundPolicy(const train::SwarmPolicy& s) {
   p.expertsPerPeer = s.expertsPerPeer;
   p.leaseRounds = s.leaseRounds;
   p.snapshotEvery = s.snapshotEvery;
+  p.anchors = {s.anchors.begin(), s.anchors.end()};
   p.deadlineFactor = s.deadlineFactor;
   p.deadlineMinSeconds = s.deadlineMinSeconds;
   p.deadlineMaxSeconds = s.deadlineMaxSeconds;

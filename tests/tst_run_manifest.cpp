@@ -249,6 +249,15 @@ class RunManifestTest : public QObject {
     QTest::newRow("identity work over 30 bits") << "swarm.identity_work_bits" << QJsonValue(31);
     QTest::newRow("identity work negative") << "swarm.identity_work_bits" << QJsonValue(-1);
     QTest::newRow("identity work fractional") << "swarm.identity_work_bits" << QJsonValue(8.5);
+    const QString id(40, 'a');
+    QTest::newRow("anchors not a list") << "swarm.anchors" << QJsonValue(id);
+    QTest::newRow("anchor not hex") << "swarm.anchors" << QJsonValue(QJsonArray{QString(40, 'g')});
+    QTest::newRow("anchor upper case") << "swarm.anchors" << QJsonValue(QJsonArray{QString(40, 'A')});
+    QTest::newRow("anchor too short") << "swarm.anchors" << QJsonValue(QJsonArray{QString(39, 'a')});
+    QTest::newRow("anchor twice") << "swarm.anchors" << QJsonValue(QJsonArray{id, id});
+    QJsonArray seventeen;
+    for (int i = 0; i < 17; ++i) seventeen.append(QString(39, 'a') + QString::number(i % 10));
+    QTest::newRow("17 anchors") << "swarm.anchors" << QJsonValue(seventeen);
     QTest::newRow("clip tau factor zero") << "swarm.aggregate.clip_tau_factor" << QJsonValue(0);
     QTest::newRow("clip tau factor huge") << "swarm.aggregate.clip_tau_factor" << QJsonValue(1e300);
     QTest::newRow("unknown aggregate key") << "swarm.aggregate.trim" << QJsonValue(0.1);
@@ -294,6 +303,14 @@ class RunManifestTest : public QObject {
     QCOMPARE(m->swarm.aggregate, std::string("centered_clip"));
     QCOMPARE(m->swarm.clipIterations, 5);
     QCOMPARE(m->swarm.clipTauFactor, 2.5);
+  }
+
+  void anchorsAreRead() {
+    const QString a(40, 'a'), b = QString(39, 'b') + "0";
+    const auto m = parseRunManifest(text(bundledWith("swarm.anchors", QJsonArray{a, b})));
+    QVERIFY2(m.ok(), m.ok() ? "" : m.error().c_str());
+    QCOMPARE(m->swarm.anchors, (std::vector<std::string>{a.toStdString(), b.toStdString()}));
+    QVERIFY(parseRunManifest(text(bundledManifest()))->swarm.anchors.empty());
   }
 
   void identityWorkBitsAreReadAndDefaultTo22() {

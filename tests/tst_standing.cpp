@@ -55,6 +55,28 @@ class StandingTest : public QObject {
     QCOMPARE(newcomer->contentId, std::string("sybil-state"));
   }
 
+  // The newcomer's case with anchors (swarm.anchors): one anchor among two honest announcers
+  // outweighs five fresh Sybil keys with a newer snapshot, to a peer that has merged nothing; an
+  // anchor's earned standing is not lowered; without anchors the Sybils' keys win as above.
+  void anAnchorOutweighsFreshKeysForANewcomer() {
+    auto b = ballot(8, 12);
+    b.votes[{10, "honest-state"}] = {"anchor", "honest-b"};
+    b.votes[{12, "sybil-state"}] = {"sybil-1", "sybil-2", "sybil-3", "sybil-4", "sybil-5"};
+    Standing newcomer;
+    anchorStanding(newcomer, {"anchor"});
+    QCOMPARE(voteWeight(newcomer, "anchor"), 1 + kStandingCap);
+    const auto choice = chooseSnapshot(b, newcomer);
+    QVERIFY(choice);
+    QCOMPARE(choice->contentId, std::string("honest-state"));
+    QCOMPARE(chooseSnapshot(b, {})->contentId, std::string("sybil-state"));
+    // A lone anchor is still one announcer: two are needed while others announce too.
+    b.votes[{10, "honest-state"}] = {"anchor"};
+    QVERIFY(!chooseSnapshot(b, newcomer) || chooseSnapshot(b, newcomer)->contentId != "sybil-state");
+    Standing veteran{{"anchor", 10'000}};
+    anchorStanding(veteran, {"anchor"});
+    QCOMPARE(veteran.at("anchor"), std::int64_t{10'000});
+  }
+
   // Sybils that did as much accepted work as the honest peers weigh as much: standing is bought
   // with work, not keys.
   void sybilsThatDidTheWorkWeighAsMuch() {

@@ -42,6 +42,7 @@ struct RoundPolicy {
   double deadlineMaxSeconds = train::SwarmPolicy{}.deadlineMaxSeconds;
   int joinWindowMs = 3000;                                 // listen for peers before claiming (not in the manifest)
   int snapshotEvery = train::SwarmPolicy{}.snapshotEvery;  // rounds between merged-state snapshots
+  std::set<std::string> anchors;                           // peer ids whose votes weigh the cap (standing.h)
 };
 
 struct NodeConfig {

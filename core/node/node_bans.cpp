@@ -11,6 +11,7 @@ namespace es::node {
 using detail::q;
 
 void Node::loadBans() {
+  anchorStanding(standing_, config_.policy.anchors);
   if (!ledger_) return;
   auto bans = es::node::loadBans(ledger_->path(), swarm_.runId(), QDateTime::currentMSecsSinceEpoch());
   if (!bans) return Q_EMIT message(QStringLiteral("Cannot load the run's bans: %1").arg(q(bans.error())));
@@ -19,6 +20,7 @@ void Node::loadBans() {
   auto standing = es::node::loadStanding(ledger_->path(), swarm_.runId());
   if (!standing) return Q_EMIT message(QStringLiteral("Cannot load the peers' standing: %1").arg(q(standing.error())));
   standing_ = std::move(*standing);
+  anchorStanding(standing_, config_.policy.anchors);
 }
 
 // Counted at merge time (the ledger's rows follow once the round is durable); a crash between

@@ -11,6 +11,10 @@ std::int64_t voteWeight(const Standing& standing, const std::string& id) {
   return 1 + (it == standing.end() ? 0 : std::clamp<std::int64_t>(it->second, 0, kStandingCap));
 }
 
+void anchorStanding(Standing& standing, const std::set<std::string>& anchors) {
+  for (const auto& id : anchors) standing[id] = std::max(standing[id], kStandingCap);
+}
+
 std::int64_t totalWeight(const Standing& standing, const std::set<std::string>& ids) {
   std::int64_t sum = 0;
   for (const auto& id : ids) sum += voteWeight(standing, id);

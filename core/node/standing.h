@@ -7,7 +7,10 @@
 // from the ledger's verdicts at start (a restart does not reset who has done the work).
 //
 // What it cannot do: a newcomer has merged nothing yet, so to it every key weighs 1 — its first
-// snapshot is still chosen by counting announcers (docs/ARCHITECTURE.md, Threat model).
+// snapshot is still chosen by counting announcers (docs/ARCHITECTURE.md, Threat model) — unless
+// the run names anchors (swarm.anchors: peers its author vouches for, e.g. the author's own
+// always-on peers): they weigh the cap from the start, for everyone, so a newcomer follows them
+// over fresh keys.
 // Pure functions over peer ids: no Qt, no Torch.
 #pragma once
 
@@ -48,6 +51,9 @@ struct SnapshotChoice {
 // carries at least half the weight of all the peers that announce snapshots; within a round the
 // heaviest, ties to the smaller content id.
 std::optional<SnapshotChoice> chooseSnapshot(const SnapshotBallot& ballot, const Standing& standing);
+
+// The run's anchors at the cap (their earned standing only grows to it anyway).
+void anchorStanding(Standing& standing, const std::set<std::string>& anchors);
 
 // The run's accepted rounds per peer, read from the ledger file at dbPath.
 Expected<Standing> loadStanding(const std::string& dbPath, const std::string& runId);

@@ -84,6 +84,9 @@ struct SwarmPolicy {
   // key. 22 (absent from the bundled run, which keeps its run id): ~0.7 s on one core here, and a
   // flood of 20,000 fresh keys ~4 CPU-hours instead of 1 s of key pairs. At most 30 (~3 min).
   int identityWorkBits = 22;
+  // Peers the run's author vouches for (peer ids, 40 hex digits; at most 16): their votes weigh as
+  // much as the longest-standing peer's from the start, for a newcomer too (core/node/standing.h).
+  std::vector<std::string> anchors;
   // Accepted (the bundled run names it, and changing that run.json would change its run id) and
   // bounded, but not read by the node yet: a round closes on all contributions or the deadline.
   double quorum = 1.0;

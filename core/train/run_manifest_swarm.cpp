@@ -3,6 +3,7 @@
 // huge values are refused rather than clamped (a clamped value would differ between versions).
 #include "core/train/manifest_json.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,21 @@ Readers aggregateReaders(SwarmPolicy& p) {
           {"clip_tau_factor", real(p.clipTauFactor, 0.1, 100)}};
 }
 
+// Peer ids (p2p::peerIdOf: 40 lower-case hex digits), unique, at most 16: a few always-on peers.
+Reader anchorList(std::vector<std::string>& out) {
+  return [&out](const json& list) -> std::string {
+    if (!list.is_array() || list.size() > 16) return "must be a list of at most 16 peer ids";
+    for (const auto& item : list) {
+      const bool id = item.is_string() && item.get<std::string>().size() == 40 &&
+                      item.get<std::string>().find_first_not_of("0123456789abcdef") == std::string::npos;
+      if (!id) return "each must be a peer id: 40 lower-case hex digits";
+      if (std::find(out.begin(), out.end(), item.get<std::string>()) != out.end()) return "names a peer twice";
+      out.push_back(item.get<std::string>());
+    }
+    return {};
+  };
+}
+
 // The codecs of sync::parseCodec (es_sync links Torch's codec code; this library cannot).
 Reader compression(std::string& out) { return oneOf(out, {"f32", "bf16", "int8"}); }
 
@@ -62,6 +78,7 @@ std::string readSwarmPolicy(const json& object, SwarmPolicy& p) {
        {"snapshot_every", integer(p.snapshotEvery, 1, 1000)},
        {"quorum", real(p.quorum, 0.01, 1)},
        {"identity_work_bits", integer(p.identityWorkBits, 0, 30)},  // p2p::kMaxIdentityWorkBits
+       {"anchors", anchorList(p.anchors)},
        {"compression", compression(p.compression)},
        {"deadline", [&p](const json& v) { return readObject(v, "swarm.deadline", deadlineReaders(p)); }},
        {"merge_warmup", [&p](const json& v) { return readObject(v, "swarm.merge_warmup", warmupReaders(p)); }},
