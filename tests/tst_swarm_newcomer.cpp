@@ -41,8 +41,9 @@ class SwarmNewcomer : public QObject {
         },
         500000);
     for (auto& p : peers)
-      qInfo().noquote() << p->name()
-                        << p->log().filter(QRegularExpression("Claim|snapshot|Snapshot|closed|step")).join("\n  ");
+      qInfo().noquote()
+          << p->name()
+          << p->log().filter(QRegularExpression("Claim|snapshot|Snapshot|closed|step|ailed|Drop")).join("\n  ");
     QVERIFY2(done, "the swarm did not finish");
     for (auto& p : peers) QVERIFY2(p->finishedWith(0), qPrintable(p->name()));
 

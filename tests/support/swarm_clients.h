@@ -78,6 +78,12 @@ inline QString customRun(const QString& dir, const QJsonObject& swarmChanges, bo
   if (!source.open(QIODevice::ReadOnly) || !QDir().mkpath(dir)) return {};
   auto manifest = QJsonDocument::fromJson(source.readAll()).object();
   auto swarm = manifest.value("swarm").toObject();
+  // 12 bits of identity work (a few ms) unless the test asks otherwise: the bundled run's 22 take
+  // each client 0.2–5 s at start (a geometric draw, longer under load), which spread the peers'
+  // joins past each other's join windows (tst_swarm_newcomer under load: a starter claimed all 8
+  // experts, alone). The bundled run's cost is exercised where it is used as is (tst_swarm_magnet,
+  // tst_gui_swarm, tst_netlab_swarm) and by tst_swarm_adversary, which asks it explicitly.
+  swarm.insert("identity_work_bits", 12);
   for (auto it = swarmChanges.begin(); it != swarmChanges.end(); ++it) swarm.insert(it.key(), it.value());
   manifest.insert("swarm", swarm);
   if (lightSteps) {
