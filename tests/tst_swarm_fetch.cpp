@@ -7,7 +7,6 @@
 //     seeds. Honest verdicts stay (both honest contributions merged every round), the two liars
 //     are banned, the oversized one never gets a byte on disk, and afterwards incoming/, the
 //     session's torrents and the run folder are bounded.
-#include "core/train/run_manifest.h"
 #include "support/swarm_clients.h"
 #include "support/swarm_probes.h"
 
@@ -208,7 +207,7 @@ bool SwarmFetch::joinHostile(const QString& bootstrap) {
     hostile_.push_back(std::make_unique<Probe>(
         k, QStringList{"--listen", "127.0.0.1:0", "--bootstrap", bootstrap, "--key", dir_.filePath(k + ".key"), "--run",
                        runDir_[0] + "/run.torrent", "--run-dir", dir_.filePath(k), "--work-bits",
-                       QString::number(es::train::SwarmPolicy{}.identityWorkBits)}));
+                       QString::number(kCustomRunWorkBits)}));
     if (readyEndpoint(*hostile_.back()).isEmpty()) return false;
   }
   return true;

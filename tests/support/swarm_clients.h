@@ -67,6 +67,10 @@ inline QStringList swarmPeerArgs(const QString& run, const QString& dataDir, int
   return a;
 }
 
+// The identity work customRun asks (below); probes joining such a run must ask the same: a peer
+// asking more refuses the others' records and cuts their connections as garbage senders.
+constexpr int kCustomRunWorkBits = 12;
+
 // A copy of the bundled run with some of its "swarm" policy changed (the corpus is linked), and
 // lighter steps: these tests check the protocol, which the model's size decides (every file and
 // fetch keeps its size), not the batch. Batches of 4 sequences and 2 validation batches: the
@@ -83,7 +87,7 @@ inline QString customRun(const QString& dir, const QJsonObject& swarmChanges, bo
   // joins past each other's join windows (tst_swarm_newcomer under load: a starter claimed all 8
   // experts, alone). The bundled run's cost is exercised where it is used as is (tst_swarm_magnet,
   // tst_gui_swarm, tst_netlab_swarm) and by tst_swarm_adversary, which asks it explicitly.
-  swarm.insert("identity_work_bits", 12);
+  swarm.insert("identity_work_bits", kCustomRunWorkBits);
   for (auto it = swarmChanges.begin(); it != swarmChanges.end(); ++it) swarm.insert(it.key(), it.value());
   manifest.insert("swarm", swarm);
   if (lightSteps) {
