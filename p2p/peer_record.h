@@ -2,7 +2,7 @@
 // says about itself — its claims, lease, published contributions and snapshots, and stats.
 //
 // Wire form: a bencoded dictionary (canonical: keys sorted, integers only) with keys
-//   v (2), run (run id, bytes), pk (32 bytes), seq, round, claims (list of ints, sorted, unique),
+//   v (4), run (run id, bytes), pk (32 bytes), seq, round, claims (list of ints, sorted, unique),
 //   lease (last round the claims hold), contrib / snapshot (dict: decimal round → info-hash hex),
 //   merged (dict: decimal round → fingerprint hex of the state the peer merged for that round),
 //   sets (dict: decimal round → digest hex of the contributions that state was merged from),
