@@ -22,4 +22,12 @@ inline void useSmallModel(model::ModelConfig& model) {
   model.seqLen = 128;
 }
 
+// Smaller again (d 64, expert hidden 128, seq 64; same vocab, layers, experts and top-k) for the
+// merge-rule sweeps (issue 18), which need ≥ 50 merges per run on 2 cores.
+inline void useTinyModel(model::ModelConfig& model) {
+  model.dModel = 64;
+  model.expertHidden = 128;
+  model.seqLen = 64;
+}
+
 }  // namespace es::bench

@@ -17,10 +17,11 @@
 // for every run. Contributions go through contribution files (--no-files: in memory).
 //
 // Usage: spes_quality [--threads N] [--peers P] [--steps N] [--sync-every H] [--batch B]
-//                     [--central-batch B] [--model small|default] [--lr X] [--lr-warmup N] [--eval-windows N]
+//                     [--central-batch B] [--model small|tiny|default] [--lr X] [--lr-warmup N] [--eval-every N]
+//                     [--eval-windows N]
 //                     [--shards contiguous|interleaved]
-//                     [--alpha0 X] [--warmup-decay N] [--topk K] [--runs a,b,..]
-//                     [--outer-lr X --outer-momentum X]  (experimental, see SimConfig)
+//                     [--alpha0 X] [--warmup-interval N] [--warmup-decay N] [--topk K] [--runs a,b,..]
+//                     [--outer-lr X --outer-momentum X --outer-on all|shared|experts]  (see SimConfig)
 //                     [--run-dir DIR] [--no-files]
 #include "core/common/openmp_policy.h"
 #include "core/sim/simulated_swarm.h"
@@ -54,13 +55,16 @@ struct Args {
   std::string model = "small";
   double lr = 0;                      // 0 = the run's
   int lrWarmup = -1;                  // -1 = steps / 10
+  int evalEvery = 0;                  // steps between validation points (a multiple of H); 0 = every merge
   int evalWindows = 128;              // × 128 tokens = 16 Ki validation tokens, spread over the whole val set
   std::string shards = "contiguous";  // or "interleaved" (32 Ki-token blocks dealt round-robin)
   double alpha0 = 0.5;                // run.json merge_warmup
+  int warmupInterval = 0;             // 0 = sync_every (run.json: interval = sync_every)
   int warmupDecay = -1;               // -1 = steps / 5 (run.json: 1000 of 5000 steps)
   int topk = 4;
   double outerLr = 1.0;  // experimental DiLoCo outer step; 1 and 0 = plain average (the client's rule)
   double outerMomentum = 0.0;
+  std::string outerOn = "all";  // or "shared" / "experts"
   std::string runs = "centralized,spes,spes_warmup,spes_int8,fedavg";
   std::string runDir;
   bool files = true;  // contributions round-trip through contribution files
@@ -89,12 +93,16 @@ bool parseArgs(int argc, char** argv, Args& a) {
       a.lr = std::atof(v.c_str());
     else if (arg == "--lr-warmup" && next())
       a.lrWarmup = std::atoi(v.c_str());
+    else if (arg == "--eval-every" && next())
+      a.evalEvery = std::atoi(v.c_str());
     else if (arg == "--eval-windows" && next())
       a.evalWindows = std::atoi(v.c_str());
     else if (arg == "--shards" && next())
       a.shards = v;
     else if (arg == "--alpha0" && next())
       a.alpha0 = std::atof(v.c_str());
+    else if (arg == "--warmup-interval" && next())
+      a.warmupInterval = std::atoi(v.c_str());
     else if (arg == "--warmup-decay" && next())
       a.warmupDecay = std::atoi(v.c_str());
     else if (arg == "--topk" && next())
@@ -103,6 +111,8 @@ bool parseArgs(int argc, char** argv, Args& a) {
       a.outerLr = std::atof(v.c_str());
     else if (arg == "--outer-momentum" && next())
       a.outerMomentum = std::atof(v.c_str());
+    else if (arg == "--outer-on" && next())
+      a.outerOn = v;
     else if (arg == "--runs" && next())
       a.runs = v;
     else if (arg == "--run-dir" && next())
@@ -119,7 +129,9 @@ bool parseArgs(int argc, char** argv, Args& a) {
   // Shared with train_throughput: preparing the corpus trains the BPE; a matching folder is reused.
   if (a.runDir.empty()) a.runDir = std::string(tmp && *tmp ? tmp : "/tmp") + "/expertswarm-bench-run";
   return a.peers > 0 && a.steps > 0 && a.syncEvery > 0 && a.batch > 0 && a.evalWindows > 0 &&
-         (a.shards == "contiguous" || a.shards == "interleaved") && (a.model == "small" || a.model == "default");
+         (a.shards == "contiguous" || a.shards == "interleaved") &&
+         (a.model == "small" || a.model == "tiny" || a.model == "default") &&
+         (a.outerOn == "all" || a.outerOn == "shared" || a.outerOn == "experts");
 }
 
 using es::bench::print;
@@ -136,24 +148,28 @@ es::sim::SimConfig makeConfig(const Args& a, const es::train::RunData& data) {
   c.steps = a.steps;
   c.model = data.manifest.model;
   if (a.model == "small") es::bench::useSmallModel(c.model);
+  if (a.model == "tiny") es::bench::useTinyModel(c.model);
   c.train = data.manifest.train;
   c.train.batchSize = a.batch;
   c.centralBatch = a.centralBatch;
   c.train.totalSteps = a.steps;  // the whole cosine schedule (and SPES's 20% ramp) in this run
   c.train.warmupSteps = a.lrWarmup;
   c.evalWindows = a.evalWindows;
+  c.evalEvery = a.evalEvery;
   c.shardBlockTokens = a.shards == "interleaved" ? 32768 : 0;
   if (a.lr > 0) c.train.lr = a.lr;
   c.seed = data.manifest.seed;
   c.dataSeed = data.manifest.seed;
   // run.json's merge warm-up (interval = sync_every, decay over the first 20% of the run),
   // scaled to this run's length.
-  c.warmupConfig.interval = a.syncEvery;
+  c.warmupConfig.interval = a.warmupInterval > 0 ? a.warmupInterval : a.syncEvery;
   c.warmupConfig.alpha0 = a.alpha0;
   c.warmupConfig.decaySteps = a.warmupDecay;
   c.warmupConfig.topk = a.topk;
   c.outerLr = a.outerLr;
   c.outerMomentum = a.outerMomentum;
+  using OuterOn = es::sim::SimConfig::OuterOn;
+  c.outerOn = a.outerOn == "shared" ? OuterOn::Shared : a.outerOn == "experts" ? OuterOn::Experts : OuterOn::All;
   return c;
 }
 
@@ -185,9 +201,11 @@ int main(int argc, char** argv) {
   if (!parseArgs(argc, argv, args)) {
     std::fprintf(stderr,
                  "usage: %s [--threads N] [--peers P] [--steps N] [--sync-every H] [--batch B] "
-                 "[--central-batch B] [--model small|default] [--lr X] [--lr-warmup N] [--eval-windows N] [--shards "
+                 "[--central-batch B] [--model small|tiny|default] [--lr X] [--lr-warmup N] [--eval-every N] "
+                 "[--eval-windows N] [--shards "
                  "contiguous|interleaved] [--alpha0 X] "
-                 "[--warmup-decay N] [--topk K] [--outer-lr X] [--outer-momentum X] [--runs "
+                 "[--warmup-interval N] [--warmup-decay N] [--topk K] [--outer-lr X] [--outer-momentum X] [--outer-on "
+                 "all|shared|experts] [--runs "
                  "centralized,spes,spes_warmup,spes_int8,fedavg] "
                  "[--run-dir DIR] [--no-files]\n",
                  argv[0]);
@@ -229,6 +247,7 @@ int main(int argc, char** argv) {
   if (args.outerLr != 1.0 || args.outerMomentum != 0.0) {  // an experiment, not the client's merge
     print("experimental_outer_lr", args.outerLr, 2);
     print("experimental_outer_momentum", args.outerMomentum, 2);
+    printText("experimental_outer_on", args.outerOn);
   }
   print("tokens_per_run", double(base.steps) * base.peers * base.train.batchSize * base.model.seqLen, 0);
 

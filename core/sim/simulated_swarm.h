@@ -59,6 +59,8 @@ struct SimConfig {
   // lr·(Δ + μ·m). outerLr = 1 and outerMomentum = 0 (the defaults) leave the merge untouched.
   double outerLr = 1.0;
   double outerMomentum = 0.0;
+  enum class OuterOn { All, Shared, Experts };  // which tensors take the outer step (the rest: plain merge)
+  OuterOn outerOn = OuterOn::All;
   // When set, every contribution round-trips through a contribution file in this folder
   // (saveContribution/loadContribution), as it would between real peers.
   std::string contributionDir;

@@ -1,5 +1,6 @@
 #include "core/sim/swarm_round.h"
 
+#include "core/model/tensor_names.h"
 #include "core/sync/contribution_file.h"
 #include "core/sync/round_merge.h"
 #include "core/sync/validate.h"
@@ -83,6 +84,12 @@ ckpt::NamedTensors outerStep(const ckpt::NamedTensors& base, const ckpt::NamedTe
   if (momentum.empty())
     for (const auto& [name, t] : base) momentum.emplace_back(name, torch::zeros_like(t));
   for (std::size_t i = 0; i < base.size(); ++i) {
+    const bool expert = model::isExpertTensor(base[i].first);
+    if ((expert && config.outerOn == SimConfig::OuterOn::Shared) ||
+        (!expert && config.outerOn == SimConfig::OuterOn::Experts)) {
+      out.emplace_back(merged[i].first, merged[i].second);
+      continue;
+    }
     const auto delta = merged[i].second - base[i].second;
     momentum[i].second = momentum[i].second * mu + delta;
     out.emplace_back(merged[i].first, base[i].second + (delta + momentum[i].second * mu) * config.outerLr);
