@@ -62,7 +62,7 @@ struct Args {
   int warmupInterval = 0;             // 0 = sync_every (run.json: interval = sync_every)
   int warmupDecay = -1;               // -1 = steps / 5 (run.json: 1000 of 5000 steps)
   int topk = 4;
-  double outerLr = 1.0;  // experimental DiLoCo outer step; 1 and 0 = plain average (the client's rule)
+  double outerLr = 1.0;  // DiLoCo's outer step (core/sync/outer_step.h); 1 and 0 = plain average
   double outerMomentum = 0.0;
   std::string outerOn = "all";  // or "shared" / "experts"
   std::string runs = "centralized,spes,spes_warmup,spes_int8,fedavg";
@@ -166,10 +166,9 @@ es::sim::SimConfig makeConfig(const Args& a, const es::train::RunData& data) {
   c.warmupConfig.alpha0 = a.alpha0;
   c.warmupConfig.decaySteps = a.warmupDecay;
   c.warmupConfig.topk = a.topk;
-  c.outerLr = a.outerLr;
-  c.outerMomentum = a.outerMomentum;
-  using OuterOn = es::sim::SimConfig::OuterOn;
-  c.outerOn = a.outerOn == "shared" ? OuterOn::Shared : a.outerOn == "experts" ? OuterOn::Experts : OuterOn::All;
+  c.outer.lr = a.outerLr;
+  c.outer.momentum = a.outerMomentum;
+  c.outer.on = es::sync::parseOuterOn(a.outerOn).value_or(es::sync::OuterRule::On::All);
   return c;
 }
 
@@ -244,10 +243,10 @@ int main(int argc, char** argv) {
   print("threads", args.threads, 0);
   printText("shards", args.shards);
   print("eval_windows", args.evalWindows, 0);
-  if (args.outerLr != 1.0 || args.outerMomentum != 0.0) {  // an experiment, not the client's merge
-    print("experimental_outer_lr", args.outerLr, 2);
-    print("experimental_outer_momentum", args.outerMomentum, 2);
-    printText("experimental_outer_on", args.outerOn);
+  if (!base.outer.plain()) {
+    print("outer_lr", args.outerLr, 2);
+    print("outer_momentum", args.outerMomentum, 2);
+    printText("outer_on", args.outerOn);
   }
   print("tokens_per_run", double(base.steps) * base.peers * base.train.batchSize * base.model.seqLen, 0);
 

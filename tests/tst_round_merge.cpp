@@ -1,6 +1,6 @@
 // The round's merge as one function (core/sync/round_merge.h; issue 13 item 2): the client and
 // the simulator both run it. Order independence, stale entries skipped without a verdict against
-// them, rejected senders owning nothing, duplicate senders refused, and the outer-step hook.
+// them, rejected senders owning nothing, duplicate senders refused, and the outer Nesterov rule (issue 18).
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
 #include "core/model/tensor_names.h"
 #include "core/sync/round_merge.h"
@@ -195,18 +195,60 @@ class RoundMergeTest : public QObject {
     QVERIFY(QString::fromStdString(merge.error()).contains("peer-a"));
   }
 
-  // The simulator's outer step sees the aggregate and its result is what the round returns.
-  void theOuterStepReplacesTheAggregate() {
-    bool called = false;
-    const OuterStep backToBase = [&called](const NamedTensors& b, NamedTensors merged) {
-      called = merged.size() == b.size();
-      return b;
-    };
-    auto merge = mergeRound(base(), context(), {entry("peer-a", 0, 0.1f)}, {}, 30, {}, backToBase);
-    QVERIFY(merge.ok());
-    QVERIFY(called);
-    QVERIFY(sameBits(merge->merged, base()));
-    QCOMPARE(merge->fingerprint, context().baseHash);
+  // DiLoCo's outer Nesterov step on the shared tensors (core/sync/outer_step.h): m = μm + Δ,
+  // new = base + lr(Δ + μm); the experts merge plainly; the momentum comes back and is fingerprinted.
+  void theOuterStepFollowsNesterovOnTheSharedTensors() {
+    RoundPolicy policy;
+    policy.outer = {0.7, 0.9, OuterRule::On::Shared};
+    auto first = mergeRound(base(), context(), {entry("peer-a", 0, 0.1f)}, policy, 30, {});
+    QVERIFY2(first.ok(), first.ok() ? "" : first.error().c_str());
+    const double step = 0.7 * (0.1 + 0.9 * 0.1);  // m = Δ = 0.1 in the first round
+    QVERIFY(torch::allclose(find(first->merged, kShared), vec({1 + float(step), 2 + float(step)}), 0, 1e-6));
+    QVERIFY(torch::equal(find(first->merged, expert(0)), vec({10.1f, 19.9f})));  // plain
+    QCOMPARE(int(first->momentum.size()), 1);
+    QCOMPARE(first->momentum[0].first, std::string(kMomentumPrefix) + kShared);
+    QVERIFY(torch::allclose(first->momentum[0].second, vec({0.1f, 0.1f})));
+    QCOMPARE(first->fingerprint, stateFingerprint(withMomentum(first->merged, first->momentum)));
+    QVERIFY(first->fingerprint != stateFingerprint(first->merged));  // the momentum is part of the state
+
+    // The next round starts from that momentum: m' = 0.9·0.1 + 0.2.
+    auto second = mergeRound(base(), context(), {entry("peer-a", 0, 0.2f)}, policy, 30, {}, first->momentum);
+    QVERIFY(second.ok());
+    QVERIFY(torch::allclose(second->momentum[0].second, vec({0.29f, 0.29f}), 0, 1e-6));
+    const double step2 = 0.7 * (0.2 + 0.9 * 0.29);
+    QVERIFY(torch::allclose(find(second->merged, kShared), vec({1 + float(step2), 2 + float(step2)}), 0, 1e-6));
+  }
+
+  void theOuterStepIsOrderIndependentAndPlainByDefault() {
+    RoundPolicy policy;
+    policy.outer = {0.7, 0.9, OuterRule::On::All};
+    const NamedTensors momentum = zeroMomentum(base(), policy.outer);
+    QCOMPARE(int(momentum.size()), 4);
+    auto one =
+        mergeRound(base(), context(), {entry("peer-a", 0, 0.1f), entry("peer-b", 1, 0.3f)}, policy, 30, {}, momentum);
+    auto two =
+        mergeRound(base(), context(), {entry("peer-b", 1, 0.3f), entry("peer-a", 0, 0.1f)}, policy, 30, {}, momentum);
+    QVERIFY(one.ok() && two.ok());
+    QVERIFY(sameBits(one->merged, two->merged));
+    QVERIFY(sameBits(one->momentum, two->momentum));
+    QCOMPARE(one->fingerprint, two->fingerprint);
+    // Zeros given and none given are the same start.
+    auto none = mergeRound(base(), context(), {entry("peer-a", 0, 0.1f), entry("peer-b", 1, 0.3f)}, policy, 30, {});
+    QVERIFY(none.ok() && sameBits(none->merged, one->merged));
+    // The default rule is SPES's plain merge: no momentum, the fingerprint of the weights alone.
+    auto plain = mergeRound(base(), context(), {entry("peer-a", 0, 0.1f)}, {}, 30, {});
+    QVERIFY(plain.ok() && plain->momentum.empty());
+    QCOMPARE(plain->fingerprint, stateFingerprint(plain->merged));
+  }
+
+  // A momentum that does not fit the base (another run's, a damaged file) is an error, not a merge.
+  void aMomentumOfAnotherShapeIsRefused() {
+    RoundPolicy policy;
+    policy.outer = {0.7, 0.9, OuterRule::On::Shared};
+    const NamedTensors wrong{{std::string(kMomentumPrefix) + kShared, vec({1, 2, 3})}};
+    auto merge = mergeRound(base(), context(), {entry("peer-a", 0, 0.1f)}, policy, 30, {}, wrong);
+    QVERIFY(!merge.ok());
+    QVERIFY(QString::fromStdString(merge.error()).contains("momentum"));
   }
 };
 

@@ -3,10 +3,14 @@
 // bit-identical weights; an expert changes only through its owners' contributions (exactly
 // base + the owner's decoded delta), an expert nobody owns never changes, shared tensors are the
 // mean; the warm-up comes after the aggregate; FedAvg averages every tensor; the centralized
-// baseline sees the same tokens; centered clipping keeps the peers identical.
+// baseline sees the same tokens; centered clipping keeps the peers identical; the outer Nesterov
+// rule keeps one momentum on every peer and survives a save and load (issue 18).
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
+#include "core/checkpoint/safetensors.h"
 #include "core/model/tensor_names.h"
 #include "core/sim/simulated_swarm.h"
+#include "core/sync/outer_step.h"
+#include "core/sync/validate.h"
 #include "core/train/trainer.h"
 #include "support/default_run.h"
 
@@ -263,6 +267,54 @@ class SpesSimTest : public QObject {
     QVERIFY(result.peersIdenticalAfterEveryMerge);
     QCOMPARE(result.rejectedContributions, 0);
     qInfo("val loss %.4f -> %.4f", result.initialValLoss, result.finalValLoss);
+    QVERIFY(result.finalValLoss < result.initialValLoss - 0.2);
+  }
+
+  // Issue 18: DiLoCo's outer Nesterov step on the shared tensors. After every merge each peer
+  // holds the merged state of the formula (core/sync/outer_step.h) and the same momentum (the
+  // identity check covers it); a state saved to a file and loaded again (base + momentum, as a
+  // snapshot carries them) merges the next round bit-identically — a newcomer's start.
+  void theOuterRuleKeepsOneMomentumOnEveryPeer() {
+    auto config = tinyConfig(2, 12, 4);
+    config.outer = {0.7, 0.9, sync::OuterRule::On::Shared};
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::string file = dir.filePath("state.safetensors").toStdString();
+    Checks checks;
+    ckpt::NamedTensors momentum;  // what the formula says the momentum is now
+    bool loaded = false;          // a state of the previous round is in `file`
+    auto observer = [&](const sim::MergeRecord& r) {
+      const auto aggregated = sync::aggregate(r.base, r.contributions, r.owners);
+      if (loaded) {  // the next round from the saved state, as a newcomer that adopted it would merge
+        auto reloaded = ckpt::loadSafetensors(file);
+        checks.expect(reloaded.ok(), "reload");
+        ckpt::NamedTensors base, saved;
+        for (const auto& [name, t] : r.base) base.emplace_back(name, reloaded->find(name));
+        for (const auto& [name, t] : momentum) saved.emplace_back(name, reloaded->find(name));
+        checks.expect(sync::stateFingerprint(base) == sync::stateFingerprint(r.base), "saved base");
+        const auto again =
+            sync::applyOuterStep(base, sync::aggregate(base, r.contributions, r.owners), saved, config.outer);
+        checks.expect(sync::stateFingerprint(again.merged) == sync::stateFingerprint(r.merged), "newcomer's merge");
+      }
+      const auto expected = sync::applyOuterStep(r.base, aggregated, momentum, config.outer);
+      checks.expect(sync::stateFingerprint(expected.merged) == sync::stateFingerprint(r.merged), "merged");
+      checks.expect(sync::stateFingerprint(expected.momentum) == sync::stateFingerprint(r.momentum), "momentum");
+      checks.expect(!r.momentum.empty(), "a momentum");
+      int stepped = 0;  // shared tensors moved beyond the plain aggregate; experts exactly it
+      for (std::size_t i = 0; i < r.merged.size(); ++i)
+        if (model::isExpertTensor(r.merged[i].first))
+          checks.expect(torch::equal(r.merged[i].second, aggregated[i].second), "expert merged plainly");
+        else
+          stepped += torch::equal(r.merged[i].second, aggregated[i].second) ? 0 : 1;
+      checks.expect(stepped > 0, "the outer step moved the shared tensors");
+      momentum = r.momentum;
+      checks.expect(ckpt::saveSafetensors(file, sync::withMomentum(r.merged, r.momentum), {}).ok(), "save");
+      loaded = true;
+    };
+    const auto result = run(sim::Strategy::Spes, config, observer);
+    QVERIFY2(checks.failures.isEmpty(), qPrintable(checks.report()));
+    QCOMPARE(result.merges, 3);
+    QVERIFY(result.peersIdenticalAfterEveryMerge);
     QVERIFY(result.finalValLoss < result.initialValLoss - 0.2);
   }
 

@@ -123,7 +123,7 @@ std::vector<sync::RoundEntry> readEntries(const std::vector<IncomingContribution
 }
 
 sync::RoundPolicy roundPolicy(const SpesPeerConfig& config) {
-  sync::RoundPolicy policy{aggregatePolicy(config), std::nullopt, {}};
+  sync::RoundPolicy policy{aggregatePolicy(config), std::nullopt, {}, {}};
   if (config.warmupAlpha0 > 0)
     policy.warmup =
         sync::WarmupConfig{config.warmupInterval, config.warmupAlpha0, config.warmupDecaySteps, config.warmupTopk};

@@ -11,6 +11,7 @@
 #include "core/model/model_config.h"
 #include "core/sync/delta_codec.h"
 #include "core/sync/merge.h"
+#include "core/sync/outer_step.h"
 #include "core/train/corpus_prep.h"
 #include "core/train/run_manifest.h"
 
@@ -54,13 +55,9 @@ struct SimConfig {
   int evalWindows = 0;
   int evalEvery = 0;  // steps between validation points, a multiple of syncEvery
                       // (validation follows a merge); 0 = every merge. Always at the end.
-  // Experimental, NOT the real client's merge rule (a plain average, as SPES's reference server):
-  // DiLoCo's outer Nesterov step on each round's merged delta Δ: m = μ·m + Δ, new = base +
-  // lr·(Δ + μ·m). outerLr = 1 and outerMomentum = 0 (the defaults) leave the merge untouched.
-  double outerLr = 1.0;
-  double outerMomentum = 0.0;
-  enum class OuterOn { All, Shared, Experts };  // which tensors take the outer step (the rest: plain merge)
-  OuterOn outerOn = OuterOn::All;
+  // The outer step on each round's merged delta (core/sync/outer_step.h): DiLoCo's Nesterov
+  // step; the default is plain, the client's rule unless its run names another.
+  sync::OuterRule outer;
   // When set, every contribution round-trips through a contribution file in this folder
   // (saveContribution/loadContribution), as it would between real peers.
   std::string contributionDir;
@@ -90,7 +87,8 @@ struct MergeRecord {
   const std::vector<sync::Contribution>& contributions;  // decoded and accepted, sender order
   const std::vector<std::vector<int>>& claims;           // per peer
   const sync::Ownership& owners;
-  const ckpt::NamedTensors& merged;  // what every peer holds now
+  const ckpt::NamedTensors& merged;    // what every peer holds now
+  const ckpt::NamedTensors& momentum;  // the outer rule's momentum every peer holds now (empty: plain)
 };
 using MergeObserver = std::function<void(const MergeRecord&)>;
 

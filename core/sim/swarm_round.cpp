@@ -76,27 +76,6 @@ std::vector<sync::RoundEntry> arrivalOrder(const std::vector<sync::RoundEntry>& 
   return order;
 }
 
-// The experimental outer step (SimConfig::outerLr/outerMomentum), in the peer's own buffer.
-ckpt::NamedTensors outerStep(const ckpt::NamedTensors& base, const ckpt::NamedTensors& merged,
-                             ckpt::NamedTensors& momentum, const SimConfig& config) {
-  const double mu = config.outerMomentum;
-  ckpt::NamedTensors out;
-  if (momentum.empty())
-    for (const auto& [name, t] : base) momentum.emplace_back(name, torch::zeros_like(t));
-  for (std::size_t i = 0; i < base.size(); ++i) {
-    const bool expert = model::isExpertTensor(base[i].first);
-    if ((expert && config.outerOn == SimConfig::OuterOn::Shared) ||
-        (!expert && config.outerOn == SimConfig::OuterOn::Experts)) {
-      out.emplace_back(merged[i].first, merged[i].second);
-      continue;
-    }
-    const auto delta = merged[i].second - base[i].second;
-    momentum[i].second = momentum[i].second * mu + delta;
-    out.emplace_back(merged[i].first, base[i].second + (delta + momentum[i].second * mu) * config.outerLr);
-  }
-  return out;
-}
-
 // Every peer's contribution as it arrives at the others (encoded, decoded), its bytes measured.
 Expected<std::vector<sync::RoundEntry>> sendContributions(const std::vector<Peer>& peers, const RoundInput& in,
                                                           const sync::RoundContext& context,
@@ -135,19 +114,16 @@ Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in,
   // 2. Every peer merges by itself — the client's own round function (sync::mergeRound:
   //    validation, the accepted senders' ownership, aggregate, warm-up), fed in its own arrival
   //    order — and adopts the result (the optimizer moments stay, as in SPES).
-  sync::RoundPolicy policy{config.aggregate, std::nullopt, {}};
+  sync::RoundPolicy policy{config.aggregate, std::nullopt, config.outer, {}};
   if (config.warmup) policy.warmup = config.warmupConfig;
   ckpt::NamedTensors firstMerged;
   std::vector<sync::Contribution> accepted;
   sync::Ownership owners;
   for (std::size_t p = 0; p < peers.size(); ++p) {
-    sync::OuterStep outer;
-    if (config.outerLr != 1.0 || config.outerMomentum != 0.0)
-      outer = [&](const ckpt::NamedTensors& base, ckpt::NamedTensors merged) {
-        return outerStep(base, merged, peers[p].outerMomentum, config);
-      };
-    auto merge = sync::mergeRound(in.base, context, arrivalOrder(*entries, p), policy, in.step, config.model, outer);
+    auto merge = sync::mergeRound(in.base, context, arrivalOrder(*entries, p), policy, in.step, config.model,
+                                  peers[p].outerMomentum);
     if (!merge) return makeError(peers[p].id + ": " + merge.error());
+    peers[p].outerMomentum = std::move(merge->momentum);
     if (auto set = train::setTrainerWeights(*peers[p].trainer, merge->merged); !set)
       return makeError(peers[p].id + " adopting the merge: " + set.error());
     if (p != 0) continue;
@@ -162,15 +138,18 @@ Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in,
     owners = std::move(merge->owners);
   }
 
-  // 4. Same inputs → same state: every peer must now hold exactly what peer 0 computed.
+  // 4. Same inputs → same state: every peer must now hold exactly what peer 0 computed (weights
+  //    and the outer rule's momentum).
   for (auto& peer : peers)
-    out.identical = out.identical && sameWeights(train::trainerWeights(*peer.trainer), firstMerged);
+    out.identical = out.identical && sameWeights(train::trainerWeights(*peer.trainer), firstMerged) &&
+                    sameWeights(peer.outerMomentum, peers.front().outerMomentum);  // the outer rule's state too
   out.merged = std::move(firstMerged);
 
   if (observer) {
     std::vector<std::vector<int>> claimLists;
     for (const auto& peer : peers) claimLists.push_back(peer.claims);
-    observer(MergeRecord{in.round, in.step, out.alpha, in.base, local, accepted, claimLists, owners, out.merged});
+    observer(MergeRecord{in.round, in.step, out.alpha, in.base, local, accepted, claimLists, owners, out.merged,
+                         peers.front().outerMomentum});
   }
   return out;
 }

@@ -17,7 +17,7 @@ struct Peer {
   std::string id;           // sender id in contributions and the ownership map
   std::vector<int> claims;  // experts it trains (all of them under FedAvg)
   std::unique_ptr<train::Trainer> trainer;
-  ckpt::NamedTensors outerMomentum;  // only with SimConfig::outerMomentum > 0
+  ckpt::NamedTensors outerMomentum;  // the outer rule's momentum as this peer merged it (empty: plain)
 };
 
 struct RoundOutcome {

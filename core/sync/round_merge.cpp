@@ -52,7 +52,7 @@ std::vector<std::size_t> validatePass(const NamedTensors& base, const RoundConte
 
 Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& context, std::vector<RoundEntry> entries,
                                 const RoundPolicy& policy, std::int64_t mergeStep, const model::ModelConfig& model,
-                                const OuterStep& outer) {
+                                const NamedTensors& momentum) {
   // Sender order, not arrival order: every peer validates and merges the same list the same way.
   std::sort(entries.begin(), entries.end(),
             [](const RoundEntry& a, const RoundEntry& b) { return a.header.sender < b.header.sender; });
@@ -71,13 +71,17 @@ Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& co
     auto merged = aggregateStream(base, senders, out.owners, policy.aggregate);
     if (!merged) return makeError(where + merged.error());
     out.merged = std::move(*merged);
-    if (outer) out.merged = outer(base, std::move(out.merged));
+    if (!policy.outer.plain()) {
+      auto stepped = applyOuterStep(base, std::move(out.merged), momentum, policy.outer);
+      out.merged = std::move(stepped.merged);
+      out.momentum = std::move(stepped.momentum);
+    }
     out.alpha = policy.warmup ? warmupAlpha(*policy.warmup, mergeStep) : 0.0;
     if (out.alpha > 0) out.merged = applyMergingWarmup(out.merged, model, out.alpha, policy.warmup->topk);
   } catch (const std::exception& e) {
     return makeError(where + e.what());
   }
-  out.fingerprint = stateFingerprint(out.merged);
+  out.fingerprint = stateFingerprint(withMomentum(out.merged, out.momentum));
   return out;
 }
 

@@ -17,10 +17,10 @@
 #include "core/sync/contribution_header.h"
 #include "core/sync/delta_source.h"
 #include "core/sync/merge.h"
+#include "core/sync/outer_step.h"
 #include "core/sync/validate.h"
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -38,6 +38,7 @@ struct RoundEntry {
 struct RoundPolicy {
   AggregatePolicy aggregate;
   std::optional<WarmupConfig> warmup;  // SPES's expert-merging warm-up; nullopt: none
+  OuterRule outer;                     // the outer step on the aggregate (default: plain, SPES's merge)
   ValidationPolicy validation;
 };
 
@@ -54,20 +55,18 @@ struct RoundMerge {
   std::vector<EntryVerdict> verdicts;  // one per entry, in sender order
   std::vector<std::string> accepted;   // the senders merged, in sender order
   Ownership owners;                    // expert → accepted senders that claimed it
+  NamedTensors momentum;               // the outer rule's new momentum (empty for a plain rule)
   double alpha = 0;                    // warm-up factor applied (0: none)
-  std::string fingerprint;             // stateFingerprint(merged)
+  std::string fingerprint;             // stateFingerprint(withMomentum(merged, momentum))
 };
-
-// An optional step between the aggregate and the warm-up (the simulator's experimental outer
-// optimizer); the client passes none.
-using OuterStep = std::function<NamedTensors(const NamedTensors& base, NamedTensors merged)>;
 
 // Merges `entries` onto `base` for the round in `context`; `mergeStep` is the training step the
 // merge happens at (the warm-up's alpha depends on it). The same inputs in any order give the
 // bit-identical result. An error for caller mistakes (two entries of one sender) and for a source
-// that read once but fails on a later pass (its file changed under the merge).
+// that read once but fails on a later pass (its file changed under the merge). `momentum`: the
+// outer rule's momentum that came with `base` (empty: zeros).
 Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& context, std::vector<RoundEntry> entries,
                                 const RoundPolicy& policy, std::int64_t mergeStep, const model::ModelConfig& model,
-                                const OuterStep& outer = {});
+                                const NamedTensors& momentum = {});
 
 }  // namespace es::sync
