@@ -50,6 +50,9 @@ void applyMergePolicy(const train::SwarmPolicy& s, node::SpesPeerConfig& peer) {
   peer.aggregate = s.aggregate;
   peer.clipIterations = s.clipIterations;
   peer.clipTauFactor = s.clipTauFactor;
+  peer.outerLr = s.outerLr;
+  peer.outerMomentum = s.outerMomentum;
+  peer.outerOn = s.outerOn;
 }
 
 QString capsLine(int up, int down) {

@@ -9,6 +9,7 @@
 #include "core/node/spes_peer.h"
 #include "core/sync/contribution_file.h"
 #include "core/sync/fetch_size.h"
+#include "core/sync/outer_step.h"
 #include "core/train/corpus_prep.h"
 #include "support/tiny_node.h"
 #include "support/wait_until.h"
@@ -125,6 +126,16 @@ class FetchLimitsTest : public QObject {
     QVERIFY(
         ckpt::saveSafetensors(path, weights, {{"format", "expertswarm-snapshot"}, {"round", "42"}, {"run", "r"}}).ok());
     QCOMPARE(sync::snapshotBytes(config, "r", 42), QFileInfo(QString::fromStdString(path)).size());
+    // With the outer rule (issue 18) the snapshot carries the momentum of every stepped tensor.
+    for (const auto on : {sync::OuterRule::On::Shared, sync::OuterRule::On::Experts, sync::OuterRule::On::All}) {
+      const sync::OuterRule rule{0.7, 0.9, on};
+      QVERIFY(ckpt::saveSafetensors(path, sync::withMomentum(weights, sync::zeroMomentum(weights, rule)),
+                                    {{"format", "expertswarm-snapshot"}, {"round", "42"}, {"run", "r"}})
+                  .ok());
+      const auto size = QFileInfo(QString::fromStdString(path)).size();
+      QCOMPARE(sync::snapshotBytes(config, "r", 42, rule), size);
+      QVERIFY(size > sync::snapshotBytes(config, "r", 42));
+    }
   }
 
   // The default quota for the bundled run's model, stated: 3 × 32 × the largest contribution + 16

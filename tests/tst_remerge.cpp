@@ -29,14 +29,8 @@ class RemergeTest : public QObject {
     return std::move(*peer);
   }
 
-  // Trains a round's steps and writes its contribution; → what a merge is given of it.
   IncomingContribution trainRound(SpesPeer& peer, const QString& name, std::int64_t round) {
-    for (int s = 0; s < 2; ++s) peer.step();
-    const auto path = dir_.filePath(QString("%1-round-%2.safetensors").arg(name).arg(round)).toStdString();
-    const auto written = peer.writeContribution(round, path);
-    if (!written) qFatal("writeContribution: %s", written.error().c_str());
-    const auto experts = peer.localExperts();
-    return {name.toStdString(), path, std::set<int>(experts.begin(), experts.end())};
+    return es::test::trainRound(peer, dir_.path(), name, round);
   }
 
  private Q_SLOTS:

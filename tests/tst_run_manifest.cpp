@@ -261,6 +261,12 @@ class RunManifestTest : public QObject {
     QTest::newRow("clip tau factor zero") << "swarm.aggregate.clip_tau_factor" << QJsonValue(0);
     QTest::newRow("clip tau factor huge") << "swarm.aggregate.clip_tau_factor" << QJsonValue(1e300);
     QTest::newRow("unknown aggregate key") << "swarm.aggregate.trim" << QJsonValue(0.1);
+    QTest::newRow("outer lr zero") << "swarm.outer_step.lr" << QJsonValue(0);
+    QTest::newRow("outer lr above 2") << "swarm.outer_step.lr" << QJsonValue(2.5);
+    QTest::newRow("outer momentum 1") << "swarm.outer_step.momentum" << QJsonValue(1.0);
+    QTest::newRow("outer momentum negative") << "swarm.outer_step.momentum" << QJsonValue(-0.1);
+    QTest::newRow("outer on unknown") << "swarm.outer_step.on" << QJsonValue("router");
+    QTest::newRow("outer step not an object") << "swarm.outer_step" << QJsonValue(0.7);
     QTest::newRow("unknown swarm key") << "swarm.gossip_every" << QJsonValue(3);
     QTest::newRow("unknown deadline key") << "swarm.deadline.median" << QJsonValue(3);
     QTest::newRow("d_model huge") << "model.d_model" << QJsonValue(1 << 20);
@@ -303,6 +309,21 @@ class RunManifestTest : public QObject {
     QCOMPARE(m->swarm.aggregate, std::string("centered_clip"));
     QCOMPARE(m->swarm.clipIterations, 5);
     QCOMPARE(m->swarm.clipTauFactor, 2.5);
+  }
+
+  // Issue 18: the outer Nesterov step is read; absent, the merge is SPES's plain one.
+  void theOuterStepIsReadAndAbsentMeansPlain() {
+    const auto absent = parseRunManifest(text(bundledManifest()));
+    QVERIFY(absent.ok());
+    QCOMPARE(absent->swarm.outerLr, 1.0);
+    QCOMPARE(absent->swarm.outerMomentum, 0.0);
+    auto manifest = bundledWith("swarm.outer_step.lr", 0.7);
+    manifest = withValue(manifest, {"swarm", "outer_step", "momentum"}, 0.9);
+    const auto m = parseRunManifest(text(withValue(manifest, {"swarm", "outer_step", "on"}, "all")));
+    QVERIFY2(m.ok(), m.ok() ? "" : m.error().c_str());
+    QCOMPARE(m->swarm.outerLr, 0.7);
+    QCOMPARE(m->swarm.outerMomentum, 0.9);
+    QCOMPARE(m->swarm.outerOn, std::string("all"));
   }
 
   void anchorsAreRead() {

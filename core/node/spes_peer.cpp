@@ -9,6 +9,7 @@
 #include "core/node/round_dirs.h"
 #include "core/sync/contribution_file.h"
 #include "core/sync/merge.h"
+#include "core/sync/outer_step.h"
 #include "core/sync/round_merge.h"
 #include "core/sync/validate.h"
 #include "core/train/trainer_impl.h"
@@ -123,11 +124,29 @@ std::vector<sync::RoundEntry> readEntries(const std::vector<IncomingContribution
 }
 
 sync::RoundPolicy roundPolicy(const SpesPeerConfig& config) {
-  sync::RoundPolicy policy{aggregatePolicy(config), std::nullopt, {}, {}};
+  // create() has refused an `on` parseOuterOn does not know.
+  const sync::OuterRule outer{config.outerLr, config.outerMomentum,
+                              sync::parseOuterOn(config.outerOn).value_or(sync::OuterRule::On::Shared)};
+  sync::RoundPolicy policy{aggregatePolicy(config), std::nullopt, outer, {}};
   if (config.warmupAlpha0 > 0)
     policy.warmup =
         sync::WarmupConfig{config.warmupInterval, config.warmupAlpha0, config.warmupDecaySteps, config.warmupTopk};
   return policy;
+}
+
+Expected<NamedTensors> momentumIn(const ckpt::SafetensorsFile& file, const NamedTensors& base,
+                                  const sync::OuterRule& rule, std::int64_t round) {
+  if (rule.plain() || round < 1) return NamedTensors{};
+  const auto expected = sync::zeroMomentum(base, rule);  // the names and shapes it must have
+  NamedTensors out;
+  for (const auto& [name, zeros] : expected) {
+    auto t = file.find(name);
+    if (!t.defined()) return makeError("the state lacks the outer step's momentum \"" + name + "\"");
+    if (t.scalar_type() != at::kFloat || t.sizes() != zeros.sizes() || !at::isfinite(t).all().item<bool>())
+      return makeError("the outer step's momentum \"" + name + "\" is not finite float32 of the run's shape");
+    out.emplace_back(name, t);
+  }
+  return out;
 }
 
 }  // namespace peer_detail
@@ -148,6 +167,9 @@ Expected<std::unique_ptr<SpesPeer>> SpesPeer::create(const SpesPeerConfig& confi
     return makeError("unknown aggregate \"" + config.aggregate + "\": must be \"mean\" or \"centered_clip\"");
   if (config.clipIterations < 1 || !(config.clipTauFactor > 0.0) || !std::isfinite(config.clipTauFactor))
     return makeError("centered clipping needs clip_iterations >= 1 and clip_tau_factor > 0");
+  if (!sync::parseOuterOn(config.outerOn) || !(config.outerLr > 0.0 && config.outerLr <= 2.0) ||
+      !(config.outerMomentum >= 0.0 && config.outerMomentum < 1.0))
+    return makeError("the outer step needs 0 < lr <= 2, 0 <= momentum < 1 and on \"shared\", \"experts\" or \"all\"");
   auto trainer = train::Trainer::create(config.trainer, train, val);
   if (!trainer) return makeError(trainer.error());
   std::unique_ptr<SpesPeer> peer(new SpesPeer());
@@ -168,7 +190,7 @@ std::int64_t SpesPeer::mergedRound() const { return impl_->baseRound; }
 bool SpesPeer::resumed() const { return impl_->resumed; }
 std::string SpesPeer::resumeNote() const { return impl_->resumeNote; }
 std::string SpesPeer::baseSharedFingerprint() const { return sync::stateFingerprint(sharedOnly(impl_->base)); }
-std::string SpesPeer::baseFingerprint() const { return sync::stateFingerprint(impl_->base); }
+std::string SpesPeer::baseFingerprint() const { return impl_->fingerprint(); }
 
 Expected<ContributionWritten> SpesPeer::writeContribution(std::int64_t round, const std::string& path) {
   impl_->snapshot = train::trainerWeights(*impl_->trainer);
@@ -187,7 +209,7 @@ Expected<ContributionWritten> SpesPeer::Impl::writePending(std::int64_t round, c
   ContributionWritten out;
   out.round = round;
   out.path = path;
-  out.baseHash = sync::stateFingerprint(base);
+  out.baseHash = fingerprint();
   // The honest int8 encoder turns a non-finite value into 0; a liar would not use it, so the NaN
   // test poison goes out as f32 (any codec is accepted and validated after decoding).
   const std::string codec = config.testPoison == "nan" ? "f32" : config.codec;
@@ -211,12 +233,12 @@ Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<Inco
     return makeError("merge of round " + std::to_string(round) + " without a contribution of ours");
   MergeResult result;
   result.round = round;
-  const sync::RoundContext context{d.config.runId, round, sync::stateFingerprint(d.base)};
+  const sync::RoundContext context{d.config.runId, round, d.fingerprint()};
   std::map<std::string, std::int64_t> bytesOf;  // sender → file size, for the verdicts
   auto entries = readEntries(incoming, result.verdicts, bytesOf);
   // The round's merge: the same function the simulator runs (issue 13, item 2).
   auto outcome = sync::mergeRound(d.base, context, std::move(entries), roundPolicy(d.config),
-                                  round * d.config.syncEvery, d.config.trainer.model);
+                                  round * d.config.syncEvery, d.config.trainer.model, d.momentum);
   if (!outcome) return makeError(outcome.error());
   for (const auto& e : outcome->verdicts)
     result.verdicts.push_back({e.sender, e.accepted, e.stale, e.staleBase, e.reason, bytesOf[e.sender]});
@@ -241,6 +263,8 @@ Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<Inco
   result.sharedFingerprint = sync::stateFingerprint(sharedOnly(merged));
   d.previousBase = std::move(d.base);
   d.base = std::move(merged);
+  d.previousMomentum = std::move(d.momentum);
+  d.momentum = std::move(outcome->momentum);
   d.baseRound = round;
   d.snapshot.clear();
   d.persist();
@@ -253,10 +277,9 @@ Expected<std::string> SpesPeer::writeSnapshot(const std::string& dir) const {
   fs::create_directories(dir, ec);
   // Named by round and state: peers that merged the same state write the same file (same
   // info-hash), and two different states of one round never share a name.
-  const auto path =
-      dir + "/snapshot-round-" + std::to_string(d.baseRound) + "-" + sync::stateFingerprint(d.base) + ".safetensors";
+  const auto path = dir + "/snapshot-round-" + std::to_string(d.baseRound) + "-" + d.fingerprint() + ".safetensors";
   if (auto s = ckpt::saveSafetensors(
-          path, d.base,
+          path, sync::withMomentum(d.base, d.momentum),
           {{"format", "expertswarm-snapshot"}, {"round", std::to_string(d.baseRound)}, {"run", d.config.runId}});
       !s)
     return makeError(s.error());
@@ -283,10 +306,14 @@ Expected<std::int64_t> SpesPeer::adoptSnapshot(const std::string& path, std::int
   auto ordered = inOrder(d.base, *file);
   if (!ordered) return makeError(ordered.error());
   if (auto bad = unfitSnapshotTensor(d.base, *ordered); !bad.empty()) return makeError("\"" + path + "\": " + bad);
+  auto momentum = momentumIn(*file, d.base, roundPolicy(d.config).outer, round);
+  if (!momentum) return makeError("\"" + path + "\": " + momentum.error());
   if (auto s = train::setTrainerWeights(*d.trainer, *ordered); !s) return makeError(s.error());
   d.base = std::move(*ordered);
+  d.momentum = std::move(*momentum);
   d.baseRound = round;
   d.previousBase.clear();
+  d.previousMomentum.clear();
   d.snapshot.clear();
   d.trainer->impl().step = round * d.config.syncEvery;  // the schedule continues where the swarm is
   d.persist();

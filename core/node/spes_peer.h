@@ -61,6 +61,12 @@ struct SpesPeerConfig {
   std::string aggregate = train::SwarmPolicy{}.aggregate;
   int clipIterations = train::SwarmPolicy{}.clipIterations;
   double clipTauFactor = train::SwarmPolicy{}.clipTauFactor;
+  // The outer Nesterov step (run.json swarm.outer_step; core/sync/outer_step.h): lr 1 and
+  // momentum 0 = the plain merge. Its momentum is part of the state: fingerprinted, persisted and
+  // in snapshots.
+  double outerLr = train::SwarmPolicy{}.outerLr;
+  double outerMomentum = train::SwarmPolicy{}.outerMomentum;
+  std::string outerOn = train::SwarmPolicy{}.outerOn;
   std::string stateDir;  // training state + base, written after every merge
   // Decodes the merged model's sample on eval rounds (MergeResult::sample); none: no samples.
   std::shared_ptr<const train::BpeTokenizer> tokenizer;
@@ -84,7 +90,7 @@ class SpesPeer {
   // Damaged round folders passed over when resuming ("" when none): the user should hear of it.
   std::string resumeNote() const;
   std::string baseSharedFingerprint() const;  // of the base's shared tensors
-  std::string baseFingerprint() const;        // of the whole base (what the swarm compares)
+  std::string baseFingerprint() const;        // of the whole base and the outer momentum (what the swarm compares)
 
   // The deltas of the trainable tensors against the base, encoded with the run's codec, written
   // atomically to `path`; remembers the local weights as the snapshot of this round.

@@ -7,7 +7,9 @@
 #include "core/checkpoint/training_state.h"
 #include "core/node/round_dirs.h"
 #include "core/node/spes_peer.h"
+#include "core/sync/outer_step.h"
 #include "core/sync/round_merge.h"
+#include "core/sync/validate.h"
 #include "core/train/trainer.h"
 #include "core/train/trainer_weights.h"
 
@@ -32,6 +34,11 @@ std::vector<sync::RoundEntry> readEntries(const std::vector<IncomingContribution
                                           std::vector<ContributionVerdict>& verdicts,
                                           std::map<std::string, std::int64_t>& bytesOf);
 sync::RoundPolicy roundPolicy(const SpesPeerConfig& config);
+// The outer rule's momentum stored beside `base` in `file` (a round folder's base, a snapshot):
+// empty for a plain rule or a round-0 state; an error when one is missing, not float32, not
+// finite or of another shape.
+Expected<NamedTensors> momentumIn(const ckpt::SafetensorsFile& file, const NamedTensors& base,
+                                  const sync::OuterRule& rule, std::int64_t round);
 
 }  // namespace es::node::peer_detail
 
@@ -47,6 +54,9 @@ struct SpesPeer::Impl {
   // The base before the last merge (round baseRound − 1): a round merged into another state than
   // the majority's is merged again from it (SpesPeer::remerge). Empty after a resume or a snapshot.
   NamedTensors previousBase;
+  // The outer rule's momentum that goes with `base` and with `previousBase` (empty: a plain rule,
+  // or zeros before the first merge).
+  NamedTensors momentum, previousMomentum;
   bool resumed = false;
   std::shared_ptr<const std::vector<std::uint16_t>> trainTokens, valTokens;
 
@@ -59,6 +69,9 @@ struct SpesPeer::Impl {
   std::thread writer;
   std::function<void(std::int64_t, std::string)> onPersisted;
 
+  // What the swarm compares: the base and the outer momentum (sync::withMomentum).
+  std::string fingerprint() const { return sync::stateFingerprint(sync::withMomentum(base, momentum)); }
+
   // The pending contribution (snapshot − base over the trainable tensors) written to `path`.
   Expected<ContributionWritten> writePending(std::int64_t round, const std::string& path);
 
@@ -68,7 +81,7 @@ struct SpesPeer::Impl {
       if (onPersisted) onPersisted(baseRound, {});
       return;
     }
-    writer = std::thread([dir = config.stateDir, round = baseRound, base = base,
+    writer = std::thread([dir = config.stateDir, round = baseRound, base = sync::withMomentum(base, momentum),
                           state = train::captureTrainingState(*trainer), done = onPersisted]() mutable {
       const auto status = writeRoundDir(dir, round, base, state);
       if (done) done(round, status ? std::string() : status.error());
@@ -111,8 +124,11 @@ struct SpesPeer::Impl {
       return makeError("its base does not say the folder's round");
     auto ordered = peer_detail::inOrder(base, *file);
     if (!ordered) return makeError(ordered.error());
+    auto stored = peer_detail::momentumIn(*file, base, peer_detail::roundPolicy(config).outer, dir.round);
+    if (!stored) return makeError(stored.error());
     if (auto s = trainer->loadState(dir.path + "/" + peer_detail::kStateFile); !s) return s;
     base = std::move(*ordered);
+    momentum = std::move(*stored);
     return {};
   }
 };

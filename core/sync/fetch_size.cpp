@@ -100,9 +100,14 @@ std::vector<std::int64_t> contributionSizes(const model::ModelConfig& config, co
   return sizes;
 }
 
-std::int64_t snapshotBytes(const model::ModelConfig& config, const std::string& run, std::int64_t round) {
-  return fileBytes(modelTensors(config),
-                   {{"format", "expertswarm-snapshot"}, {"round", std::to_string(round)}, {"run", run}});
+std::int64_t snapshotBytes(const model::ModelConfig& config, const std::string& run, std::int64_t round,
+                           const OuterRule& outer) {
+  auto tensors = modelTensors(config);
+  const std::size_t weights = tensors.size();
+  for (std::size_t i = 0; i < weights; ++i)
+    if (takesOuterStep(outer, tensors[i].name))
+      tensors.push_back({kMomentumPrefix + tensors[i].name, DType::F32, tensors[i].shape, 0, 0});
+  return fileBytes(tensors, {{"format", "expertswarm-snapshot"}, {"round", std::to_string(round)}, {"run", run}});
 }
 
 std::int64_t defaultDiskQuotaBytes(const model::ModelConfig& config) {

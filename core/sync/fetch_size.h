@@ -8,6 +8,7 @@
 #include "core/checkpoint/safetensors_format.h"
 #include "core/model/model_config.h"
 #include "core/sync/contribution_header.h"
+#include "core/sync/outer_rule.h"
 
 #include <cstdint>
 #include <set>
@@ -29,8 +30,10 @@ std::int64_t contributionBytes(const model::ModelConfig& config, const std::set<
 std::vector<std::int64_t> contributionSizes(const model::ModelConfig& config, const std::set<int>& claims,
                                             const ContributionHeader& header);
 
-// A merged-state snapshot of `round` (SpesPeer::writeSnapshot: every tensor, float32).
-std::int64_t snapshotBytes(const model::ModelConfig& config, const std::string& run, std::int64_t round);
+// A merged-state snapshot of `round` (SpesPeer::writeSnapshot: every tensor, float32, and the
+// outer rule's momentum of each tensor it steps).
+std::int64_t snapshotBytes(const model::ModelConfig& config, const std::string& run, std::int64_t round,
+                           const OuterRule& outer = {});
 
 // The run folder's default disk quota:
 //   3 rounds × 32 peers × the largest contribution (every expert, f32)   others' contributions

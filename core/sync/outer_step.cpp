@@ -9,32 +9,6 @@
 
 namespace es::sync {
 
-std::optional<OuterRule::On> parseOuterOn(const std::string& name) {
-  if (name == "shared") return OuterRule::On::Shared;
-  if (name == "experts") return OuterRule::On::Experts;
-  if (name == "all") return OuterRule::On::All;
-  return std::nullopt;
-}
-
-std::string outerOnName(OuterRule::On on) {
-  switch (on) {
-    case OuterRule::On::Shared:
-      return "shared";
-    case OuterRule::On::Experts:
-      return "experts";
-    case OuterRule::On::All:
-      return "all";
-  }
-  return "shared";
-}
-
-bool takesOuterStep(const OuterRule& rule, const std::string& name) {
-  if (rule.plain()) return false;
-  const bool expert = model::isExpertTensor(name);
-  return rule.on == OuterRule::On::All ||
-         (expert ? rule.on == OuterRule::On::Experts : rule.on == OuterRule::On::Shared);
-}
-
 NamedTensors zeroMomentum(const NamedTensors& base, const OuterRule& rule) {
   NamedTensors out;
   for (const auto& [name, t] : base)

@@ -5,34 +5,15 @@
 // so every peer that merged the same rounds holds the same m; it is part of the swarm's state
 // (fingerprinted, persisted, in snapshots: docs/ARCHITECTURE.md, "Merge rule").
 //
-// Pure: LibTorch and the standard library.
+// Pure: LibTorch and the standard library. The rule itself (no Torch): core/sync/outer_rule.h.
 #pragma once
 
 #include "core/checkpoint/safetensors.h"
-
-#include <optional>
-#include <string>
+#include "core/sync/outer_rule.h"
 
 namespace es::sync {
 
 using NamedTensors = ckpt::NamedTensors;
-
-struct OuterRule {
-  enum class On { Shared, Experts, All };  // which tensors take the outer step; the rest merge plainly
-  double lr = 1.0;
-  double momentum = 0.0;
-  On on = On::Shared;
-  bool plain() const { return lr == 1.0 && momentum == 0.0; }
-};
-std::optional<OuterRule::On> parseOuterOn(const std::string& name);  // "shared", "experts", "all"
-std::string outerOnName(OuterRule::On on);
-
-// The momentum buffer's tensors are named for the tensor they belong to, under this prefix, so a
-// base and its momentum can travel in one file and one fingerprint without a clash.
-inline const char* const kMomentumPrefix = "outer_momentum/";
-
-// Whether `rule` steps the tensor `name`.
-bool takesOuterStep(const OuterRule& rule, const std::string& name);
 
 struct OuterStepResult {
   NamedTensors merged;    // in `base`'s order

@@ -80,6 +80,11 @@ struct SwarmPolicy {
   std::string aggregate = "centered_clip";
   int clipIterations = 3;
   double clipTauFactor = 1.0;
+  // DiLoCo's outer Nesterov step on each round's merged delta (outer_step; core/sync/outer_step.h):
+  // lr 1 and momentum 0 (absent) = SPES's plain merge. "on": "shared", "experts" or "all".
+  double outerLr = 1.0;
+  double outerMomentum = 0.0;
+  std::string outerOn = "shared";
   // The proof of work every peer's key must carry (p2p/identity_work.h): 2^bits hashes, once per
   // key. 22 (absent from the bundled run, which keeps its run id): ~0.7 s on one core here, and a
   // flood of 20,000 fresh keys ~4 CPU-hours instead of 1 s of key pairs. At most 30 (~3 min).

@@ -49,6 +49,14 @@ Readers aggregateReaders(SwarmPolicy& p) {
           {"clip_tau_factor", real(p.clipTauFactor, 0.1, 100)}};
 }
 
+// The outer step multiplies every round's merged delta: lr above 2 or momentum near 1 (a step
+// of lr / (1 − μ) × the delta in the long run) diverges, and lr near 0 stops learning.
+Readers outerStepReaders(SwarmPolicy& p) {
+  return {{"lr", real(p.outerLr, 0.05, 2)},
+          {"momentum", real(p.outerMomentum, 0, 0.99)},
+          {"on", oneOf(p.outerOn, {"shared", "experts", "all"})}};
+}
+
 // Peer ids (p2p::peerIdOf: 40 lower-case hex digits), unique, at most 16: a few always-on peers.
 Reader anchorList(std::vector<std::string>& out) {
   return [&out](const json& list) -> std::string {
@@ -82,7 +90,8 @@ std::string readSwarmPolicy(const json& object, SwarmPolicy& p) {
        {"compression", compression(p.compression)},
        {"deadline", [&p](const json& v) { return readObject(v, "swarm.deadline", deadlineReaders(p)); }},
        {"merge_warmup", [&p](const json& v) { return readObject(v, "swarm.merge_warmup", warmupReaders(p)); }},
-       {"aggregate", [&p](const json& v) { return readObject(v, "swarm.aggregate", aggregateReaders(p)); }}});
+       {"aggregate", [&p](const json& v) { return readObject(v, "swarm.aggregate", aggregateReaders(p)); }},
+       {"outer_step", [&p](const json& v) { return readObject(v, "swarm.outer_step", outerStepReaders(p)); }}});
 }
 
 std::string checkSwarmPolicy(const SwarmPolicy& p, const model::ModelConfig& model) {

@@ -4,10 +4,13 @@
 
 #include "core/node/memory_swarm.h"
 #include "core/node/node.h"
+#include "core/node/spes_peer.h"
 #include "core/train/corpus_prep.h"
 
 #include <QDir>
 #include <QFile>
+
+#include <set>
 
 namespace es::test {
 
@@ -46,6 +49,18 @@ inline Expected<train::RunData> bundledRunData(const QString& runDir) {
   if (auto s = train::prepareRunData(ES_SHARE_DIR "/runs/default", runDir.toStdString(), [](const std::string&) {}); !s)
     return makeError(s.error());
   return train::loadRunData(runDir.toStdString());
+}
+
+// Trains `steps` steps of `peer` and writes its round-`round` contribution into `dir` as
+// <name>-round-<round>.safetensors; → what a merge is given of it.
+inline node::IncomingContribution trainRound(node::SpesPeer& peer, const QString& dir, const QString& name,
+                                             std::int64_t round, int steps = 2) {
+  for (int s = 0; s < steps; ++s) peer.step();
+  const auto path = QDir(dir).filePath(QString("%1-round-%2.safetensors").arg(name).arg(round)).toStdString();
+  const auto written = peer.writeContribution(round, path);
+  if (!written) qFatal("writeContribution: %s", written.error().c_str());
+  const auto experts = peer.localExperts();
+  return {name.toStdString(), path, std::set<int>(experts.begin(), experts.end())};
 }
 
 // A peer that only announces: `bytes` of junk published as its contribution to each of `rounds`,
