@@ -55,6 +55,23 @@ void applyMergePolicy(const train::SwarmPolicy& s, node::SpesPeerConfig& peer) {
   peer.outerOn = s.outerOn;
 }
 
+// The run's merge rule as the start lines state it (docs/ARCHITECTURE.md, "Merge rule").
+std::string mergeRuleLine(const train::SwarmPolicy& s) {
+  auto number = [](double v) { return QString::number(v).toStdString(); };
+  std::string line = "Merge rule: shared tensors by " +
+                     (s.aggregate == "mean" ? std::string("the mean")
+                                            : "centered clipping (" + std::to_string(s.clipIterations) +
+                                                  " iterations, tau " + number(s.clipTauFactor) + " x the median)") +
+                     ", experts by their owners' mean";
+  if (s.outerLr != 1.0 || s.outerMomentum != 0.0)
+    line += "; outer Nesterov step lr " + number(s.outerLr) + ", momentum " + number(s.outerMomentum) + " on " +
+            (s.outerOn == "all" ? std::string("all tensors") : "the " + s.outerOn + " tensors");
+  if (s.warmupAlpha0 > 0)
+    line += "; merging warm-up alpha0 " + number(s.warmupAlpha0) + " every " + std::to_string(s.warmupInterval) +
+            " steps until step " + std::to_string(s.warmupDecaySteps);
+  return line;
+}
+
 QString capsLine(int up, int down) {
   auto rate = [](int bytes) {
     return bytes ? QStringLiteral("%1 KiB/s").arg(bytes / 1024) : QStringLiteral("unlimited");
@@ -233,6 +250,7 @@ int Engine::startRun() {
   info("Run \"" + data.manifest.name + "\" (id " + p.swarm->runId() + "), listening on " + p.session->listenEndpoint() +
        ", data dir \"" + p.prepared.dataDir.toStdString() + "\"");
   info("Others join this run with --run magnet:?xt=urn:btmh:1220" + p.swarm->runId());
+  info(mergeRuleLine(data.manifest.swarm));
   const auto dbPath = (p.prepared.dataDir + QStringLiteral("/expertswarm.db")).toStdString();
   // Ledger errors arrive on its writer thread: printed there, relayed to this thread's listeners.
   auto ledger =

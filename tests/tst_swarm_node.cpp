@@ -4,7 +4,10 @@
 // ledger holds the rounds, the contributions and the metrics. Validation runs every 10 steps
 // (rounds 1, 2 and 4) on the merged state: the same value on every peer, and rounds 3 and 5
 // print none (issue 13: a value was measured at eval points on each peer's own state, then
-// repeated on the rounds between).
+// repeated on the rounds between). The run names DiLoCo's outer Nesterov step on the shared
+// tensors (swarm.outer_step, issue 18): its momentum is part of every peer's state, so a peer
+// whose momentum went astray would merge other shared tensors the next round (the bundled run's
+// plain merge runs in every other swarm test).
 #include "core/store/ledger.h"
 #include "support/swarm_clients.h"
 
@@ -25,7 +28,8 @@ class SwarmNode : public QObject {
     // The bundled run with lighter steps (swarm_clients.h): the protocol is what is under test.
     QStringList a{"--no-gui",
                   "--run",
-                  es::test::customRun(dir_.filePath("run"), {}),
+                  es::test::customRun(dir_.filePath("run"),
+                                      {{"outer_step", QJsonObject{{"lr", 0.4}, {"momentum", 0.9}, {"on", "shared"}}}}),
                   "--data-dir",
                   dir_.filePath(QString("peer%1").arg(i)),
                   "--listen",
@@ -67,6 +71,9 @@ class SwarmNode : public QObject {
     for (auto& p : peers) {
       QVERIFY2(p->finishedWith(0), qPrintable(p->name()));
       QCOMPARE(int(p->rounds().size()), kRounds);
+      const auto rule = p->log().filter(QStringLiteral("Merge rule: "));
+      QCOMPARE(rule.size(), 1);
+      QVERIFY2(rule[0].contains("outer Nesterov step lr 0.4, momentum 0.9 on the shared tensors"), qPrintable(rule[0]));
     }
     // Same contributions, same merge: the merged shared tensors agree on every peer, every round.
     for (int r = 1; r <= kRounds; ++r) {

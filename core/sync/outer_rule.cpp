@@ -11,18 +11,6 @@ std::optional<OuterRule::On> parseOuterOn(const std::string& name) {
   return std::nullopt;
 }
 
-std::string outerOnName(OuterRule::On on) {
-  switch (on) {
-    case OuterRule::On::Shared:
-      return "shared";
-    case OuterRule::On::Experts:
-      return "experts";
-    case OuterRule::On::All:
-      return "all";
-  }
-  return "shared";
-}
-
 bool takesOuterStep(const OuterRule& rule, const std::string& name) {
   if (rule.plain()) return false;
   const bool expert = model::isExpertTensor(name);

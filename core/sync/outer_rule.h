@@ -15,7 +15,6 @@ struct OuterRule {
   bool plain() const { return lr == 1.0 && momentum == 0.0; }
 };
 std::optional<OuterRule::On> parseOuterOn(const std::string& name);  // "shared", "experts", "all"
-std::string outerOnName(OuterRule::On on);
 
 // The momentum buffer's tensors are named for the tensor they belong to, under this prefix, so a
 // base and its momentum can travel in one file and one fingerprint without a clash.

@@ -1,7 +1,5 @@
 #include "core/sync/outer_step.h"
 
-#include "core/model/tensor_names.h"
-
 #include <torch/torch.h>
 
 #include <map>
