@@ -15,6 +15,9 @@
 // shards (the corpus is chronological, so peers differ in era; --shards interleaved deals 32 Ki
 // blocks instead). Validation loss: 128 windows spread over the whole validation set, the same
 // for every run. Contributions go through contribution files (--no-files: in memory).
+// --model tiny (d 64, expert hidden 128, seq 64) is what bench/spes_sweep runs issue 18's
+// merge-rule grid on (≥ 50 merges per run); --outer-* name the outer Nesterov step
+// (core/sync/outer_step.h) the client runs when a run's manifest names swarm.outer_step.
 //
 // Usage: spes_quality [--threads N] [--peers P] [--steps N] [--sync-every H] [--batch B]
 //                     [--central-batch B] [--model small|tiny|default] [--lr X] [--lr-warmup N] [--eval-every N]
