@@ -7,6 +7,7 @@
 #include "core/node/node.h"
 #include "core/store/ledger.h"
 #include "core/sync/fetch_size.h"
+#include "core/sync/outer_rule.h"
 #include "core/train/trainer.h"
 #include "p2p/identity.h"
 #include "p2p/identity_work.h"
@@ -50,9 +51,8 @@ void applyMergePolicy(const train::SwarmPolicy& s, node::SpesPeerConfig& peer) {
   peer.aggregate = s.aggregate;
   peer.clipIterations = s.clipIterations;
   peer.clipTauFactor = s.clipTauFactor;
-  peer.outerLr = s.outerLr;
-  peer.outerMomentum = s.outerMomentum;
-  peer.outerOn = s.outerOn;
+  // The manifest accepted only the names parseOuterOn knows.
+  peer.outer = {s.outerLr, s.outerMomentum, sync::parseOuterOn(s.outerOn).value_or(sync::OuterRule::On::Shared)};
 }
 
 // The run's merge rule as the start lines state it (docs/ARCHITECTURE.md, "Merge rule").

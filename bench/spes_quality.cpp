@@ -134,7 +134,7 @@ bool parseArgs(int argc, char** argv, Args& a) {
   return a.peers > 0 && a.steps > 0 && a.syncEvery > 0 && a.batch > 0 && a.evalWindows > 0 &&
          (a.shards == "contiguous" || a.shards == "interleaved") &&
          (a.model == "small" || a.model == "tiny" || a.model == "default") &&
-         (a.outerOn == "all" || a.outerOn == "shared" || a.outerOn == "experts");
+         es::sync::parseOuterOn(a.outerOn).has_value();
 }
 
 using es::bench::print;
@@ -171,7 +171,7 @@ es::sim::SimConfig makeConfig(const Args& a, const es::train::RunData& data) {
   c.warmupConfig.topk = a.topk;
   c.outer.lr = a.outerLr;
   c.outer.momentum = a.outerMomentum;
-  c.outer.on = es::sync::parseOuterOn(a.outerOn).value_or(es::sync::OuterRule::On::All);
+  c.outer.on = *es::sync::parseOuterOn(a.outerOn);  // parseArgs refused any other name
   return c;
 }
 

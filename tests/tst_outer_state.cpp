@@ -26,9 +26,7 @@ class OuterStateTest : public QObject {
     config.syncEvery = 2;
     config.trainer.localExperts = std::move(experts);
     if (outer) {
-      config.outerLr = 0.7;
-      config.outerMomentum = 0.9;
-      config.outerOn = "shared";
+      config.outer = {0.7, 0.9, es::sync::OuterRule::On::Shared};
     }
     auto peer = SpesPeer::create(config, data_->train, data_->val);
     if (!peer) qFatal("SpesPeer::create: %s", peer.error().c_str());

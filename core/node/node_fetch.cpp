@@ -66,10 +66,7 @@ FetchLimits Node::contributionLimits(const std::string& sender, const std::set<i
 }
 
 FetchLimits Node::snapshotLimits(qint64 round) const {
-  const auto& peer = config_.peer;  // SpesPeer::create refused an `on` parseOuterOn does not know
-  const sync::OuterRule outer{peer.outerLr, peer.outerMomentum,
-                              sync::parseOuterOn(peer.outerOn).value_or(sync::OuterRule::On::Shared)};
-  return {{sync::snapshotBytes(peer.trainer.model, runIdForFiles(), round, outer)}};
+  return {{sync::snapshotBytes(config_.peer.trainer.model, runIdForFiles(), round, config_.peer.outer)}};
 }
 
 int Node::fetchesInFlight() const { return gather_ ? static_cast<int>(gather_->inFlight.size()) : 0; }

@@ -124,10 +124,7 @@ std::vector<sync::RoundEntry> readEntries(const std::vector<IncomingContribution
 }
 
 sync::RoundPolicy roundPolicy(const SpesPeerConfig& config) {
-  // create() has refused an `on` parseOuterOn does not know.
-  const sync::OuterRule outer{config.outerLr, config.outerMomentum,
-                              sync::parseOuterOn(config.outerOn).value_or(sync::OuterRule::On::Shared)};
-  sync::RoundPolicy policy{aggregatePolicy(config), std::nullopt, outer, {}};
+  sync::RoundPolicy policy{aggregatePolicy(config), std::nullopt, config.outer, {}};
   if (config.warmupAlpha0 > 0)
     policy.warmup =
         sync::WarmupConfig{config.warmupInterval, config.warmupAlpha0, config.warmupDecaySteps, config.warmupTopk};
@@ -167,9 +164,9 @@ Expected<std::unique_ptr<SpesPeer>> SpesPeer::create(const SpesPeerConfig& confi
     return makeError("unknown aggregate \"" + config.aggregate + "\": must be \"mean\" or \"centered_clip\"");
   if (config.clipIterations < 1 || !(config.clipTauFactor > 0.0) || !std::isfinite(config.clipTauFactor))
     return makeError("centered clipping needs clip_iterations >= 1 and clip_tau_factor > 0");
-  if (!sync::parseOuterOn(config.outerOn) || !(config.outerLr > 0.0 && config.outerLr <= 2.0) ||
-      !(config.outerMomentum >= 0.0 && config.outerMomentum < 1.0))
-    return makeError("the outer step needs 0 < lr <= 2, 0 <= momentum < 1 and on \"shared\", \"experts\" or \"all\"");
+  if (!(config.outer.lr > 0.0 && config.outer.lr <= 2.0) ||
+      !(config.outer.momentum >= 0.0 && config.outer.momentum < 1.0))
+    return makeError("the outer step needs 0 < lr <= 2 and 0 <= momentum < 1");
   auto trainer = train::Trainer::create(config.trainer, train, val);
   if (!trainer) return makeError(trainer.error());
   std::unique_ptr<SpesPeer> peer(new SpesPeer());

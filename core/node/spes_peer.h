@@ -8,6 +8,7 @@
 
 #include "core/common/expected.h"
 #include "core/node/node_reports.h"
+#include "core/sync/outer_rule.h"
 #include "core/train/bpe_tokenizer.h"
 #include "core/train/run_manifest.h"
 #include "core/train/trainer.h"
@@ -64,9 +65,7 @@ struct SpesPeerConfig {
   // The outer Nesterov step (run.json swarm.outer_step; core/sync/outer_step.h): lr 1 and
   // momentum 0 = the plain merge. Its momentum is part of the state: fingerprinted, persisted and
   // in snapshots.
-  double outerLr = train::SwarmPolicy{}.outerLr;
-  double outerMomentum = train::SwarmPolicy{}.outerMomentum;
-  std::string outerOn = train::SwarmPolicy{}.outerOn;
+  sync::OuterRule outer;
   std::string stateDir;  // training state + base, written after every merge
   // Decodes the merged model's sample on eval rounds (MergeResult::sample); none: no samples.
   std::shared_ptr<const train::BpeTokenizer> tokenizer;

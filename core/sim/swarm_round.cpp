@@ -1,6 +1,5 @@
 #include "core/sim/swarm_round.h"
 
-#include "core/model/tensor_names.h"
 #include "core/sync/contribution_file.h"
 #include "core/sync/round_merge.h"
 #include "core/sync/validate.h"
