@@ -21,13 +21,14 @@ void SwarmSession::Impl::announceRun() {
   using std::chrono::milliseconds;
   const auto now = Clock::now();
   const bool young = now - joinedAt < std::chrono::seconds(30);
-  const bool missing = runPeers == 0 || (book && runPeers + 1 < static_cast<int>(book->size()));
-  if (young || missing) {
+  const bool knownMissing = book && runPeers + 1 < static_cast<int>(book->size());
+  if (young || runPeers == 0 || knownMissing) {
     session->dht_announce(rendezvous, session->listen_port(), {});
     session->dht_get_peers(rendezvous);
     lastAnnounce = lastLookup = now;
+    retryMs = std::min(retryMs, knownMissing ? settings.knownPeersMaxRetryMs : settings.maxRetryMs);
     announceTimer.start(retryMs);
-    retryMs = std::min(retryMs * 2, settings.maxRetryMs);
+    retryMs = std::min(retryMs * 2, knownMissing ? settings.knownPeersMaxRetryMs : settings.maxRetryMs);
     return;
   }
   retryMs = settings.firstRetryMs;  // a later shortage starts fast again

@@ -28,7 +28,7 @@ struct SwarmSettings {
   // Timing for peers on one host: no DHT node there bans anyone (sameHostSwarm), and tests want
   // discovery within seconds.
   void useSameHostTiming() {
-    firstRetryMs = maxRetryMs = 1000;
+    firstRetryMs = maxRetryMs = knownPeersMaxRetryMs = 1000;
     steadyLookupMs = steadyAnnounceMs = 15000;
     bep44PollMs = 10000;
     peerlessFetchAnnounceMs = 500;
@@ -44,8 +44,13 @@ struct SwarmSettings {
   //    maxRetryMs (an announce made before the routing table fills is silently dropped).
   //  - Otherwise: a lookup every steadyLookupMs, an announce every steadyAnnounceMs
   //    (libtorrent's own dht_announce_interval: DHT nodes keep announced peers ~30 minutes).
+  //    While the records name run peers we are not connected to (back from a partition, a
+  //    dropped link), the back-off stops at knownPeersMaxRetryMs: the netlab's cut peer looked
+  //    the run up only every 60 s after its 200 s cut and came back a round late. A lone peer
+  //    (no records) keeps the slower cap, for the public DHT's sake.
   int firstRetryMs = 2000;
   int maxRetryMs = 60000;
+  int knownPeersMaxRetryMs = 15000;
   int steadyLookupMs = 5 * 60000;
   int steadyAnnounceMs = 15 * 60000;
   // How often the BEP44 items of known peers are fetched (records missed by gossip).

@@ -71,7 +71,10 @@ Status MemorySwarm::fetch(const std::string& contentId, const std::string& dir, 
   if (published == hub_.files_.end() || published->second.empty()) return makeError("unknown content " + contentId);
   const auto it = published->second.begin();
   limits_[contentId] = limits;
-  if (withheld_ && withheld_(contentId)) return {};
+  if (withheld_ && withheld_(contentId)) {
+    withheldFetches_[contentId] = dir;
+    return {};
+  }
   const auto size = QFileInfo(QString::fromStdString(it->second)).size();
   if (!limits.sizes.empty() && std::find(limits.sizes.begin(), limits.sizes.end(), size) == limits.sizes.end()) {
     QTimer::singleShot(0, &context_, [this, contentId, size] {
@@ -98,11 +101,21 @@ Status MemorySwarm::fetch(const std::string& contentId, const std::string& dir, 
   return {};
 }
 
+void MemorySwarm::deliverWithheld() {
+  const auto waiting = withheldFetches_;
+  for (const auto& [id, dir] : waiting) {
+    if (withheld_ && withheld_(id)) continue;
+    withheldFetches_.erase(id);
+    (void)fetch(id, dir, limits_[id]);
+  }
+}
+
 // As a transfer is removed: this member stops serving the content and, when asked, its file goes
 // (a fetched copy, or what it published; other publishers of the same bytes keep serving theirs).
 // What was retired is remembered.
 void MemorySwarm::retire(const std::string& contentId, bool deleteFile) {
   retired_.insert(contentId);
+  withheldFetches_.erase(contentId);
   if (const auto copy = copies_.find(contentId); copy != copies_.end()) {
     if (deleteFile) QFile::remove(QString::fromStdString(copy->second));
     copies_.erase(copy);

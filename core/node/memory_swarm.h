@@ -54,6 +54,8 @@ class MemorySwarm : public Swarm {
   // Tests: fetches of content for which `never` says true never complete (a contribution that
   // cannot reach this peer in time, as after a partition).
   void withhold(std::function<bool(const std::string& contentId)> never) { withheld_ = std::move(never); }
+  // Tests: the withheld fetches `withhold` now lets through are delivered (a partition healed).
+  void deliverWithheld();
   const std::set<std::string>& retired() const { return retired_; }
   // The limits each fetch came with (content id → limits), as the p2p layer would check them.
   const std::map<std::string, FetchLimits>& fetchLimits() const { return limits_; }
@@ -67,7 +69,8 @@ class MemorySwarm : public Swarm {
   std::set<std::string> retired_;
   std::map<std::string, std::string> copies_;  // content id → the fetched copy
   std::map<std::string, FetchLimits> limits_;
-  QObject context_;  // queued callbacks die with this swarm
+  std::map<std::string, std::string> withheldFetches_;  // content id → the fetch's folder
+  QObject context_;                                     // queued callbacks die with this swarm
 };
 
 }  // namespace es::node

@@ -221,7 +221,7 @@ void Node::onRoundTrained(const RoundTrained& trained) {
   gather();
 }
 
-void Node::closeRound(bool deadline) {
+void Node::closeRound(bool deadline, const std::set<std::string>* only) {
   if (!gather_ || gather_->closing) return;
   gather_->closing = true;
   deadline_.stop();
@@ -240,12 +240,13 @@ void Node::closeRound(bool deadline) {
                        .arg(seconds, 0, 'f', 1)
                        .arg(gather_->arrived.size())
                        .arg(gather_->expected.size()));
-  std::vector<IncomingContribution> list;
-  for (const auto& [sender, c] : gather_->arrived) list.push_back(c);
   contentOf_.clear();
   for (const auto& [key, claims] : gather_->fetching) contentOf_[key.first] = key.second;
   countNoShows();
   contentOf_[swarm_.selfId()] = contrib_[gather_->round];
+  std::vector<IncomingContribution> list;
+  for (const auto& [sender, c] : gather_->arrived)
+    if (!only || only->count(contentOf_[sender])) list.push_back(c);
   const qint64 r = gather_->round;
   nextClaims_ = plannedClaims(r + 1);
   QMetaObject::invokeMethod(

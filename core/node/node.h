@@ -160,7 +160,8 @@ class Node : public QObject {
   void retireUnarrived();
   void cleanRunFolder(bool atStart);
   void dropSuperseded(const std::string& sender, const std::string& currentContentId);
-  void closeRound(bool deadline);
+  // `only`: merge just the contributions with these content ids (closeOnSwarmSet).
+  void closeRound(bool deadline, const std::set<std::string>* only = nullptr);
   void announce();
   std::vector<int> plannedClaims(qint64 nextRound) const;
   int capped(int count) const;  // at most config_.maxExperts
@@ -190,6 +191,9 @@ class Node : public QObject {
     std::size_t ours = 0;  // peers in our own group, us included
   };
   std::optional<StateGroup> swarmStateOf(qint64 round, const std::string& ownFingerprint) const;
+  // node_swarm_set.cpp: the round we gather closed on the set a decided majority merged it with.
+  std::optional<StateGroup> mergedByMajority(qint64 round) const;
+  bool closeOnSwarmSet();
   // node_repair.cpp: a split repaired by merging the majority's set again (merged_set.h).
   struct ClosedRound {
     qint64 round = 0;

@@ -29,6 +29,9 @@ std::set<std::string> Node::Gather::sendersOf(const std::string& id) const {
 void Node::gather() {
   if (!gather_ || gather_->closing) return;
   const qint64 r = gather_->round;
+  // As soon as a record says so, not at our next close: a peer back in step after a partition
+  // is waited for in the round it rejoins (the netlab's cut peer was left out one round more).
+  liftInStepExclusions();
   gather_->expected = {swarm_.selfId()};
   for (const auto& p : livePeers(r)) gather_->expected.insert(p.id);
   // No-shows are fetched from all the same (not waited for): one that delivers is back at once.
@@ -43,6 +46,7 @@ void Node::gather() {
     if (isSafeId(id) && !gather_->transfers.count(id) && !gather_->fetchedPath.count(id))
       startFetch(id, r);  // or later: at most kMaxConcurrentFetches at once, within the quota
   }
+  if (closeOnSwarmSet()) return;
   for (const auto& id : gather_->expected)
     if (!gather_->arrived.count(id) && !gather_->givenUp.count(id)) return;
   closeRound(false);
@@ -195,7 +199,8 @@ void Node::countNoShows() {
 // back in step after a 200 s cut, stayed out for good. So such a peer whose record says it merged
 // the very state we merged last is waited for again (to the normal deadline, as any live peer),
 // at most once every kNoShowLiftRounds rounds (a liar copying our fingerprint and never serving is
-// waited for, to the normal deadline, in at most two rounds of four).
+// waited for, to the normal deadline, in at most two rounds of four). Looked at whenever we gather
+// (a record arrived) and at each close.
 void Node::liftInStepExclusions() {
   const auto ours = fingerprints_.find(mergedRound_);
   if (ours == fingerprints_.end() || !gather_) return;

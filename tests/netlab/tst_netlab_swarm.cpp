@@ -81,7 +81,7 @@ class NetlabSwarm : public QObject {
       for (const auto& [r, line] : p->rounds())
         rounds << QString("%1:%2/%3").arg(r).arg(line.peers).arg(line.merged.left(8));
       qInfo().noquote() << p->name() << p->exitState() << "rounds" << rounds.join(' ') << "\n  "
-                        << p->log().join("\n  ");
+                        << p->timedLog().join("\n  ");
     }
   }
 
@@ -173,8 +173,10 @@ class NetlabSwarm : public QObject {
     const int cutSeconds =
         qEnvironmentVariableIntValue("ES_NETLAB_CUT_S") > 0 ? qEnvironmentVariableIntValue("ES_NETLAB_CUT_S") : 60;
     QVERIFY(lab.cut("nat2"));
+    qInfo().noquote() << SwarmClient::stamp() + "nat2 cut";
     waitUntil([] { return false; }, cutSeconds * 1000);  // the cut's length is the scenario, not a hope
     QVERIFY(lab.restore("nat2"));
+    qInfo().noquote() << SwarmClient::stamp() + "nat2 restored";
     std::vector<SwarmClient*> outside, inside;
     for (auto& p : peers) (lab_site(*p) == "plain-nat" ? inside : outside).push_back(p.get());
     const int restoredAt = lastRound(*outside[0]);

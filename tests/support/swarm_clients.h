@@ -177,6 +177,11 @@ class SwarmClient {
 
   const std::map<int, RoundLine>& rounds() const { return rounds_; }
   const QStringList& log() const { return log_; }
+  // The log with the wall-clock time each line arrived (hh:mm:ss.zzz), for failure dumps: a
+  // swarm's timeline across clients (when a round closed here, when a record arrived there).
+  // Round lines included.
+  const QStringList& timedLog() const { return timeline_; }
+  static QString stamp() { return QTime::currentTime().toString(QStringLiteral("hh:mm:ss.zzz ")); }
   const QString& name() const { return name_; }
   // "127.0.0.1:PORT" from the "listening on" line, once printed.
   QString endpoint() const {
@@ -200,6 +205,7 @@ class SwarmClient {
       buffer.remove(0, end + 1);
       if (err) {
         log_ << line;
+        timeline_ << stamp() + line;
         continue;
       }
       static const QRegularExpression re(
@@ -210,6 +216,7 @@ class SwarmClient {
                     m.captured(7)};
         if (!m.captured(5).isEmpty()) r.valLoss = m.captured(5).toDouble();
         rounds_[m.captured(1).toInt()] = r;
+        timeline_ << stamp() + line;
       } else {
         qWarning().noquote() << name_ << "unexpected output:" << line;
       }
@@ -224,6 +231,7 @@ class SwarmClient {
   QByteArray outBuffer_, errBuffer_;
   std::map<int, RoundLine> rounds_;
   QStringList log_;
+  QStringList timeline_;  // every line (log and round lines), with its time of arrival
 };
 
 }  // namespace es::test
