@@ -29,7 +29,12 @@ Node::Node(Swarm& swarm, NodeConfig config, std::shared_ptr<const std::vector<st
     // would make us merge a different set than the peers that received it. On its way = bytes
     // arrived since the last look; a stalled transfer (its peer cut off) must not hold the round
     // for the maximum (seen on the netlab: 10 minutes after a 60 s partition).
-    if (gather_ && gather_->clock.elapsed() < config_.policy.deadlineMaxSeconds * 1000 && fetchesProgressing()) {
+    // Cut off (we heard from fewer than half of the others all gather long): merging what we hold
+    // alone only makes a state nobody else has (the netlab's 200 s cut: each cut peer merged two
+    // rounds alone and needed a snapshot after); we wait, up to the maximum, and once the link is
+    // back the round closes on the set the others merged (closeOnSwarmSet).
+    if (gather_ && gather_->clock.elapsed() < config_.policy.deadlineMaxSeconds * 1000 &&
+        (fetchesProgressing() || cutOff())) {
       deadline_.start(static_cast<int>(config_.policy.deadlineMinSeconds * 1000 / 2));
       return;
     }
@@ -57,6 +62,7 @@ void Node::start() {
   SwarmEvents events;
   events.peersChanged = [this] {
     noteRoundClaims();
+    noteHeard();
     if (ledger_) {  // only what changed, at most once a minute per peer (core/node/peer_sightings.h)
       const auto now = QDateTime::currentMSecsSinceEpoch();
       sightings_.begin();
@@ -348,6 +354,7 @@ void Node::retireOldContent(qint64 mergedRound) {
 
 void Node::advanceRound(const RoundSummary& s) {
   lastSummary_ = s;
+  heardThisRound_.clear();
   round_ = s.round + 1;
   if (!nextClaims_.empty() && nextClaims_ != claims_) {
     Q_EMIT message(QStringLiteral("Claims change for round %1: %2 -> %3")

@@ -170,6 +170,12 @@ class Node : public QObject {
   // For the deadline: some awaited contribution got bytes since the last look, at a rate that
   // brings the rest before deadline.max_seconds.
   bool fetchesProgressing();
+  // At the deadline: true when we heard from fewer than half of the other expected peers (≥ 2)
+  // since our last merge — cut off from the swarm, where merging alone only makes an odd state.
+  bool cutOff();
+  void noteHeard();                              // peersChanged: who announced something new
+  std::map<std::string, std::int64_t> lastSeq_;  // peer id → the seq of its record we saw last
+  std::set<std::string> heardThisRound_;         // records that changed since our last merge
   void onContributionFetched(const std::string& contentId, const std::string& path);
   void countNoShows();          // at round close: senders whose announced contribution sent no byte
   void liftInStepExclusions();  // countNoShows: excluded peers in step with us again are waited for again
@@ -334,6 +340,7 @@ class Node : public QObject {
     std::map<std::string, FetchLimits> transfers;         // content id → the sizes its transfer was started with
     std::map<std::string, std::string> fetchedPath;       // content id → file, once fetched
     std::set<std::string> expected;                       // peer ids
+    bool cutOffSaid = false;
     struct Progress {
       std::int64_t bytes = 0;  // at the deadline's last look (0 at the start)
       qint64 atMs = 0;         // the gather clock then

@@ -162,6 +162,43 @@ bool Node::fetchesProgressing() {
   return progressing;
 }
 
+void Node::noteHeard() {
+  std::map<std::string, std::int64_t> seen;  // only peers with a record now: bounded by the record book
+  for (const auto& p : swarm_.peers()) {
+    seen[p.id] = p.seq;
+    if (auto last = lastSeq_.find(p.id); last == lastSeq_.end() || last->second != p.seq) heardThisRound_.insert(p.id);
+  }
+  lastSeq_ = std::move(seen);
+}
+
+// Every live peer announces at least once a round (its contribution), so a round that by our
+// deadline heard from fewer than half of the others since our last merge is a cut link, not slow
+// peers (a peer cut in mid-round heard them announce it: it closes that round at the deadline
+// and waits in the next). Peers
+// that announce and never serve are heard (they do not hold the round: fetchesProgressing); two
+// peers cannot tell a dead partner from a cut link, so a pair closes at the deadline as before.
+bool Node::cutOff() {
+  std::size_t others = 0, heard = 0;
+  for (const auto& id : gather_->expected) {
+    if (id == swarm_.selfId()) continue;
+    ++others;
+    if (heardThisRound_.count(id) || gather_->arrived.count(id)) ++heard;
+  }
+  if (others < 2 || 2 * heard >= others) return false;
+  if (!gather_->cutOffSaid) {
+    gather_->cutOffSaid = true;
+    Q_EMIT message(
+        QStringLiteral(
+            "Round %1: heard from %2 of %3 peers since our last merge; cut off from the swarm? Waiting for them "
+            "(up to %4 s) instead of merging alone")
+            .arg(gather_->round)
+            .arg(heard)
+            .arg(others)
+            .arg(config_.policy.deadlineMaxSeconds));
+  }
+  return true;
+}
+
 // At round close: a sender whose announced contribution was fetched and sent us not one byte is
 // one round nearer to not being waited for; one whose contribution arrived, or at least began to
 // (a slow honest uplink is waited for to the deadline, as before), starts again from zero. A

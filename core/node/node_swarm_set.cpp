@@ -54,10 +54,11 @@ bool Node::closeOnSwarmSet() {
     if (gather_->arrived.count(key.first)) held.insert(key.second);
   const auto set = findMergedSet(held, digest);
   if (!set) return false;
-  Q_EMIT message(QStringLiteral("Round %1: %2 peers merged it with %3 contributions, all here; closing it with their set")
-                     .arg(r)
-                     .arg(group->members.size())
-                     .arg(set->size()));
+  Q_EMIT message(
+      QStringLiteral("Round %1: %2 peers merged it with %3 contributions, all here; closing it with their set")
+          .arg(r)
+          .arg(group->members.size())
+          .arg(set->size()));
   closeRound(false, &*set);
   return true;
 }
