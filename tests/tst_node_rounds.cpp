@@ -347,6 +347,58 @@ class NodeRounds : public QObject {
       }
   }
 
+  // Issue 12 (partition recovery): a peer cut off from everyone does not merge alone. peer-a's
+  // link is cut as its round 1 closes and restored 12 s later: b and c close round 2 at their
+  // deadline (8 s) without it; peer-a, having heard from neither since its last merge, waits
+  // past its deadline (deadline.max_seconds is 20 s) instead of merging round 2 alone, and once
+  // the link is back closes it on their set — no split, no repair, no snapshot.
+  void aCutOffPeerWaitsInsteadOfMergingAlone() {
+    MemorySwarmHub hub("tiny-run");
+    MemorySwarm swarmA(hub, "peer-a"), swarmB(hub, "peer-b"), swarmC(hub, "peer-c");
+    std::map<std::string, std::unique_ptr<Node>> nodes;
+    std::map<std::string, std::map<qint64, RoundSummary>> rounds;
+    QStringList saidByA;
+    QString failure;
+    int finished = 0;
+    for (auto [name, swarm] : {std::pair{"peer-a", &swarmA}, {"peer-b", &swarmB}, {"peer-c", &swarmC}}) {
+      auto config = isolatedConfigFor(name, "cut-off");
+      config.maxRounds = 4;
+      config.policy.deadlineMinSeconds = 8;
+      config.policy.deadlineMaxSeconds = 20;
+      const std::string who = name;
+      auto& n = nodes[who] = std::make_unique<Node>(*swarm, config, data_->train, data_->val);
+      connect(n.get(), &Node::roundClosed, this, [this, &rounds, &swarmA, who](const RoundSummary& s) {
+        rounds[who][s.round] = s;
+        if (who != "peer-a" || s.round != 1) return;
+        swarmA.setCut(true);
+        QTimer::singleShot(12000, this, [&swarmA] { swarmA.setCut(false); });
+      });
+      connect(n.get(), &Node::finished, this, [&finished] { ++finished; });
+      connect(n.get(), &Node::failed, this, [&failure](const QString& e) { failure = e; });
+      connect(n.get(), &Node::message, this, [&saidByA, who](const QString& m) {
+        qInfo("%s: %s", who.c_str(), qPrintable(m));
+        if (who == "peer-a") saidByA << m;
+      });
+    }
+    for (auto& [name, n] : nodes) n->start();
+    QVERIFY2(es::test::waitUntil([&] { return finished == 3 || !failure.isEmpty(); }, 240000),
+             "the nodes did not finish");
+    QVERIFY2(failure.isEmpty(), qPrintable(failure));
+    auto said = [&saidByA](const QString& prefix) {
+      return std::any_of(saidByA.begin(), saidByA.end(), [&](const QString& m) { return m.startsWith(prefix); });
+    };
+    QCOMPARE(rounds["peer-b"].at(2).peers, 2);  // closed without peer-a
+    QVERIFY2(said("Round 2: heard from 0 of 2 peers since our last merge; cut off"),
+             "peer-a did not see it was cut off");
+    QCOMPARE(rounds["peer-a"].at(2).merge.fingerprint, rounds["peer-b"].at(2).merge.fingerprint);
+    QVERIFY2(!said("Out of step"), "peer-a merged round 2 alone");
+    for (qint64 r = 3; r <= 4; ++r)
+      for (const auto* name : {"peer-a", "peer-c"}) {
+        QCOMPARE(rounds[name].at(r).peers, 3);
+        QCOMPARE(rounds[name].at(r).merge.fingerprint, rounds["peer-b"].at(r).merge.fingerprint);
+      }
+  }
+
   // Issue 15: no state makes the trainer wait forever. The odd peer out never receives any
   // snapshot (every fetch of one hangs, as from a peer that announces and never seeds): the
   // watchdog sees the transfer get no bytes, gives up within `deadline.max_seconds` (20 s here)

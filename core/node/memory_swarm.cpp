@@ -35,17 +35,51 @@ Status MemorySwarm::announce(const Announcement& a) {
   p.loss = a.loss;
   p.tokensPerSecond = a.tokensPerSecond;
   const auto old = hub_.records_.find(selfId_);
-  p.seq = old == hub_.records_.end() ? 1 : old->second.seq + 1;  // as a signed record's would
+  p.seq = (unsentRecord_ ? unsentRecord_->seq : old == hub_.records_.end() ? 0 : old->second.seq) + 1;
+  if (cut_) {  // it waits for the link
+    unsentRecord_ = std::move(p);
+    return {};
+  }
   hub_.records_[selfId_] = std::move(p);
   for (auto* member : hub_.members_)
-    if (member != this)
+    if (member != this && !member->cut_)
       QTimer::singleShot(0, &member->context_, [member] {
         if (member->events_.peersChanged) member->events_.peersChanged();
       });
   return {};
 }
 
+void MemorySwarm::setCut(bool cut) {
+  if (cut == cut_) return;
+  if (cut) seenWhenCut_ = peers();
+  cut_ = cut;
+  if (cut) return;
+  if (unsentRecord_) {
+    hub_.records_[selfId_] = std::move(*unsentRecord_);
+    unsentRecord_.reset();
+  }
+  for (auto* member : hub_.members_) {
+    QTimer::singleShot(0, &member->context_, [member] {
+      member->deliverWithheld();
+      if (member->events_.peersChanged) member->events_.peersChanged();
+    });
+  }
+}
+
+bool MemorySwarm::reachable(const std::string& contentId) const {
+  if (cut_) return false;
+  const auto published = hub_.files_.find(contentId);
+  if (published == hub_.files_.end()) return false;
+  for (const auto& [publisher, path] : published->second) {
+    const auto member = std::find_if(hub_.members_.begin(), hub_.members_.end(),
+                                     [&](const MemorySwarm* m) { return m->selfId_ == publisher; });
+    if (member == hub_.members_.end() || !(*member)->cut_) return true;  // a member gone: its file still serves
+  }
+  return false;
+}
+
 std::vector<SwarmPeer> MemorySwarm::peers() const {
+  if (cut_) return seenWhenCut_;
   std::vector<SwarmPeer> out;
   for (const auto& [id, p] : hub_.records_)
     if (id != selfId_) out.push_back(p);
@@ -71,7 +105,7 @@ Status MemorySwarm::fetch(const std::string& contentId, const std::string& dir, 
   if (published == hub_.files_.end() || published->second.empty()) return makeError("unknown content " + contentId);
   const auto it = published->second.begin();
   limits_[contentId] = limits;
-  if (withheld_ && withheld_(contentId)) {
+  if ((withheld_ && withheld_(contentId)) || !reachable(contentId)) {
     withheldFetches_[contentId] = dir;
     return {};
   }
@@ -104,7 +138,7 @@ Status MemorySwarm::fetch(const std::string& contentId, const std::string& dir, 
 void MemorySwarm::deliverWithheld() {
   const auto waiting = withheldFetches_;
   for (const auto& [id, dir] : waiting) {
-    if (withheld_ && withheld_(id)) continue;
+    if ((withheld_ && withheld_(id)) || !reachable(id)) continue;
     withheldFetches_.erase(id);
     (void)fetch(id, dir, limits_[id]);
   }

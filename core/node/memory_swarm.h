@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -56,6 +57,9 @@ class MemorySwarm : public Swarm {
   void withhold(std::function<bool(const std::string& contentId)> never) { withheld_ = std::move(never); }
   // Tests: the withheld fetches `withhold` now lets through are delivered (a partition healed).
   void deliverWithheld();
+  // Tests: a cut link. While cut, this member sees the records it saw when cut, nobody sees its
+  // new ones, and no content moves to or from it; restoring delivers what waited.
+  void setCut(bool cut);
   const std::set<std::string>& retired() const { return retired_; }
   // The limits each fetch came with (content id → limits), as the p2p layer would check them.
   const std::map<std::string, FetchLimits>& fetchLimits() const { return limits_; }
@@ -70,7 +74,11 @@ class MemorySwarm : public Swarm {
   std::map<std::string, std::string> copies_;  // content id → the fetched copy
   std::map<std::string, FetchLimits> limits_;
   std::map<std::string, std::string> withheldFetches_;  // content id → the fetch's folder
-  QObject context_;                                     // queued callbacks die with this swarm
+  bool cut_ = false;
+  std::vector<SwarmPeer> seenWhenCut_;
+  std::optional<SwarmPeer> unsentRecord_;              // our newest record, announced while cut
+  bool reachable(const std::string& contentId) const;  // some publisher of it is not cut, nor are we
+  QObject context_;                                    // queued callbacks die with this swarm
 };
 
 }  // namespace es::node
