@@ -14,6 +14,8 @@
 #include <QTimer>
 
 #include <algorithm>
+#include <array>
+#include <functional>
 
 using namespace es::node;
 
@@ -190,6 +192,44 @@ class NodeRounds : public QObject {
     return std::any_of(run.saidByA.begin(), run.saidByA.end(), [&](const QString& m) { return m.startsWith(prefix); });
   }
 
+  // Three nodes over the given swarms (peer-a, peer-b, peer-c), configured by `configure`, until
+  // all finish; `onClosed` sees every round each closes. What each closed and peer-a said.
+  struct ThreeRun {
+    std::map<std::string, std::map<qint64, RoundSummary>> rounds;
+    QStringList saidByA;
+    QString failure;
+    bool finished = false;
+    bool saidA(const QString& prefix) const {
+      return std::any_of(saidByA.begin(), saidByA.end(), [&](const QString& m) { return m.startsWith(prefix); });
+    }
+  };
+  ThreeRun runThree(const QString& tag, const std::array<MemorySwarm*, 3>& swarms,
+                    const std::function<void(NodeConfig&)>& configure,
+                    const std::function<void(const std::string&, const RoundSummary&)>& onClosed = {}) {
+    ThreeRun run;
+    std::map<std::string, std::unique_ptr<Node>> nodes;
+    int finished = 0;
+    for (auto* swarm : swarms) {
+      const std::string who = swarm->selfId();
+      auto config = isolatedConfigFor(QString::fromStdString(who), tag);
+      configure(config);
+      auto& n = nodes[who] = std::make_unique<Node>(*swarm, config, data_->train, data_->val);
+      connect(n.get(), &Node::roundClosed, this, [&run, &onClosed, who](const RoundSummary& s) {
+        run.rounds[who][s.round] = s;
+        if (onClosed) onClosed(who, s);
+      });
+      connect(n.get(), &Node::finished, this, [&finished] { ++finished; });
+      connect(n.get(), &Node::failed, this, [&run](const QString& e) { run.failure = e; });
+      connect(n.get(), &Node::message, this, [&run, who](const QString& m) {
+        qInfo("%s: %s", who.c_str(), qPrintable(m));
+        if (who == "peer-a") run.saidByA << m;
+      });
+    }
+    for (auto& [name, n] : nodes) n->start();
+    run.finished = es::test::waitUntil([&] { return finished == 3 || !run.failure.isEmpty(); }, 240000);
+    return run;
+  }
+
  private Q_SLOTS:
   // After a partition one peer closes round 1 without a contribution the two others got (here
   // withheld from it): the odd one out, with the lowest id, must take the others' snapshot — not
@@ -307,31 +347,12 @@ class NodeRounds : public QObject {
     QTimer heal;
     connect(&heal, &QTimer::timeout, this, [&swarmA] { swarmA.deliverWithheld(); });
     heal.start(100);
-    std::map<std::string, std::unique_ptr<Node>> nodes;
-    std::map<std::string, std::map<qint64, RoundSummary>> rounds;
-    QStringList saidByA;
-    QString failure;
-    int finished = 0;
-    for (auto [name, swarm] : {std::pair{"peer-a", &swarmA}, {"peer-b", &swarmB}, {"peer-c", &swarmC}}) {
-      auto config = isolatedConfigFor(name, "late");
-      config.policy.deadlineMinSeconds = std::string(name) == "peer-a" ? 25 : 8;
-      const std::string who = name;
-      auto& n = nodes[who] = std::make_unique<Node>(*swarm, config, data_->train, data_->val);
-      connect(n.get(), &Node::roundClosed, this, [&rounds, who](const RoundSummary& s) { rounds[who][s.round] = s; });
-      connect(n.get(), &Node::finished, this, [&finished] { ++finished; });
-      connect(n.get(), &Node::failed, this, [&failure](const QString& e) { failure = e; });
-      connect(n.get(), &Node::message, this, [&saidByA, who](const QString& m) {
-        qInfo("%s: %s", who.c_str(), qPrintable(m));
-        if (who == "peer-a") saidByA << m;
-      });
-    }
-    for (auto& [name, n] : nodes) n->start();
-    QVERIFY2(es::test::waitUntil([&] { return finished == 3 || !failure.isEmpty(); }, 240000),
-             "the nodes did not finish");
-    QVERIFY2(failure.isEmpty(), qPrintable(failure));
-    auto said = [&saidByA](const QString& prefix) {
-      return std::any_of(saidByA.begin(), saidByA.end(), [&](const QString& m) { return m.startsWith(prefix); });
-    };
+    const auto run = runThree("late", {&swarmA, &swarmB, &swarmC},
+                              [](NodeConfig& c) { c.policy.deadlineMinSeconds = c.peer.selfId == "peer-a" ? 25 : 8; });
+    QVERIFY2(run.finished, "the nodes did not finish");
+    QVERIFY2(run.failure.isEmpty(), qPrintable(run.failure));
+    auto rounds = run.rounds;
+    const auto said = [&run](const QString& prefix) { return run.saidA(prefix); };
     QCOMPARE(rounds["peer-b"].at(1).peers, 2);  // without peer-a's contribution
     QVERIFY2(said("Round 1: 2 peers merged it with 2 contributions, all here; closing it with their set"),
              "peer-a did not close round 1 on the others' set");
@@ -355,38 +376,22 @@ class NodeRounds : public QObject {
   void aCutOffPeerWaitsInsteadOfMergingAlone() {
     MemorySwarmHub hub("tiny-run");
     MemorySwarm swarmA(hub, "peer-a"), swarmB(hub, "peer-b"), swarmC(hub, "peer-c");
-    std::map<std::string, std::unique_ptr<Node>> nodes;
-    std::map<std::string, std::map<qint64, RoundSummary>> rounds;
-    QStringList saidByA;
-    QString failure;
-    int finished = 0;
-    for (auto [name, swarm] : {std::pair{"peer-a", &swarmA}, {"peer-b", &swarmB}, {"peer-c", &swarmC}}) {
-      auto config = isolatedConfigFor(name, "cut-off");
-      config.maxRounds = 4;
-      config.policy.deadlineMinSeconds = 8;
-      config.policy.deadlineMaxSeconds = 20;
-      const std::string who = name;
-      auto& n = nodes[who] = std::make_unique<Node>(*swarm, config, data_->train, data_->val);
-      connect(n.get(), &Node::roundClosed, this, [this, &rounds, &swarmA, who](const RoundSummary& s) {
-        rounds[who][s.round] = s;
-        if (who != "peer-a" || s.round != 1) return;
-        swarmA.setCut(true);
-        QTimer::singleShot(12000, this, [&swarmA] { swarmA.setCut(false); });
-      });
-      connect(n.get(), &Node::finished, this, [&finished] { ++finished; });
-      connect(n.get(), &Node::failed, this, [&failure](const QString& e) { failure = e; });
-      connect(n.get(), &Node::message, this, [&saidByA, who](const QString& m) {
-        qInfo("%s: %s", who.c_str(), qPrintable(m));
-        if (who == "peer-a") saidByA << m;
-      });
-    }
-    for (auto& [name, n] : nodes) n->start();
-    QVERIFY2(es::test::waitUntil([&] { return finished == 3 || !failure.isEmpty(); }, 240000),
-             "the nodes did not finish");
-    QVERIFY2(failure.isEmpty(), qPrintable(failure));
-    auto said = [&saidByA](const QString& prefix) {
-      return std::any_of(saidByA.begin(), saidByA.end(), [&](const QString& m) { return m.startsWith(prefix); });
-    };
+    const auto run = runThree(
+        "cut-off", {&swarmA, &swarmB, &swarmC},
+        [](NodeConfig& c) {
+          c.maxRounds = 4;
+          c.policy.deadlineMinSeconds = 8;
+          c.policy.deadlineMaxSeconds = 20;
+        },
+        [this, &swarmA](const std::string& who, const RoundSummary& s) {
+          if (who != "peer-a" || s.round != 1) return;
+          swarmA.setCut(true);
+          QTimer::singleShot(12000, this, [&swarmA] { swarmA.setCut(false); });
+        });
+    QVERIFY2(run.finished, "the nodes did not finish");
+    QVERIFY2(run.failure.isEmpty(), qPrintable(run.failure));
+    auto rounds = run.rounds;
+    const auto said = [&run](const QString& prefix) { return run.saidA(prefix); };
     QCOMPARE(rounds["peer-b"].at(2).peers, 2);  // closed without peer-a
     QVERIFY2(said("Round 2: heard from 0 of 2 peers since our last merge; cut off"),
              "peer-a did not see it was cut off");
