@@ -7,6 +7,7 @@
 #include "p2p/network_monitor.h"
 #include "p2p/record_book.h"
 #include "p2p/record_gossip.h"
+#include "p2p/run_links.h"
 #include "p2p/swarm_session.h"
 
 #include <libtorrent/fwd.hpp>
@@ -77,8 +78,19 @@ struct SwarmSession::Impl {
   void announceRun();
   void refreshRunPeers();
   bool isSelf(const lt::tcp::endpoint& endpoint) const;
-  std::vector<lt::tcp::endpoint> dialableRunPeers() const;  // swarm_transfers.cpp
+  // swarm_links.cpp: the run peers we dial ourselves, and relinking after the links dropped.
+  struct RunLinkView {
+    std::vector<lt::tcp::endpoint> dialable;  // established links we dialled (or uTP): we can dial them again
+    int established = 0;                      // every established link (handshake done)
+    bool allDialled = true;                   // no incoming TCP link among them
+    int dialling = 0;                         // connections not yet links (connecting, handshaking)
+  };
+  RunLinkView viewRunLinks() const;
+  std::vector<lt::tcp::endpoint> dialTargets() const;  // linked now or within RunLinks' memory
   void connectRunPeers(const lt::torrent_handle& handle, const std::vector<lt::tcp::endpoint>& runPeers);
+  void relinkRun(std::chrono::steady_clock::time_point now);
+  RunLinks runLinks;
+  std::size_t lastRelinkLost = 0;                    // what the last "Run links lost" line said; 0 once they are back
   void dialBack(const lt::tcp::endpoint& endpoint);  // swarm_rendezvous.cpp
   std::unique_ptr<DialBackProber> dialBacks;         // made with the session (its probes are owner's children)
   // swarm_records.cpp: the record book's side of the session (gossip in, BEP44 polls, expiry).

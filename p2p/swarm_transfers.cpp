@@ -81,7 +81,7 @@ Expected<std::string> SwarmSession::publishFile(const std::string& path) {
   t.finished = true;
   t.added = Clock::now();
   d.transfers.emplace(torrent->infoHashV2, std::move(t));
-  d.connectRunPeers(handle, d.dialableRunPeers());
+  d.connectRunPeers(handle, d.dialTargets());
   return torrent->infoHashV2;
 }
 
@@ -129,7 +129,7 @@ Status SwarmSession::fetch(const std::string& infoHash, const std::string& saveD
   t.awaitingCheck = !limits.sizes.empty();
   t.added = t.lastAnnounce = Clock::now();
   d.transfers.emplace(hash, std::move(t));
-  d.connectRunPeers(handle, d.dialableRunPeers());
+  d.connectRunPeers(handle, d.dialTargets());
   handle.force_dht_announce();  // the fallback: the content may also be seeded by others
   return {};
 }
@@ -246,35 +246,6 @@ void SwarmSession::Impl::limitSeeding(Transfer& t) {
   t.seedingStopped = true;
 }
 
-// Contributions travel between run peers, who already hold connections to each other: every
-// transfer (published, fetching or seeding what it fetched) is connected to the run torrent's
-// peers directly, so nothing waits for the DHT. Only endpoints we know accept connections: those
-// we dialed, and uTP ones (a uTP peer sends from its listening port; through a NAT that is the
-// mapping that lets its replies in). A peer that dialed us over TCP dials our transfers itself:
-// that is how content reaches and leaves peers behind a NAT. Connecting an endpoint the torrent
-// is already connected to does nothing.
-std::vector<lt::tcp::endpoint> SwarmSession::Impl::dialableRunPeers() const {
-  std::vector<lt::tcp::endpoint> out;
-  if (!runHandle.is_valid()) return out;
-  std::vector<lt::peer_info> peers;
-  runHandle.get_peer_info(peers);
-  for (const auto& p : peers) {
-    if (p.flags & (lt::peer_info::connecting | lt::peer_info::handshake)) continue;  // not a peer yet
-    if (((p.flags & lt::peer_info::outgoing_connection) || (p.flags & lt::peer_info::utp_socket)) && !isSelf(p.ip))
-      out.push_back(p.ip);
-  }
-  return out;
-}
-
-// Source resume_data: libtorrent's torrent::add_peer sends a DHT ping to the endpoint of every
-// other source, and this runs every 3 s for every transfer — dozens of pings a second to the
-// same few IPs, over the 5 a second at which their DHT nodes ban us.
-void SwarmSession::Impl::connectRunPeers(const lt::torrent_handle& handle,
-                                         const std::vector<lt::tcp::endpoint>& runPeers) {
-  if (!handle.is_valid()) return;
-  for (const auto& endpoint : runPeers) handle.connect_peer(endpoint, lt::peer_info::resume_data);
-}
-
 // Every few seconds, transfers meet run peers that arrived since (or that had not yet added the
 // torrent when we first connected). A download without any peer, and a fresh publication nobody
 // has connected to yet (its first announce may have been dropped before the routing table
@@ -285,7 +256,8 @@ void SwarmSession::Impl::kickTransfers() {
   const bool connectNow = now - lastPeerKick >= std::chrono::seconds(3);
   if (connectNow) lastPeerKick = now;
   if (connectNow && dialBacks) dialBacks->retryDue();  // the reachability probes' retries (dial_back.h)
-  const auto runPeers = connectNow ? dialableRunPeers() : std::vector<lt::tcp::endpoint>{};
+  if (connectNow) relinkRun(now);
+  const auto runPeers = connectNow ? runLinks.targets() : std::vector<lt::tcp::endpoint>{};
   for (auto& [hash, t] : transfers) {
     if (!t.handle.is_valid()) continue;
     if (connectNow) connectRunPeers(t.handle, runPeers);

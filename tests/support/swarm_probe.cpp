@@ -138,6 +138,7 @@ int main(int argc, char** argv) {
     settings.firstRetryMs = settings.maxRetryMs = 500;
     settings.bep44PollMs = 2000;
   }
+  settings.log = [](const std::string& line) { emitEvent({{"event", "log"}, {"line", QString::fromStdString(line)}}); };
   auto created = SwarmSession::create(settings, *identity);
   if (!created) return std::fprintf(stderr, "%s\n", created.error().c_str()), 1;
   auto& swarm = **created;
@@ -245,6 +246,8 @@ int main(int argc, char** argv) {
                  {"refused", c.refusedFetches},
                  {"droppedAlerts", c.droppedAlerts},
                  {"runPeers", c.runPeers},
+                 {"runLinks", c.runLinks},
+                 {"relinks", c.relinks},
                  {"rateDropped", c.gossipRateDropped},
                  {"inboxDropped", c.gossipInboxDropped},
                  {"disconnects", c.gossipDisconnects},

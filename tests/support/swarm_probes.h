@@ -19,14 +19,18 @@ namespace es::test {
 
 class Probe {
  public:
-  Probe(const QString& name, const QStringList& args) : name_(name) {
+  // `wrapper`: a command the probe runs under, e.g. {"ip", "netns", "exec", NS} (tests/netlab).
+  Probe(const QString& name, const QStringList& args, const QStringList& wrapper = {}) : name_(name) {
     process_.setProcessChannelMode(QProcess::SeparateChannels);
     QObject::connect(&process_, &QProcess::readyReadStandardOutput, [this] { read(); });
     QObject::connect(&process_, &QProcess::readyReadStandardError, [this] {
       const auto err = process_.readAllStandardError();
       if (!err.trimmed().isEmpty()) qWarning().noquote() << name_ << "stderr:" << err.trimmed();
     });
-    process_.start(QStringLiteral(ES_SWARM_PROBE), args);
+    if (wrapper.isEmpty())
+      process_.start(QStringLiteral(ES_SWARM_PROBE), args);
+    else
+      process_.start(wrapper.front(), wrapper.mid(1) + QStringList{QStringLiteral(ES_SWARM_PROBE)} + args);
   }
   ~Probe() {
     if (process_.state() == QProcess::NotRunning) return;

@@ -1,0 +1,81 @@
+// The run's links: which run peers we dial ourselves, dialling them for every transfer, and
+// relinking the run torrent after its links dropped (p2p/run_links.h says why libtorrent alone
+// never does).
+#include "p2p/swarm_session_impl.h"
+
+#include <libtorrent/peer_info.hpp>
+
+#include <algorithm>
+
+namespace es::p2p {
+
+// Contributions travel between run peers, who already hold connections to each other: every
+// transfer (published, fetching or seeding what it fetched) is connected to the run torrent's
+// peers directly, so nothing waits for the DHT. Only endpoints we know accept connections: those
+// we dialed, and uTP ones (a uTP peer sends from its listening port; through a NAT that is the
+// mapping that lets its replies in). A peer that dialed us over TCP dials our transfers itself:
+// that is how content reaches and leaves peers behind a NAT. Connecting an endpoint the torrent
+// is already connected to does nothing.
+SwarmSession::Impl::RunLinkView SwarmSession::Impl::viewRunLinks() const {
+  RunLinkView view;
+  if (!runHandle.is_valid()) return view;
+  std::vector<lt::peer_info> peers;
+  runHandle.get_peer_info(peers);
+  for (const auto& p : peers) {
+    if (p.flags & (lt::peer_info::connecting | lt::peer_info::handshake)) {  // not a link yet
+      ++view.dialling;
+      continue;
+    }
+    ++view.established;
+    const bool dialled = (p.flags & lt::peer_info::outgoing_connection) || (p.flags & lt::peer_info::utp_socket);
+    if (dialled && !isSelf(p.ip)) view.dialable.push_back(p.ip);
+    if (!dialled) view.allDialled = false;
+  }
+  return view;
+}
+
+// The run peers linked now and those linked within RunLinks' memory: a transfer started while
+// the links are down (a repair right after a cut) dials them itself.
+std::vector<lt::tcp::endpoint> SwarmSession::Impl::dialTargets() const {
+  auto out = viewRunLinks().dialable;
+  for (const auto& e : runLinks.targets())
+    if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
+  return out;
+}
+
+// Source resume_data: libtorrent's torrent::add_peer sends a DHT ping to the endpoint of every
+// other source, and this runs every 3 s for every transfer — dozens of pings a second to the
+// same few IPs, over the 5 a second at which their DHT nodes ban us.
+void SwarmSession::Impl::connectRunPeers(const lt::torrent_handle& handle,
+                                         const std::vector<lt::tcp::endpoint>& runPeers) {
+  if (!handle.is_valid()) return;
+  for (const auto& endpoint : runPeers) handle.connect_peer(endpoint, lt::peer_info::resume_data);
+}
+
+// Every transfer kick (3 s): the links are noted, and when RunLinks says so the run torrent
+// forgets its peer list (and with it libtorrent's "a seed: never dial" mark) and dials every
+// remembered endpoint again.
+void SwarmSession::Impl::relinkRun(std::chrono::steady_clock::time_point now) {
+  if (!runHandle.is_valid()) return;
+  const auto view = viewRunLinks();
+  counters.runLinks = view.established;
+  runLinks.note(view.dialable, now);
+  const bool peersMissing = book && view.established + 1 < static_cast<int>(book->size());
+  if (lastRelinkLost > 0 && runLinks.lost().empty()) {
+    if (settings.log) settings.log("Run links back: linked to every run peer we dialled before");
+    lastRelinkLost = 0;
+  }
+  // Clearing would also end the dials in progress (libtorrent's own, or ours from the last
+  // relink: a connect across a NAT takes its time): not while there are any.
+  if (!runLinks.relinkDue(view.allDialled && view.dialling == 0, peersMissing, now)) return;
+  const auto lost = runLinks.lost().size();
+  if (lost != lastRelinkLost && settings.log)
+    settings.log("Run links lost: dialling " + std::to_string(lost) + " run peer" + (lost == 1 ? "" : "s") +
+                 " again (repeated while they stay unreachable)");
+  lastRelinkLost = lost;
+  ++counters.relinks;
+  runHandle.clear_peers();
+  connectRunPeers(runHandle, runLinks.targets());
+}
+
+}  // namespace es::p2p
