@@ -169,6 +169,11 @@ void SwarmSession::Impl::onDhtItem(const lt::dht_mutable_item_alert& item) {
 
 void SwarmSession::Impl::onRendezvousPeers(const lt::dht_get_peers_reply_alert& reply) {
   if (reply.info_hash != rendezvous || !runHandle.is_valid()) return;
+  // Not linked to anyone while records name run peers: the endpoints may be in the peer list
+  // already, marked seeds by a short earlier link, and libtorrent would never dial them
+  // (p2p/run_links.h). With no link and no dial under way, forgetting them costs nothing.
+  if (const auto view = viewRunLinks(); view.established == 0 && view.dialling == 0 && book && book->size() > 1)
+    runHandle.clear_peers();
   // TCP (no pex_utp): a stranger's dial to the announced port is what the reachability
   // self-test needs to see (p2p/reachability.h); transfers still use uTP where it works.
   for (const auto& endpoint : reply.peers())
@@ -191,6 +196,14 @@ void SwarmSession::Impl::dispatch(lt::alert* a) {
       return;
     case lt::dht_get_peers_reply_alert::alert_type:
       onRendezvousPeers(*static_cast<lt::dht_get_peers_reply_alert*>(a));
+      return;
+    case lt::dht_bootstrap_alert::alert_type:
+      // Announce and look up at once: the first traversals, started before the routing table
+      // held anyone, found nobody (the netlab: first records ~31 s after the start; with this,
+      // 15-17 s, the bootstrap's own ~15 s of timeouts towards unreachable nodes).
+      if (settings.log) settings.log("DHT bootstrapped");
+      retryMs = settings.firstRetryMs;
+      announceRun();
       return;
     case lt::hash_failed_alert::alert_type:
       ++counters.hashFailures;
