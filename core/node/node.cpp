@@ -354,6 +354,10 @@ void Node::retireOldContent(qint64 mergedRound) {
 
 void Node::advanceRound(const RoundSummary& s) {
   lastSummary_ = s;
+  // "Heard since our last merge" counts record changes after it: changes made before it but not
+  // yet noted (noteHeard runs on gather events) are noted now, not in the next round (under load
+  // tst_node_rounds' cut-off peer counted the others' pre-merge records as heard and merged alone).
+  noteHeard();
   heardThisRound_.clear();
   round_ = s.round + 1;
   if (!nextClaims_.empty() && nextClaims_ != claims_) {

@@ -169,6 +169,10 @@ class NetlabSwarm : public QObject {
     // fingerprint on all six (fail: 6 of 6 came in round 10). At f0da682 (a cut-off peer waits):
     // neither cut peer merged round 8 alone, but the repair of round 7 got no bytes in 30 s after
     // the restore, the round-8 snapshot took ~60 s and round 9 closed without them (fail).
+    // The cause under it: libtorrent never dials a known seed while its own copy is complete, so
+    // the outgoing-only peers never linked to the run torrent again (p2p/run_links.h;
+    // tst_netlab_relink). With relinking (1e4aa1d) and at 74ecda1: passed, twice (the first
+    // passes of the forced 200 s cut).
     if (!qEnvironmentVariableIsSet("ES_NETLAB_PARTITION")) {
       qInfo("partition scenario not run (ES_NETLAB_PARTITION=1 runs it; not yet seen to pass every time)");
       QVERIFY2(stopAll(peers), "a client did not stop within 90 s of SIGTERM");
