@@ -150,10 +150,10 @@ class NetlabRelink : public QObject {
     QVERIFY2(exchange(*pub, *nat, 1, QDateTime::currentMSecsSinceEpoch(), 180000, "linked"),
              "the two peers did not exchange records and files before the cut");
 
-    // The cut, until natp1 has no link left to the run (bounded by kMaxCutMs; polled, the
-    // links' end is what the scenario needs).
     // The run torrent's link is what carries the records (gossip): natp1 holds one before the cut.
     QVERIFY2(pollUntil([&] { return runLinks(*nat) >= 1; }, 30000) >= 0, "natp1 holds no link to the run");
+    // The cut, until natp1 has no link left to the run (bounded by kMaxCutMs; polled, the
+    // links' end is what the scenario needs).
     QVERIFY(lab.cut("nat2"));
     const qint64 linksGone = pollUntil([&] { return runLinks(*nat) == 0; }, kMaxCutMs);
     qInfo("natp1's links to the run were gone %.1f s into the cut", linksGone / 1000.0);
