@@ -203,7 +203,8 @@ int Engine::startRun() {
   // saw each other trains alone and diverges. On the netlab the first records arrive 15-17 s
   // after the start (the DHT's bootstrap waits ~15 s on unreachable nodes, then the rendezvous
   // announces: SwarmSession), and a traversal through unreachable nodes takes ~15 s more: 20 s
-  // left a plain-NAT peer alone now and then (2 of ~12 netlab runs); 40 s allows one more.
+  // left a plain-NAT peer alone now and then (seen twice in the netlab runs of 2026-12-03); 40 s
+  // allows one more.
   if (!isLoopbackEndpoint(cl_.listen))
     config.policy.joinWindowMs = std::max(config.policy.joinWindowMs, kInternetJoinWindowMs);
   config.nExperts = data.manifest.model.nExperts;

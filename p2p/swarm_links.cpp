@@ -61,14 +61,14 @@ void SwarmSession::Impl::relinkRun(std::chrono::steady_clock::time_point now) {
   counters.runLinks = view.established;
   runLinks.note(view.dialable, now);
   const bool peersMissing = book && view.established + 1 < static_cast<int>(book->size());
-  if (lastRelinkLost > 0 && runLinks.lost().empty()) {
+  const auto lost = runLinks.lost().size();
+  if (lastRelinkLost > 0 && lost == 0) {
     if (settings.log) settings.log("Run links back: linked to every run peer we dialled before");
     lastRelinkLost = 0;
   }
   // Clearing would also end the dials in progress (libtorrent's own, or ours from the last
   // relink: a connect across a NAT takes its time): not while there are any.
   if (!runLinks.relinkDue(view.allDialled && view.dialling == 0, peersMissing, now)) return;
-  const auto lost = runLinks.lost().size();
   if (lost != lastRelinkLost && settings.log)
     settings.log("Run links lost: dialling " + std::to_string(lost) + " run peer" + (lost == 1 ? "" : "s") +
                  " again (repeated while they stay unreachable)");
