@@ -5,9 +5,11 @@
 // volunteer's client does). They train the default run for 6 rounds: from round 2 on every round
 // merges all 6 contributions on all 6 peers with the same fingerprint, and each peer's
 // reachability self-test says what its site allows.
-// Then (only with ES_NETLAB_PARTITION=1: not yet seen to pass every time) the plain NAT router's
-// uplink is cut for 60 s: the others keep closing rounds, and the cut peers merge with everyone
-// again within 2 rounds of the restore.
+// Then the plain NAT router's uplink is cut for 60 s (ES_NETLAB_CUT_S=N for N s; ES_NETLAB_PARTITION=0
+// skips it): the others keep closing rounds, and the cut peers merge with everyone again within 2
+// rounds of the restore. A 60 s cut is usually absorbed by the round's ~150 s deadline; the forced
+// split (200 s, longer than a deadline) costs ~4 min more and is a campaign, not CI
+// (scripts/netlab-partition).
 #include "netlab/netlab.h"
 
 #include <QTemporaryDir>
@@ -172,9 +174,11 @@ class NetlabSwarm : public QObject {
     // The cause under it: libtorrent never dials a known seed while its own copy is complete, so
     // the outgoing-only peers never linked to the run torrent again (p2p/run_links.h;
     // tst_netlab_relink). With relinking (1e4aa1d) and at 74ecda1: passed, twice (the first
-    // passes of the forced 200 s cut).
-    if (!qEnvironmentVariableIsSet("ES_NETLAB_PARTITION")) {
-      qInfo("partition scenario not run (ES_NETLAB_PARTITION=1 runs it; not yet seen to pass every time)");
+    // passes of the forced 200 s cut). At 540b932: the forced 200 s cut passed again (round 7
+    // closed 4 of 6 outside, all 6 merged one state again within rounds 8..9) and the 60 s cut
+    // passed (absorbed: round 7 merged 6 of 6) — since then the 60 s cut runs in every CI run.
+    if (qEnvironmentVariable("ES_NETLAB_PARTITION") == QLatin1String("0")) {
+      qInfo("partition scenario not run (ES_NETLAB_PARTITION=0)");
       QVERIFY2(stopAll(peers), "a client did not stop within 90 s of SIGTERM");
       return;
     }
