@@ -20,7 +20,7 @@ class P2pSwarm : public node::Swarm {
   std::string runId() const override { return session_.runId(); }
   Status announce(const node::Announcement& announcement) override;
   std::vector<node::SwarmPeer> peers() const override;
-  Expected<std::string> publish(const std::string& path) override { return session_.publishFile(path); }
+  void publish(const std::string& path, Published done) override { session_.publishFileAsync(path, std::move(done)); }
   Status fetch(const std::string& contentId, const std::string& dir, const node::FetchLimits& limits) override {
     return session_.fetch(contentId, dir, limits);
   }

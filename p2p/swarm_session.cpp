@@ -59,6 +59,7 @@ Expected<std::unique_ptr<SwarmSession>> SwarmSession::create(const SwarmSettings
   std::unique_ptr<SwarmSession> self(new SwarmSession());
   self->impl_ = std::make_unique<Impl>(identity);
   auto& d = *self->impl_;
+  d.hashing.setMaxThreadCount(1);
   d.owner = self.get();
   d.settings = settings;
   d.dialBacks = std::make_unique<DialBackProber>(d.owner);
@@ -106,6 +107,9 @@ Expected<std::unique_ptr<SwarmSession>> SwarmSession::create(const SwarmSettings
 }
 
 SwarmSession::~SwarmSession() {
+  // A file being hashed for publishFileAsync finishes first (one file: seconds for a 1 B-parameter
+  // snapshot); its queued result is discarded with this object.
+  if (impl_) impl_->hashing.waitForDone();
   if (!impl_ || !impl_->session) return;
   // Nothing may call into us once destruction starts: replace the callbacks first.
   impl_->session->set_alert_notify([] {});

@@ -18,6 +18,7 @@
 #include <QObject>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -26,6 +27,7 @@
 namespace es::p2p {
 
 class Identity;
+struct TorrentFile;
 
 // A transfer's state, as the node and the UI see it.
 struct TransferStatus {
@@ -104,11 +106,14 @@ class SwarmSession : public QObject {
   void injectRawGossip(const std::string& bytes);
 
   // Checkpoint swarms. publishFile makes a deterministic hybrid torrent of `path` and seeds it;
-  // returns the v2 info-hash (hex). fetch downloads `infoHash` into `saveDir` from the run's peers
+  // returns the v2 info-hash (hex). publishFileAsync does the same with the hashing (the whole
+  // file: v1 pieces and the v2 merkle tree) on a thread of its own and calls `done` back on this
+  // object's thread, never from inside the call. fetch downloads `infoHash` into `saveDir` from the run's peers
   // and the DHT; progress and completion arrive as signals. With limits, the metadata is checked
   // before any piece is requested: content that breaks them is removed with its files and
   // reported by transferRefused. retire stops a transfer and, if asked, deletes its file.
   Expected<std::string> publishFile(const std::string& path);
+  void publishFileAsync(const std::string& path, std::function<void(Expected<std::string>)> done);
   Status fetch(const std::string& infoHash, const std::string& saveDir, const node::FetchLimits& limits = {});
   void retire(const std::string& infoHash, bool deleteFile);
   std::vector<TransferStatus> transfers() const;
@@ -136,6 +141,7 @@ class SwarmSession : public QObject {
 
  private:
   SwarmSession();
+  Expected<std::string> seedMadeTorrent(const std::string& path, Expected<TorrentFile> torrent);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   friend struct Impl;

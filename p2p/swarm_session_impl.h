@@ -15,6 +15,7 @@
 #include <libtorrent/session_params.hpp>
 #include <libtorrent/torrent_handle.hpp>
 
+#include <QThreadPool>
 #include <QTimer>
 
 #include <atomic>
@@ -61,6 +62,9 @@ struct SwarmSession::Impl {
   std::chrono::steady_clock::time_point lastAnnounce, lastLookup, lastPeerKick;
 
   std::map<std::string, Transfer> transfers;  // v2 info-hash hex → transfer
+  // publishFileAsync hashes here, one file at a time (in order; a second core stays for training
+  // and the network), so the engine thread keeps pumping alerts, gossip and timers meanwhile.
+  QThreadPool hashing;
   SwarmCounters counters;
   std::unique_ptr<NetworkMonitor> network;  // addresses and the reachability self-test
 

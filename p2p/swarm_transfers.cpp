@@ -58,8 +58,25 @@ std::string contentProblem(const lt::torrent_info& ti, const std::vector<std::in
 }  // namespace
 
 Expected<std::string> SwarmSession::publishFile(const std::string& path) {
+  return seedMadeTorrent(path, makeTorrent(path));
+}
+
+void SwarmSession::publishFileAsync(const std::string& path, std::function<void(Expected<std::string>)> done) {
+  // The callback is shared: QThreadPool and QMetaObject take copyable functions only.
+  auto callback = std::make_shared<std::function<void(Expected<std::string>)>>(std::move(done));
+  impl_->hashing.start([this, path, callback] {
+    auto torrent = std::make_shared<Expected<TorrentFile>>(makeTorrent(path));
+    // `this` outlives the call: ~SwarmSession waits for the pool before anything else, and a
+    // queued call to an object being destroyed is discarded with it.
+    QMetaObject::invokeMethod(
+        this, [this, path, torrent, callback] { (*callback)(seedMadeTorrent(path, std::move(*torrent))); },
+        Qt::QueuedConnection);
+  });
+}
+
+// On the engine thread: seeds a torrent made from `path` (by publishFile or on the hashing thread).
+Expected<std::string> SwarmSession::seedMadeTorrent(const std::string& path, Expected<TorrentFile> torrent) {
   auto& d = *impl_;
-  auto torrent = makeTorrent(path);
   if (!torrent) return makeError(torrent.error());
   if (d.transfers.count(torrent->infoHashV2)) return torrent->infoHashV2;
   lt::add_torrent_params params;

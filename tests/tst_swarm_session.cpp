@@ -7,10 +7,23 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <optional>
+
 using namespace es::p2p;
 
 class SwarmSessionTest : public QObject {
   Q_OBJECT
+
+  // `mib` MiB of bytes that differ from piece to piece (a pattern, not zeros: the hash must work).
+  static void writeFile(const QString& path, int mib) {
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    QByteArray block(1 << 20, Qt::Uninitialized);
+    for (int m = 0; m < mib; ++m) {
+      for (int i = 0; i < block.size(); ++i) block[i] = char((i * 31 + m * 7) ^ (i >> 11));
+      QCOMPARE(f.write(block), qint64(block.size()));
+    }
+  }
 
   static SwarmSettings loopback() {
     SwarmSettings s;
@@ -63,6 +76,61 @@ class SwarmSessionTest : public QObject {
     QCOMPARE((*session)->rateLimits(), (std::pair<int, int>{256 * 1024, 64 * 1024}));
     (*session)->setRateLimits(0, 0);  // unlimited again
     QCOMPARE((*session)->rateLimits(), (std::pair<int, int>{0, 0}));
+  }
+
+  // Issue 13 item 6: the engine thread keeps running its event loop (alerts, gossip, timers)
+  // while a file it publishes is hashed; the result comes back on that thread, never from inside
+  // the call, and is the same torrent the synchronous path makes.
+  void publishingHashesOffTheCallersThread() {
+    QTemporaryDir dir;
+    const auto path = dir.filePath("snapshot.safetensors");
+    writeFile(path, 128);
+    const auto expected = makeTorrent(path.toStdString());
+    QVERIFY(expected.ok());
+    auto created = SwarmSession::create(loopback(), Identity::generate());
+    QVERIFY(created.ok());
+    int ticks = 0;
+    qint64 longestGapMs = 0;
+    QElapsedTimer sinceTick;
+    QTimer ticker;
+    QObject::connect(&ticker, &QTimer::timeout, [&] {
+      longestGapMs = std::max(longestGapMs, sinceTick.restart());
+      ++ticks;
+    });
+    std::optional<es::Expected<std::string>> result;
+    QElapsedTimer clock;
+    clock.start();
+    sinceTick.start();
+    ticker.start(5);
+    (*created)->publishFileAsync(path.toStdString(), [&](es::Expected<std::string> id) { result = std::move(id); });
+    QVERIFY(!result);  // not from inside the call
+    QTRY_VERIFY_WITH_TIMEOUT(result.has_value(), 60000);
+    const int ticksWhileHashing = ticks;
+    qInfo("128 MiB hashed and seeded in %lld ms; the caller's event loop ran %d times meanwhile (longest gap %lld ms)",
+          clock.elapsed(), ticksWhileHashing, longestGapMs);
+    QVERIFY2(result->ok(), result->ok() ? "" : result->error().c_str());
+    QCOMPARE(**result, expected->infoHashV2);
+    QVERIFY2(ticksWhileHashing > 0, "the caller's thread was blocked for the whole hashing");
+    QCOMPARE(int((*created)->transfers().size()), 1);
+
+    // A missing file: a clear error, also delivered later.
+    result.reset();
+    (*created)->publishFileAsync(dir.filePath("missing.bin").toStdString(),
+                                 [&](es::Expected<std::string> id) { result = std::move(id); });
+    QVERIFY(!result);
+    QTRY_VERIFY_WITH_TIMEOUT(result.has_value(), 10000);
+    QVERIFY(!result->ok());
+    QVERIFY(result->error().find("missing.bin") != std::string::npos);
+
+    // Torn down while hashing: the session waits for the hash, and the callback never runs on a
+    // dead session.
+    bool called = false;
+    writeFile(dir.filePath("other.safetensors"), 64);
+    (*created)->publishFileAsync(dir.filePath("other.safetensors").toStdString(),
+                                 [&](es::Expected<std::string>) { called = true; });
+    created->reset();
+    QCoreApplication::processEvents();
+    QVERIFY(!called);
   }
 
   void badCallsAreClearErrors() {

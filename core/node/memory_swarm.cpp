@@ -86,6 +86,10 @@ std::vector<SwarmPeer> MemorySwarm::peers() const {
   return out;
 }
 
+void MemorySwarm::publish(const std::string& path, Published done) {
+  QTimer::singleShot(publishDelayMs_, &context_, [this, path, done] { done(publish(path)); });
+}
+
 // Content ids name the bytes, as info-hashes do: two peers publishing identical snapshots get one
 // id (resync votes count peers per id).
 Expected<std::string> MemorySwarm::publish(const std::string& path) {

@@ -44,7 +44,13 @@ class MemorySwarm : public Swarm {
   std::string runId() const override { return hub_.runId(); }
   Status announce(const Announcement& announcement) override;
   std::vector<SwarmPeer> peers() const override;
-  Expected<std::string> publish(const std::string& path) override;
+  // As the p2p layer does: the content id comes back later (after `setPublishDelay`'s ms, 0 by
+  // default: the next pass of the event loop), never from inside the call.
+  void publish(const std::string& path, Published done) override;
+  // Tests: publishes at once, for content the test itself announces.
+  Expected<std::string> publish(const std::string& path);
+  // Tests: how long "hashing" takes (the window in which the node's state may move on).
+  void setPublishDelay(int ms) { publishDelayMs_ = ms; }
   Status fetch(const std::string& contentId, const std::string& dir, const FetchLimits& limits) override;
   void retire(const std::string& contentId, bool deleteFile) override;
   std::vector<int> chooseClaims(const ClaimRequest& request) const override;
@@ -75,6 +81,7 @@ class MemorySwarm : public Swarm {
   std::map<std::string, FetchLimits> limits_;
   std::map<std::string, std::string> withheldFetches_;  // content id → the fetch's folder
   bool cut_ = false;
+  int publishDelayMs_ = 0;
   std::vector<SwarmPeer> seenWhenCut_;
   std::optional<SwarmPeer> unsentRecord_;              // our newest record, announced while cut
   bool reachable(const std::string& contentId) const;  // some publisher of it is not cut, nor are we

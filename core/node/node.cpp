@@ -203,28 +203,7 @@ void Node::onRoundTrained(const RoundTrained& trained) {
   }
   lastLoss_ = trained.meanLoss;
   lastTokensPerSecond_ = trained.tokensPerSecond;
-  auto id = swarm_.publish(trained.contribution.path);
-  if (!id) return Q_EMIT failed(QStringLiteral("publishing round %1: %2").arg(trained.round).arg(q(id.error())));
-  // A round trained again after a resync replaces the contribution built on the old base.
-  if (auto old = contrib_.find(trained.round); old != contrib_.end() && old->second != *id)
-    swarm_.retire(old->second, true);
-  contrib_[trained.round] = *id;
-  round_ = trained.round;
-  announce();
-  gather_.emplace();
-  gather_->round = trained.round;
-  gather_->own = trained;
-  gather_->arrived[swarm_.selfId()] = {swarm_.selfId(), trained.contribution.path,
-                                       std::set<int>(claims_.begin(), claims_.end())};
-  gather_->clock.start();
-  // Adaptive deadline: a multiple of the recent round time (not of the gather time — peers that
-  // train slower than us are not late yet), within the run's bounds. Before any history, our
-  // own training time for this round stands in (it reflects the machine's load).
-  const double typical = std::max(median(roundSeconds_), trained.seconds);
-  const double seconds = std::clamp(config_.policy.deadlineFactor * typical, config_.policy.deadlineMinSeconds,
-                                    config_.policy.deadlineMaxSeconds);
-  deadline_.start(static_cast<int>(seconds * 1000));
-  gather();
+  publishContribution(trained);  // node_publish.cpp: hashed off this thread, then startGathering
 }
 
 void Node::closeRound(bool deadline, const std::set<std::string>* only) {

@@ -138,6 +138,11 @@ class Node : public QObject {
   void onReady(qint64 mergedRound, qint64 step, bool resumed, const QString& baseFingerprint,
                const QString& resumeNote);
   void onRoundTrained(const RoundTrained& trained);
+  // node_publish.cpp: our contribution and snapshots, hashed off this thread (Swarm::publish).
+  void publishContribution(const RoundTrained& trained);
+  void onContributionPublished(const RoundTrained& trained, std::uint64_t epoch, Expected<std::string> id);
+  void startGathering(const RoundTrained& trained, const std::string& contentId);
+  void onSnapshotPublished(qint64 round, Expected<std::string> id);
   void onMerged(const RoundMerged& merged);
   void gather();
   // node_fetch.cpp: what a fetch may bring, the disk quota, refusals, cleaning the run folder.
@@ -301,6 +306,9 @@ class Node : public QObject {
   QElapsedTimer outOfStepSince_;      // the resync in progress started (bounds the wait)
   qint64 gaveUpThrough_ = -1;         // splits up to this round no longer hold us (we waited)
   std::optional<RoundTrained> held_;  // our round, trained on the state we are leaving
+  // The trainer's state was replaced (a snapshot adopted, a round repaired) this many times: a
+  // contribution hashed across a change is built on a state we left (onContributionPublished).
+  std::uint64_t baseEpoch_ = 0;
   QElapsedTimer sinceRoundClosed_;
   std::vector<double> roundSeconds_;
   double lastLoss_ = 0, lastTokensPerSecond_ = 0;

@@ -190,8 +190,10 @@ void Node::onRemerged(qint64 round, const QString& fingerprint, const QString& s
     Q_EMIT roundRepaired(s);
   }
   repair_.reset();
-  // The round we held was built on the state we left: the trainer sends it again, on this one.
+  // The round we held (or are hashing) was built on the state we left: the trainer sends it
+  // again, on this one.
   held_.reset();
+  ++baseEpoch_;
   endResync();
   noteFingerprint(round, fingerprint.toStdString());
   announce();

@@ -124,6 +124,7 @@ void Node::onSnapshotAdopted(qint64 round, const QString& fingerprint, const QSt
   pendingSnapshot_.clear();
   repair_.reset();
   held_.reset();  // built on the state we left
+  ++baseEpoch_;   // and so is a contribution still being hashed
   endResync();
   mergedRound_ = round;
   fingerprints_.clear();  // what we merged before was not the swarm's state
@@ -139,18 +140,6 @@ void Node::onSnapshotAdopted(qint64 round, const QString& fingerprint, const QSt
 void Node::noteFingerprint(qint64 round, const std::string& fingerprint) {
   fingerprints_[round] = fingerprint;
   while (fingerprints_.size() > 2) fingerprints_.erase(fingerprints_.begin());
-}
-
-void Node::publishSnapshot(qint64 round, const QString& path) {
-  auto id = swarm_.publish(path.toStdString());
-  if (!id)
-    return Q_EMIT message(QStringLiteral("Cannot publish the snapshot of round %1: %2").arg(round).arg(q(id.error())));
-  snapshots_[round] = *id;
-  while (snapshots_.size() > 2) {
-    swarm_.retire(snapshots_.begin()->second, true);
-    snapshots_.erase(snapshots_.begin());
-  }
-  announce();
 }
 
 // Agreement (docs/ARCHITECTURE.md, "Agreement"): every record carries the fingerprint of the state its

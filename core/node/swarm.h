@@ -95,8 +95,12 @@ class Swarm {
   virtual std::string selfId() const = 0;
   virtual std::string runId() const = 0;
   virtual Status announce(const Announcement& announcement) = 0;
-  virtual std::vector<SwarmPeer> peers() const = 0;                    // everyone else with a valid record
-  virtual Expected<std::string> publish(const std::string& path) = 0;  // → content id
+  virtual std::vector<SwarmPeer> peers() const = 0;  // everyone else with a valid record
+  // Seeds the file at `path`; `done` gets its content id (or why not) later, on the node's thread,
+  // never from inside the call: hashing a snapshot takes seconds and must not stall the thread
+  // that pumps the network (docs/ARCHITECTURE.md, "Threads").
+  using Published = std::function<void(Expected<std::string> contentId)>;
+  virtual void publish(const std::string& path, Published done) = 0;
   // Into `dir` (the caller gives every fetch its own folder: a torrent's file name is the
   // sender's choice and must not reach another fetch's file).
   virtual Status fetch(const std::string& contentId, const std::string& dir, const FetchLimits& limits) = 0;
