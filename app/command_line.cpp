@@ -104,14 +104,18 @@ ParseResult parseCommandLine(const QStringList& arguments) {
   const QCommandLineOption gpuMemory(
       QStringLiteral("gpu-memory-mib"),
       QStringLiteral("Most GPU memory the claim is sized by (default: what the GPU has free)."), QStringLiteral("MIB"));
+  const QCommandLineOption events(
+      QStringLiteral("events"),
+      QStringLiteral("Headless swarm: print machine-readable events on stdout (one JSON object per line) instead "
+                     "of the progress lines."));
   QCommandLineOption testPoison(QStringLiteral("test-poison"), QStringLiteral("Tests only."), QStringLiteral("KIND"));
   testPoison.setFlags(QCommandLineOption::HiddenFromHelp);
   QCommandLineOption uiSnapshot(QStringLiteral("ui-snapshot"), QStringLiteral("Tests only."), QStringLiteral("DIR"));
   uiSnapshot.setFlags(QCommandLineOption::HiddenFromHelp);
-  parser.addOptions({help,       version,       noGui,       localOnly, run,       dataDir,     steps,
-                     experts,    device,        threads,     logEvery,  evalEvery, fresh,       listen,
-                     bootstrap,  publicNetwork, portMapping, rounds,    syncEvery, exportModel, diskQuota,
-                     hostMemory, gpuMemory,     testPoison,  uiSnapshot});
+  parser.addOptions({help,       version,       noGui,       localOnly,  run,       dataDir,     steps,
+                     experts,    device,        threads,     logEvery,   evalEvery, fresh,       listen,
+                     bootstrap,  publicNetwork, portMapping, rounds,     syncEvery, exportModel, diskQuota,
+                     hostMemory, gpuMemory,     events,      testPoison, uiSnapshot});
 
   if (!parser.parse(arguments)) return failure(parser.errorText());
   if (!parser.positionalArguments().isEmpty())
@@ -198,6 +202,10 @@ ParseResult parseCommandLine(const QStringList& arguments) {
   }
   c.uiSnapshot = parser.value(uiSnapshot);
   if (c.localOnly && !c.noGui) return failure(QStringLiteral("--local-only trains headless: add --no-gui"));
+  c.events = parser.isSet(events);
+  if (c.events && (!c.noGui || c.localOnly))
+    return failure(
+        QStringLiteral("--events prints the headless swarm client's events: add --no-gui (not --local-only)"));
   if (c.noGui && parser.isSet(uiSnapshot))
     return failure(QStringLiteral("--ui-snapshot needs the desktop window (no --no-gui)"));
   if (c.localOnly && (parser.isSet(listen) || parser.isSet(bootstrap) || parser.isSet(rounds) ||

@@ -32,8 +32,9 @@ struct CommandLine {
   long long rounds = 0;         // 0: until stopped
   int syncEvery = 0;            // 0: the run's sync_every
   QString exportPath;           // write the merged model here at the end
-  QString testPoison;           // hidden, tests only: nan | norm | foreign | reverse
-  QString uiSnapshot;           // hidden, tests only: GUI writes window.png + ui-state.json here, then quits
+  bool events = false;  // --events: JSON event lines on stdout instead of the progress lines (app/event_lines.h)
+  QString testPoison;   // hidden, tests only: nan | norm | foreign | reverse
+  QString uiSnapshot;   // hidden, tests only: GUI writes window.png + ui-state.json here, then quits
   // From the donor's settings (GUI) or the command line (headless).
   int claimSize = 0;                       // experts to claim; 0: the run's experts_per_peer
   int hostMemoryCapMiB = 0;                // --host-memory-mib: the pre-flight's host memory; 0: no cap

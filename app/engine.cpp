@@ -290,6 +290,7 @@ int Engine::startRun() {
 void Engine::wireNode() {
   auto* node = parts_->node.get();
   connect(node, &node::Node::message, this, &Engine::message);
+  connect(node, &node::Node::noted, this, &Engine::noted);
   connect(node, &node::Node::stepped, this, &Engine::stepped);
   connect(node, &node::Node::roundClosed, this, [this](const node::RoundSummary& s) {
     Q_EMIT roundClosed(s);

@@ -13,6 +13,7 @@
 #include <QString>
 #include <QStringList>
 #include <QTimer>
+#include <QVariantMap>
 
 #include <memory>
 
@@ -55,7 +56,8 @@ class Engine : public QObject {
   void swarmChanged(const es::node::SwarmView& view);
   void pausedChanged(bool paused);
   void message(const QString& line);
-  void networkStatus(const QString& summary);  // reachability, external and listen address (status bar)
+  void noted(const QString& kind, const QVariantMap& fields);  // Node::noted
+  void networkStatus(const QString& summary);                  // reachability, external and listen address (status bar)
   void failed(const QString& error);
   void finished();
 

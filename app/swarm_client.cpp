@@ -1,6 +1,7 @@
 #include "app/swarm_client.h"
 
 #include "app/engine.h"
+#include "app/event_lines.h"
 #include "app/network_setup.h"
 #include "app/run_setup.h"
 #include "app/stop_signals.h"
@@ -11,6 +12,7 @@
 
 #include <unistd.h>
 #include <cstdio>
+#include <memory>
 
 namespace es::app {
 
@@ -33,6 +35,36 @@ void printSummary(const EngineSummary& s) {
   for (const QString& file : s.transferFiles) std::fprintf(stderr, "Transfer at exit: %s\n", qPrintable(file));
 }
 
+// The live bar on a terminal's stderr, overwritten in place: the round's steps, loss, speed and the
+// GPU's last reading (at most a second old).
+QMetaObject::Connection showLiveBar(Engine& engine) {
+  auto syncEvery = std::make_shared<int>(1);
+  QObject::connect(&engine, &Engine::started,
+                   [syncEvery](const node::RunInfo& run) { *syncEvery = std::max(1, run.syncEvery); });
+  auto gpu = std::make_shared<std::string>();
+  return QObject::connect(&engine, &Engine::stepped, [syncEvery, gpu](const node::StepReport& r) {
+    const int h = *syncEvery, inRound = int((r.step - 1) % h) + 1;
+    const int filled = inRound * 20 / h;
+    if (r.gpu)
+      *gpu = " GPU " + std::to_string(r.gpu->utilizationPercent) + "% " + std::to_string(r.gpu->temperatureC) + "°C " +
+             std::to_string(int(r.gpu->powerWatts)) + "W";
+    std::fprintf(stderr, "\r\033[K[%s%s] round %lld step %d/%d loss %.3f %.0f tok/s%s",
+                 std::string(filled, '#').c_str(), std::string(20 - filled, '.').c_str(),
+                 static_cast<long long>((r.step - 1) / h + 1), inRound, h, r.loss, r.tokensPerSecond, gpu->c_str());
+  });
+}
+
+// --events: the engine's facts as JSON lines on stdout (app/event_lines.h), in the progress lines'
+// place. The log stays on stderr, the live bar too.
+void printEventsOf(Engine& engine) {
+  QObject::connect(&engine, &Engine::started, [](const node::RunInfo& run) { printEvent(startedEvent(run)); });
+  QObject::connect(&engine, &Engine::noted,
+                   [](const QString& kind, const QVariantMap& fields) { printEvent(nodeEvent(kind, fields)); });
+  QObject::connect(&engine, &Engine::roundClosed, [](const node::RoundSummary& s) { printEvent(roundEvent(s)); });
+  QObject::connect(&engine, &Engine::roundRepaired, [](const node::RoundSummary& s) { printEvent(roundEvent(s)); });
+  QObject::connect(&engine, &Engine::finished, [&engine] { printEvent(summaryEvent(engine.summary())); });
+}
+
 int runSwarmClient(const CommandLine& given, const QString& shareDir) {
   // The donor's saved network settings apply headless too (the systemd unit passes --public).
   CommandLine cl = given;
@@ -46,9 +78,6 @@ int runSwarmClient(const CommandLine& given, const QString& shareDir) {
   auto clearBar = [tty] {
     if (tty) std::fprintf(stderr, "\r\033[K");
   };
-  int syncEvery = 1;
-  QObject::connect(&engine, &Engine::started,
-                   [&syncEvery](const node::RunInfo& run) { syncEvery = std::max(1, run.syncEvery); });
   // Node messages go to stderr here (run-setup lines print themselves; the ledger's too).
   bool setupDone = false;
   QObject::connect(&engine, &Engine::message, [&setupDone, clearBar](const QString& line) {
@@ -58,26 +87,17 @@ int runSwarmClient(const CommandLine& given, const QString& shareDir) {
   });
   QObject::connect(&engine, &Engine::started, [&setupDone] { setupDone = true; });
   QMetaObject::Connection bar;
-  std::string gpu;  // the last GPU reading (at most a second old), for the bar
-  if (tty)
-    bar = QObject::connect(&engine, &Engine::stepped, [&syncEvery, &gpu](const node::StepReport& r) {
-      const int h = syncEvery, inRound = int((r.step - 1) % h) + 1;
-      const int filled = inRound * 20 / h;
-      if (r.gpu)
-        gpu = " GPU " + std::to_string(r.gpu->utilizationPercent) + "% " + std::to_string(r.gpu->temperatureC) + "°C " +
-              std::to_string(int(r.gpu->powerWatts)) + "W";
-      std::fprintf(stderr, "\r\033[K[%s%s] round %lld step %d/%d loss %.3f %.0f tok/s%s",
-                   std::string(filled, '#').c_str(), std::string(20 - filled, '.').c_str(),
-                   static_cast<long long>((r.step - 1) / h + 1), inRound, h, r.loss, r.tokensPerSecond, gpu.c_str());
-    });
-  QObject::connect(&engine, &Engine::roundClosed, [clearBar](const node::RoundSummary& s) {
-    clearBar();
-    printRoundLine(s);
-  });
-  QObject::connect(&engine, &Engine::roundRepaired, [clearBar](const node::RoundSummary& s) {
-    clearBar();
-    printRoundLine(s);
-  });
+  if (tty) bar = showLiveBar(engine);
+  if (cl.events) {
+    printEventsOf(engine);
+  } else {
+    auto printRound = [clearBar](const node::RoundSummary& s) {
+      clearBar();
+      printRoundLine(s);
+    };
+    QObject::connect(&engine, &Engine::roundClosed, printRound);
+    QObject::connect(&engine, &Engine::roundRepaired, printRound);  // the round again, as it ended
+  }
   QObject::connect(&engine, &Engine::failed, [&](const QString& error) {
     if (!setupDone) {  // printed by the setup already
       exitCode = 1;

@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
                   "--rounds",
                   QString::number(rounds),
                   "--threads",
-                  QString::number(threads)};
+                  QString::number(threads),
+                  "--events"};
     if (i) a << "--bootstrap" << bootstrap;
     clients.push_back(std::make_unique<SwarmClient>(QString("peer%1").arg(i), a));
   }
@@ -62,23 +63,18 @@ int main(int argc, char** argv) {
       },
       1800000);
   if (!done) return std::fprintf(stderr, "node_utilization: the peers did not finish\n"), 1;
-  static const QRegularExpression summary(
-      QStringLiteral("^Summary: rounds=(\\d+) trainer_busy_fraction=([0-9.]+) mean_round_seconds=([0-9.]+) "
-                     "bytes_sent_per_round=([0-9.]+) bytes_received_per_round=([0-9.]+)"));
   double busyMin = 1, busySum = 0, roundSum = 0, sent = 0, received = 0;
   int n = 0;
   for (auto& c : clients) {
-    for (const auto& line : c->log()) {
-      const auto m = summary.match(line);
-      if (!m.hasMatch()) continue;
-      const double busy = m.captured(2).toDouble();
-      busyMin = std::min(busyMin, busy);
-      busySum += busy;
-      roundSum += m.captured(3).toDouble();
-      sent += m.captured(4).toDouble();
-      received += m.captured(5).toDouble();
-      ++n;
-    }
+    const auto& summary = c->summary();  // the exit's summary event (app/event_lines.h)
+    if (!summary.contains("trainer_busy_fraction")) continue;
+    const double busy = summary.value("trainer_busy_fraction").toDouble();
+    busyMin = std::min(busyMin, busy);
+    busySum += busy;
+    roundSum += summary.value("mean_round_seconds").toDouble();
+    sent += summary.value("bytes_sent_per_round").toDouble();
+    received += summary.value("bytes_received_per_round").toDouble();
+    ++n;
   }
   if (n != peers) return std::fprintf(stderr, "node_utilization: %d of %d peers printed a summary\n", n, peers), 1;
   std::printf("peers: %d\nrounds: %d\nsync_every: %d\nthreads_per_peer: %d\n", peers, rounds, syncEvery, threads);

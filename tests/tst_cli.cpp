@@ -38,6 +38,8 @@ class CliTest : public QObject {
     row("GPU memory cap garbage", "--no-gui --gpu-memory-mib 8G", "--gpu-memory-mib");
     row("swarm flag in local mode", base + "--rounds 3", "--rounds");
     row("experts are claimed in a swarm", "--no-gui --experts 1", "--experts");
+    row("events are the headless swarm's", "--events", "--events");
+    row("events in local mode", base + "--events", "--events");
     row("magnet without a v2 hash", "--no-gui --run magnet:?xt=urn:btih:0123456789abcdef0123456789abcdef01234567",
         "btmh");
     row("magnet with a short hash", "--no-gui --run magnet:?xt=urn:btmh:1220abcdef", "btmh");

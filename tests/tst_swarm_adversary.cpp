@@ -28,6 +28,7 @@
 #include <QElapsedTimer>
 #include <QTemporaryDir>
 
+#include <algorithm>
 #include <set>
 
 using namespace es::test;
@@ -188,8 +189,7 @@ void SwarmAdversary::honestPeersHoldAgainstEveryAttackAtOnce() {
   qInfo("largest honest client: %lld MiB resident", peakRssMiB_);
   QVERIFY2(peakRssMiB_ > 0 && peakRssMiB_ < 2048, qPrintable(QString::number(peakRssMiB_)));
   checkOneStatePerRound();
-  static const QRegularExpression runIdLine(QStringLiteral("\\(id ([0-9a-f]{64})\\)"));
-  checkRoundsAndExperts(runIdLine.match(honest_[0]->log().join('\n')).captured(1), baseline);
+  checkRoundsAndExperts(honest_[0]->runId(), baseline);
 }
 
 // Every round closes well before the maximum that ghosts and endless claims would hold it to.
@@ -208,13 +208,11 @@ void SwarmAdversary::checkRoundTimes(const std::map<int, qint64>& closedAtMs) {
 // contribution in, or a snapshot fetch that failed: "v1 and v2 hashes do not describe the same
 // data" from libtorrent, 2 of 11 runs here — which it repairs or leaves by a newer snapshot.)
 void SwarmAdversary::checkOneStatePerRound() {
-  static const QRegularExpression took(QStringLiteral("Took the swarm's snapshot of round (\\d+)"));
   int first = 0, last = 0;
-  for (const auto& line : honest_[3]->log())
-    if (auto m = took.match(line); m.hasMatch()) {
-      last = m.captured(1).toInt();
-      first = first ? first : last;
-    }
+  for (const auto& snapshot : honest_[3]->events("snapshot")) {
+    last = snapshot.value("round").toInt();
+    first = first ? first : last;
+  }
   QVERIFY2(first >= 1 && last <= kRounds, "the newcomer did not start from an honest round's snapshot");
   QVERIFY2(last < kRounds && honest_[3]->rounds().count(kRounds), "the newcomer never merged with the others");
   for (const auto& p : honest_) {
@@ -235,14 +233,20 @@ void SwarmAdversary::checkRoundsAndExperts(const QString& runId, bool baseline) 
   // The equivocation reaches the peers the flooder is connected to (a peer that banned the key
   // relays neither record again): at least one bans it.
   int banned = 0;
-  for (const auto& p : honest_) banned += p->logContains("banned: equivocation") ? 1 : 0;
+  for (const auto& p : honest_) {
+    const auto bans = p->events("ban");
+    banned += std::any_of(bans.begin(), bans.end(),
+                          [](auto& b) { return b.value("reason").toString().startsWith("equivocation"); });
+  }
   QVERIFY2(baseline || banned >= 1, "nobody banned the equivocator");
-  static const QRegularExpression closed(QStringLiteral("Round (\\d+) closed by its deadline after ([0-9.]+) s"));
   for (int i = 0; i < 3; ++i) {
     const auto& p = *honest_[static_cast<std::size_t>(i)];
-    for (const auto& line : p.log())
-      if (auto m = closed.match(line); m.hasMatch())
-        QVERIFY2(m.captured(2).toDouble() < kMaxSeconds * 2 / 3, qPrintable(p.name() + ": " + line));
+    for (const auto& closed : p.events("deadline"))
+      QVERIFY2(closed.value("seconds").toDouble() < kMaxSeconds * 2 / 3,
+               qPrintable(QString("%1: round %2 closed by its deadline after %3 s")
+                              .arg(p.name())
+                              .arg(closed.value("round").toInt())
+                              .arg(closed.value("seconds").toDouble())));
     auto reader = es::store::LedgerReader::open(dir_.filePath(QString("peer%1/expertswarm.db").arg(i)).toStdString());
     QVERIFY(reader.ok());
     // The reverse peer's experts are missing from the round its contribution was refused and the

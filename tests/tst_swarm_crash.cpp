@@ -33,7 +33,8 @@ class SwarmCrash : public QObject {
             "--rounds",
             QString::number(rounds),
             "--threads",
-            "1"};
+            "1",
+            "--events"};
   }
   QString stateDir() const { return es::test::runFolder(dir_.filePath("peer")) + "/swarm-state"; }
 
@@ -76,10 +77,7 @@ class SwarmCrash : public QObject {
       QTest::qWait(int(1000 + rng.bounded(quint32(std::max<qint64>(7000, 2 * roundMs)))));
       QVERIFY2(peer.running(), qPrintable(peer.log().join('\n')));
       peer.kill();
-      if (runId.empty()) {
-        static const QRegularExpression re(QStringLiteral("\\(id ([0-9a-f]{64})\\)"));
-        runId = re.match(peer.log().join('\n')).captured(1).toStdString();
-      }
+      if (runId.empty()) runId = peer.runId().toStdString();
       auto reader = es::store::LedgerReader::open(dir_.filePath("peer/expertswarm.db").toStdString());
       QVERIFY2(reader.ok(), reader.ok() ? "" : reader.error().c_str());
       QCOMPARE((*reader)->integrityCheck(), std::string("ok"));

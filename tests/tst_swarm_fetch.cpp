@@ -283,14 +283,17 @@ void SwarmFetch::hostilePeersCannotTouchHonestVerdictsOrTheDisk() {
 // with one state round, 507 since the round before the newest is kept as the fallback for a
 // damaged newest one (core/node/round_dirs.h, kKeptRounds 2: ~150 MiB a round here).
 void SwarmFetch::checkBounded() {
-  static const QRegularExpression transfers(QStringLiteral("transfers=(\\d+)"));
   for (int i = 0; i < 2; ++i) {
     const auto incoming = statsOf(runDir_[i] + "/incoming");
     const auto folder = statsOf(runDir_[i]);
-    const int torrents = transfers.match(honest_[i]->log().filter("Summary").join('\n')).captured(1).toInt();
+    const auto& summary = honest_[i]->summary();  // the exit's summary event
+    QVERIFY2(summary.contains("transfers"), qPrintable(honest_[i]->name() + " printed no summary event"));
+    const int torrents = summary.value("transfers").toInt();
     qInfo("honest%d: incoming/ %d files %lld bytes; session %d torrents; run folder %d files %.1f MiB", i,
           incoming.files, incoming.bytes, torrents, folder.files, folder.bytes / 1048576.0);
-    const QString files = honest_[i]->log().filter("Transfer at exit").join("\n");
+    QStringList exitFiles;
+    for (const auto& file : summary.value("transfer_files").toArray()) exitFiles << file.toString();
+    const QString files = exitFiles.join("\n");
     qInfo().noquote() << files;
     QVERIFY(incoming.files <= 3);
     QVERIFY2(torrents >= 1 && torrents <= 6, qPrintable(files));

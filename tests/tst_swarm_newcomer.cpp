@@ -48,19 +48,17 @@ class SwarmNewcomer : public QObject {
     for (auto& p : peers) QVERIFY2(p->finishedWith(0), qPrintable(p->name()));
 
     // It took a snapshot announced by the others, of round 2 or later.
-    static const QRegularExpression took(QStringLiteral("Took the swarm's snapshot of round (\\d+)"));
-    int snapshotRound = 0;
-    for (const auto& line : newcomer.log())
-      if (auto m = took.match(line); m.hasMatch() && !snapshotRound) snapshotRound = m.captured(1).toInt();
+    const auto snapshots = newcomer.events("snapshot");
+    const int snapshotRound = snapshots.empty() ? 0 : snapshots.front().value("round").toInt();
     QVERIFY2(snapshotRound >= 2, "the newcomer did not start from the swarm's snapshot");
     QVERIFY(newcomer.rounds().count(1) == 0);  // it never merged the rounds it missed
     // It claimed the least-owned experts: three starters split 8 experts 3+3+3, so one expert has
     // two owners; the newcomer must not take that one.
-    auto claimedBy = [](const SwarmClient& p) {
+    auto claimedBy = [](const SwarmClient& p) {  // its first claim (a "claims" event, not a change)
       std::vector<int> out;
-      for (const auto& line : p.log())
-        if (line.startsWith("Claimed experts "))
-          for (const auto& e : line.section(' ', 2, 2).split(',', Qt::SkipEmptyParts)) out.push_back(e.toInt());
+      for (const auto& claims : p.events("claims"))
+        if (!claims.value("change").toBool())
+          for (const auto& e : claims.value("experts").toArray()) out.push_back(e.toInt());
       return out;
     };
     std::map<int, int> owners;

@@ -41,7 +41,8 @@ class SwarmNode : public QObject {
                   "--rounds",
                   QString::number(kRounds),
                   "--threads",
-                  "1"};
+                  "1",
+                  "--events"};
     if (!bootstrap.isEmpty()) a << "--bootstrap" << bootstrap;
     return a;
   }
@@ -99,8 +100,7 @@ class SwarmNode : public QObject {
         if (line.startsWith("Claimed experts ")) claimed.insert(line.section(' ', 2, 2));
     QCOMPARE(int(claimed.size()), kPeers);
 
-    static const QRegularExpression runIdLine(QStringLiteral("\\(id ([0-9a-f]{64})\\)"));
-    const auto runId = runIdLine.match(peers[0]->log().join('\n')).captured(1).toStdString();
+    const auto runId = peers[0]->runId().toStdString();
     QCOMPARE(runId.size(), std::size_t(64));
     for (int i = 0; i < kPeers; ++i) {
       auto reader = es::store::LedgerReader::open(dir_.filePath(QString("peer%1/expertswarm.db").arg(i)).toStdString());

@@ -29,8 +29,7 @@ class SwarmPoison : public QObject {
     const bool done = waitUntil([&] { return !peers[0]->running() && !peers[1]->running(); }, 500000);
     for (auto& p : peers) qInfo().noquote() << p->name() << p->log().filter("reject").join("\n  ");
     QVERIFY2(done, "the honest peers did not finish");
-    static const QRegularExpression runIdLine(QStringLiteral("\\(id ([0-9a-f]{64})\\)"));
-    const auto runId = runIdLine.match(peers[0]->log().join('\n')).captured(1).toStdString();
+    const auto runId = peers[0]->runId().toStdString();
     for (int i = 0; i < 2; ++i) {
       auto& p = *peers[i];
       QVERIFY2(p.finishedWith(0), qPrintable(p.name()));

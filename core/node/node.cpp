@@ -10,6 +10,7 @@
 
 namespace es::node {
 
+using detail::expertList;
 using detail::joinInts;
 using detail::median;
 using detail::q;
@@ -219,12 +220,17 @@ void Node::closeRound(bool deadline, const std::set<std::string>* only) {
   if (!sinceRoundClosed_.isValid() && !deadline) roundSeconds_.push_back(gather_->own.seconds + seconds);
   if (roundSeconds_.size() > 8) roundSeconds_.erase(roundSeconds_.begin());
   sinceRoundClosed_.start();
-  if (deadline)
+  if (deadline) {
     Q_EMIT message(QStringLiteral("Round %1 closed by its deadline after %2 s with %3 of %4 contributions")
                        .arg(gather_->round)
                        .arg(seconds, 0, 'f', 1)
                        .arg(gather_->arrived.size())
                        .arg(gather_->expected.size()));
+    Q_EMIT noted(QStringLiteral("deadline"), {{"round", gather_->round},
+                                              {"seconds", seconds},
+                                              {"arrived", int(gather_->arrived.size())},
+                                              {"expected", int(gather_->expected.size())}});
+  }
   contentOf_.clear();
   for (const auto& [key, claims] : gather_->fetching) contentOf_[key.first] = key.second;
   countNoShows();
@@ -344,6 +350,7 @@ void Node::advanceRound(const RoundSummary& s) {
                        .arg(round_)
                        .arg(joinInts(claims_), joinInts(nextClaims_)));
     claims_ = nextClaims_;
+    Q_EMIT noted(QStringLiteral("claims"), {{"round", round_}, {"experts", expertList(claims_)}, {"change", true}});
   }
   announce();
   checkAgreement();  // the others may have merged this round already

@@ -20,6 +20,7 @@
 #include <QObject>
 #include <QThread>
 #include <QTimer>
+#include <QVariantMap>
 
 #include <functional>
 #include <map>
@@ -123,6 +124,10 @@ class Node : public QObject {
 
  Q_SIGNALS:
   void message(const QString& line);  // human-readable log
+  // The facts behind some of those lines, as fields (the headless client's `--events`): "claims"
+  // {experts, change, round (the round a change applies from)}, "ban" {peer, reason}, "deadline" {round, seconds,
+  // arrived, expected}, "snapshot" {round, training}.
+  void noted(const QString& kind, const QVariantMap& fields);
   void roundClosed(const es::node::RoundSummary& summary);
   // The round closed last, merged again with the majority's set (node_repair.cpp): the state it ended in.
   void roundRepaired(const es::node::RoundSummary& summary);

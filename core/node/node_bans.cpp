@@ -33,6 +33,8 @@ void Node::noteStanding(const MergeResult& result) {
 void Node::ban(const std::string& id, const std::string& reason) {
   banned_[id] = {QDateTime::currentMSecsSinceEpoch(), reason};
   if (ledger_) ledger_->banPeer(swarm_.runId(), id, reason);
+  Q_EMIT noted(QStringLiteral("ban"),
+               {{"peer", QString::fromStdString(id)}, {"reason", QString::fromStdString(reason)}});
 }
 
 bool Node::isBanned(const std::string& id) const {

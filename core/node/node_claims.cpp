@@ -27,6 +27,7 @@ int Node::capped(int count) const {
   return config_.maxExperts > 0 ? std::max(1, std::min(count, config_.maxExperts)) : count;
 }
 
+using detail::expertList;
 using detail::joinInts;
 
 // Experts to train. In a running swarm (someone has merged a round): the least-owned ones
@@ -71,6 +72,7 @@ void Node::decideClaims() {
   if (peers.empty())
     Q_EMIT message(QStringLiteral("No other peers found: training alone, all experts of this peer's claim"));
   Q_EMIT message(QStringLiteral("Claimed experts %1 (%2 other peers seen)").arg(joinInts(claims_)).arg(peers.size()));
+  Q_EMIT noted(QStringLiteral("claims"), {{"experts", expertList(claims_)}, {"change", false}});
 
   announce();  // claimed now: others count us as live while our trainer starts
   startTrainer();

@@ -134,6 +134,7 @@ void Node::onSnapshotAdopted(qint64 round, const QString& fingerprint, const QSt
   gather_.reset();
   deadline_.stop();
   Q_EMIT message(QStringLiteral("Took the swarm's snapshot of round %1; training round %2").arg(round).arg(round_));
+  Q_EMIT noted(QStringLiteral("snapshot"), {{"round", round}, {"training", round_}});
   announce();
 }
 

@@ -3,6 +3,7 @@
 
 #include <QString>
 #include <QStringList>
+#include <QVariantList>
 
 #include <algorithm>
 #include <string>
@@ -28,6 +29,13 @@ inline QString joinInts(const std::vector<int>& values) {
   QStringList parts;
   for (int v : values) parts << QString::number(v);
   return parts.join(',');
+}
+
+// Expert numbers as a QVariantList: a field of Node::noted.
+inline QVariantList expertList(const std::vector<int>& values) {
+  QVariantList out;
+  for (int v : values) out << v;
+  return out;
 }
 
 }  // namespace es::node::detail

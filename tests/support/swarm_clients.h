@@ -4,6 +4,7 @@
 
 #include "support/wait_until.h"
 
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
@@ -62,7 +63,8 @@ inline QStringList swarmPeerArgs(const QString& run, const QString& dataDir, int
                 "--rounds",
                 QString::number(rounds),
                 "--threads",
-                "1"};
+                "1",
+                "--events"};
   if (i > 0) a << "--bootstrap" << bootstrap;
   return a;
 }
@@ -183,12 +185,25 @@ class SwarmClient {
   const QStringList& timedLog() const { return timeline_; }
   static QString stamp() { return QTime::currentTime().toString(QStringLiteral("hh:mm:ss.zzz ")); }
   const QString& name() const { return name_; }
-  // "127.0.0.1:PORT" from the "listening on" line, once printed.
+  // "127.0.0.1:PORT": the started event's (`--events`), else from the "listening on" line, once printed.
   QString endpoint() const {
+    if (started_.contains("listen")) return started_.value("listen").toString();
     static const QRegularExpression re(QStringLiteral("listening on (\\S+),"));
     for (const auto& line : log_)
       if (auto m = re.match(line); m.hasMatch()) return m.captured(1);
     return {};
+  }
+  // From the started event (clients run with `--events`); empty before it.
+  QString runId() const { return started_.value("run").toString(); }
+  QString peerId() const { return started_.value("peer").toString(); }
+  // The summary event printed at exit (`--events`); empty before it.
+  const QJsonObject& summary() const { return summary_; }
+  // Every event of `kind` so far, in order (`--events`; app/event_lines.h).
+  std::vector<QJsonObject> events(const QString& kind) const {
+    std::vector<QJsonObject> out;
+    for (const auto& e : events_)
+      if (e.value("event").toString() == kind) out.push_back(e);
+    return out;
   }
   bool logContains(const QString& text) const {
     for (const auto& line : log_)
@@ -208,6 +223,10 @@ class SwarmClient {
         timeline_ << stamp() + line;
         continue;
       }
+      if (line.startsWith('{')) {
+        readEvent(line);
+        continue;
+      }
       static const QRegularExpression re(
           QStringLiteral("^round=(\\d+) peers=(\\d+) loss=([0-9.]+)( val_loss=([0-9.]+))? tok/s=(\\d+) "
                          "merged=([0-9a-f]+)( repaired)?$"));
@@ -223,6 +242,28 @@ class SwarmClient {
     }
   }
 
+  // One line of `--events` (app/event_lines.h): a round as the progress line would say it, the
+  // start and the summary kept whole; anything else that is not an event is reported.
+  void readEvent(const QString& line) {
+    QJsonParseError error{};
+    const auto event = QJsonDocument::fromJson(line.toUtf8(), &error).object();
+    const auto kind = event.value("event").toString();
+    if (error.error != QJsonParseError::NoError || kind.isEmpty())
+      return void(qWarning().noquote() << name_ << "unexpected output:" << line);
+    events_.push_back(event);
+    timeline_ << stamp() + line;
+    if (kind == QLatin1String("round")) {
+      RoundLine r{event.value("peers").toInt(), event.value("loss").toDouble(), event.value("tok_s").toDouble(),
+                  std::nullopt, event.value("merged").toString()};
+      if (event.contains("val_loss")) r.valLoss = event.value("val_loss").toDouble();
+      rounds_[event.value("round").toInt()] = r;
+    } else if (kind == QLatin1String("started")) {
+      started_ = event;
+    } else if (kind == QLatin1String("summary")) {
+      summary_ = event;
+    }
+  }
+
   QString name_;
   QStringList args_;
   QString program_ = QStringLiteral(ES_CLIENT_BINARY);
@@ -232,6 +273,8 @@ class SwarmClient {
   std::map<int, RoundLine> rounds_;
   QStringList log_;
   QStringList timeline_;  // every line (log and round lines), with its time of arrival
+  QJsonObject started_, summary_;
+  std::vector<QJsonObject> events_;
 };
 
 }  // namespace es::test
