@@ -220,6 +220,9 @@ void SwarmSession::Impl::dispatch(lt::alert* a) {
     case lt::torrent_finished_alert::alert_type:
       onTransferFinished(static_cast<lt::torrent_finished_alert*>(a)->handle);
       return;
+    case lt::cache_flushed_alert::alert_type:
+      onCacheFlushed(static_cast<lt::cache_flushed_alert*>(a)->handle);
+      return;
     case lt::torrent_error_alert::alert_type: {
       const auto* e = static_cast<lt::torrent_error_alert*>(a);
       onTransferError(e->handle, e->error.message());

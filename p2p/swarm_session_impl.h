@@ -31,6 +31,7 @@ struct Transfer {
   std::string name;        // file name, once the metadata is known
   bool published = false;  // we made it (seeding from the start)
   bool finished = false;
+  bool flushing = false;            // all pieces passed; waiting for them to be on disk (onCacheFlushed)
   bool awaitingCheck = false;       // in upload mode until its metadata passed `sizes`
   bool seedingStopped = false;      // fetched content that reached settings.fetchedSeedRatio
   std::vector<std::int64_t> sizes;  // node::FetchLimits::sizes
@@ -106,6 +107,7 @@ struct SwarmSession::Impl {
   void kickTransfers();
   // swarm_transfers.cpp
   void onTransferFinished(const lt::torrent_handle& handle);
+  void onCacheFlushed(const lt::torrent_handle& handle);
   void onMetadata(const lt::torrent_handle& handle);
   void limitSeeding(Transfer& t);
   void onTransferError(const lt::torrent_handle& handle, const std::string& message);
