@@ -1,6 +1,7 @@
 #include "bench/throughput_child.h"
 
 #include "bench/throughput_util.h"
+#include "core/gpu/nvml_telemetry.h"
 #include "core/train/corpus_prep.h"
 #include "core/train/trainer.h"
 #include "core/train/trainer_impl.h"
@@ -60,6 +61,12 @@ int runTrainingChild(const ChildOptions& o) {
   std::printf("rss_after_setup_bytes: %lld B\n", static_cast<long long>(rssAfterSetup));
   std::printf("optimizer_state_bytes: %lld B\n", static_cast<long long>((*trainer)->optimizerStateBytes()));
   std::printf("parameters: %lld\n", static_cast<long long>(parameters));
+  // On a GPU the saving of frozen experts is in its memory, not the RSS: the driver's count of
+  // what this process (the only one on the device) holds, the allocator's cache included.
+  if (const int index = gpu::cudaIndexOf(o.device); index >= 0)
+    if (auto nvml = gpu::NvmlTelemetry::open())
+      if (auto sample = (*nvml)->sample(index))
+        std::printf("gpu_memory_used_bytes: %lld B\n", static_cast<long long>(sample->memoryUsedBytes));
   std::printf("loss_last: %.4f\n", last.loss);
   return 0;
 }

@@ -181,6 +181,12 @@ int main(int argc, char** argv) {
   print("rss_saving_measured", (rssAll - rssTwo) / 1e6, "MB");
   print("rss_saving_analytic", double(es::bench::frozenExpertSavingBytes(model, 2)) / 1e6, "MB");
   print("rss_saving_analytic_moments_only", double(es::bench::frozenExpertSavingBytes(model, 2, 2)) / 1e6, "MB");
+  if (args.device != "cpu") {  // NVML's figures; absent (0) without the driver's library
+    const double gpuAll = figure(*all, "gpu_memory_used_bytes"), gpuTwo = figure(*two, "gpu_memory_used_bytes");
+    print("gpu_memory_all_experts", gpuAll / 1e6, "MB");
+    print("gpu_memory_two_experts", gpuTwo / 1e6, "MB");
+    print("gpu_memory_saving_measured", (gpuAll - gpuTwo) / 1e6, "MB");
+  }
   print("rss_after_setup_all_experts", figure(*all, "rss_after_setup_bytes") / 1e6, "MB");
   print("rss_after_setup_two_experts", figure(*two, "rss_after_setup_bytes") / 1e6, "MB");
 

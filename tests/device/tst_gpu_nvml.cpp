@@ -31,9 +31,9 @@ void theGpuIsInNvmlWithPlausibleFigures() {
   const int index = gpu::cudaIndexOf(g_device);
   ES_CHECK((*nvml)->deviceCount() > index, std::to_string((*nvml)->deviceCount()) + " GPUs in NVML");
   const auto s = sampleOrThrow(**nvml, index);
-  std::printf("INFO   : GPU %d: %s, %lld MiB total, %lld MiB free, %d %% busy, %d C, %.1f W\n", s.index,
-              s.name.c_str(), static_cast<long long>(s.memoryTotalBytes >> 20),
-              static_cast<long long>(s.memoryFreeBytes >> 20), s.utilizationPercent, s.temperatureC, s.powerWatts);
+  std::printf("INFO   : GPU %d: %s, %lld MiB total, %lld MiB free, %d %% busy, %d C, %.1f W\n", s.index, s.name.c_str(),
+              static_cast<long long>(s.memoryTotalBytes >> 20), static_cast<long long>(s.memoryFreeBytes >> 20),
+              s.utilizationPercent, s.temperatureC, s.powerWatts);
   ES_CHECK(!s.name.empty(), "a name");
   ES_CHECK(s.memoryTotalBytes >= (std::int64_t(1) << 30), "at least 1 GiB");
   ES_CHECK(s.memoryFreeBytes <= s.memoryTotalBytes && s.memoryUsedBytes <= s.memoryTotalBytes, "memory adds up");
