@@ -5,6 +5,10 @@
 // SKIP_RETURN_CODE) when the asked-for device is not on this machine.
 #pragma once
 
+#include <execinfo.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdio>
 #include <functional>
 #include <stdexcept>
@@ -27,7 +31,25 @@ struct CheckFailed : std::runtime_error {
 
 using Case = std::pair<const char*, std::function<void()>>;
 
+// A crash prints its stack before the process dies: on a lent GPU there may be no second run to
+// look with a debugger (the executables export their symbols for the names: ENABLE_EXPORTS).
+inline void printStackOnCrash() {
+  void* warm[1];
+  (void)::backtrace(warm, 1);  // loads libgcc now: the handler must not allocate
+  struct sigaction action {};
+  action.sa_flags = SA_RESETHAND;  // the signal's default action (the crash) follows the print
+  action.sa_handler = [](int signal) {
+    static const char kHeader[] = "CRASH  : stack at the signal:\n";
+    (void)!::write(STDOUT_FILENO, kHeader, sizeof kHeader - 1);
+    void* frames[64];
+    ::backtrace_symbols_fd(frames, ::backtrace(frames, 64), STDOUT_FILENO);
+    ::raise(signal);
+  };
+  for (int signal : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) ::sigaction(signal, &action, nullptr);
+}
+
 inline int runCases(const char* suite, const std::vector<Case>& cases) {
+  printStackOnCrash();
   int failed = 0;
   for (const auto& [name, body] : cases) {
     try {
