@@ -1,6 +1,7 @@
 // Where a training step's time goes on a device (issue 16: MFU), through LibTorch's own profiler
 // (Kineto; CUPTI on a GPU), so a lent GPU's few minutes bring back what to change next:
-//   gpu_profile [--device DEVICE] [--model default|gpu-1b] [--steps N] [--run-dir DIR]
+//   gpu_profile [--device DEVICE] [--model default|gpu-1b] [--dispatch auto|loop|batched] [--steps N]
+//               [--run-dir DIR]
 // Prints `name: value unit` lines: the step's wall time, the device's busy time in it (the sum of
 // its kernels' and copies' durations — busy well under wall means the host, not the GPU, sets
 // the pace), kernels and host-side operators per step, then the kernels that took the most time.
@@ -8,6 +9,7 @@
 #include "bench/throughput_util.h"
 #include "core/train/corpus_prep.h"
 #include "core/train/trainer.h"
+#include "core/train/trainer_impl.h"
 
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/cuda.h>
@@ -30,7 +32,7 @@ using torch::profiler::impl::ProfilerConfig;
 using torch::profiler::impl::ProfilerState;
 
 struct Args {
-  std::string device = "cuda", model = "gpu-1b", runDir = "/tmp/expertswarm-bench-run";
+  std::string device = "cuda", model = "gpu-1b", dispatch = "auto", runDir = "/tmp/expertswarm-bench-run";
   int steps = 5;
 };
 
@@ -71,7 +73,10 @@ void printTopKernels(const std::map<std::string, Totals>& kernels, double busyNs
 int main(int argc, char** argv) {
   Args args;
   if (!parseArgs(argc, argv, args)) {
-    std::fprintf(stderr, "usage: %s [--device D] [--model default|gpu-1b] [--steps N] [--run-dir DIR]\n", argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s [--device D] [--model default|gpu-1b] [--dispatch auto|loop|batched] [--steps N] [--run-dir DIR]\n",
+        argv[0]);
     return 2;
   }
   auto log = [](const std::string& line) { std::fprintf(stderr, "gpu_profile: %s\n", line.c_str()); };
@@ -86,6 +91,9 @@ int main(int argc, char** argv) {
   options.device = args.device;
   auto trainer = es::train::Trainer::create(options, data->train, data->val);
   if (!trainer) return log(trainer.error()), 1;
+  es::model::ExpertDispatch dispatch{};
+  if (!es::bench::parseExpertDispatch(args.dispatch, dispatch)) return log("--dispatch?"), 2;
+  (*trainer)->impl().model->setExpertDispatch(dispatch);
   const bool gpu = args.device != "cpu";
   const auto sync = [&] {
     if (gpu) torch::cuda::synchronize();
@@ -119,7 +127,8 @@ int main(int argc, char** argv) {
     ++deviceEvents;
   }
   const int n = args.steps;
-  std::printf("model: %s\ndevice: %s\n", args.model.c_str(), args.device.c_str());
+  std::printf("model: %s\ndevice: %s\nexpert_dispatch: %s\n", args.model.c_str(), args.device.c_str(),
+              args.dispatch.c_str());
   std::printf("step_ms: %.2f ms\n", wallNs / 1e6 / n);
   std::printf("device_busy_ms: %.2f ms\n", busyNs / 1e6 / n);
   std::printf("device_busy_fraction: %.3f\n", wallNs > 0 ? busyNs / wallNs : 0.0);

@@ -34,6 +34,12 @@ int runTrainingChild(const ChildOptions& o) {
     std::fprintf(stderr, "train_throughput: %s\n", trainer.error().c_str());
     return 1;
   }
+  model::ExpertDispatch dispatch{};
+  if (!parseExpertDispatch(o.dispatch, dispatch)) {
+    std::fprintf(stderr, "train_throughput: no expert dispatch \"%s\"\n", o.dispatch.c_str());
+    return 2;
+  }
+  (*trainer)->impl().model->setExpertDispatch(dispatch);
   // Libraries, corpus, weights and optimizer moments; the peak adds activations and gradients.
   const std::int64_t rssAfterSetup = peakRssBytes();
   std::int64_t parameters = 0;

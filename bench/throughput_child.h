@@ -15,6 +15,7 @@ struct ChildOptions {
   int timedSteps = 25;
   std::string device = "cpu";
   std::string model = "default";  // applyModelPreset's name
+  std::string dispatch = "auto";  // parseExpertDispatch's name
 };
 
 // Trains warmupSteps + timedSteps steps and prints tokens_per_s, step_ms_median, peak_rss_bytes,

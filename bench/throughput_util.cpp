@@ -1,5 +1,7 @@
 #include "bench/throughput_util.h"
 
+#include "core/model/moe_layer.h"
+
 #include <torch/torch.h>
 
 #include <sys/resource.h>
@@ -56,8 +58,9 @@ std::string shellQuote(const std::string& arg) {
 
 std::optional<Figures> runChild(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
   std::string command = env.empty() ? "" : "env";
-  for (const auto& e : env) command += " " + shellQuote(e);
-  for (const auto& a : argv) command += (command.empty() ? "" : " ") + shellQuote(a);
+  // Appended piece by piece: `" " + std::string&&` trips GCC 12's -Wstringop-overflow in C++20.
+  for (const auto& word : env) command.append(" ").append(shellQuote(word));
+  for (const auto& word : argv) command.append(command.empty() ? "" : " ").append(shellQuote(word));
   std::fflush(nullptr);  // the child inherits our buffers' file descriptors, not their contents
   const CpuSample before = sampleCpu();
   FILE* pipe = ::popen(command.c_str(), "r");
@@ -135,6 +138,18 @@ bool applyModelPreset(const std::string& name, model::ModelConfig& model, int& b
   model.expertHidden = 1536;
   model.seqLen = 1024;
   batchSize = 16;
+  return true;
+}
+
+bool parseExpertDispatch(const std::string& name, model::ExpertDispatch& dispatch) {
+  if (name == "auto")
+    dispatch = model::ExpertDispatch::Auto;
+  else if (name == "loop")
+    dispatch = model::ExpertDispatch::Loop;
+  else if (name == "batched")
+    dispatch = model::ExpertDispatch::Batched;
+  else
+    return false;
   return true;
 }
 

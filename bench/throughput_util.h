@@ -10,6 +10,10 @@
 #include <string>
 #include <vector>
 
+namespace es::model {
+enum class ExpertDispatch;  // core/model/moe_layer.h
+}
+
 namespace es::bench {
 
 // `name: value [unit]` lines of a child's stdout, value parsed as the first number after ':'.
@@ -53,5 +57,9 @@ std::int64_t frozenExpertSavingBytes(const model::ModelConfig& config, int train
 // 0.97 B parameters, 0.17 B active per token) with batch 16 (16 Ki tokens a step). The vocabulary
 // stays the run's (its tokenizer made the data). False for an unknown name.
 bool applyModelPreset(const std::string& name, model::ModelConfig& model, int& batchSize);
+
+// --dispatch auto|loop|batched (core/model/moe_layer.h): how the experts' products are launched.
+// False for another name.
+bool parseExpertDispatch(const std::string& name, model::ExpertDispatch& dispatch);
 
 }  // namespace es::bench

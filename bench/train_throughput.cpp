@@ -5,10 +5,12 @@
 //   (train_throughput_ref.py) for a C++/Python ratio.
 //
 // Usage: train_throughput [--threads N] [--steps N] [--warmup N] [--run-dir DIR] [--device DEVICE]
-//                         [--model default|gpu-1b] [--python PATH | --no-python]
+//                         [--model default|gpu-1b] [--dispatch auto|loop|batched]
+//                         [--python PATH | --no-python]
 // --device cuda: the same model on the GPU, its peak measured as a bf16 GEMM, MFU against it
 // (issue 16; the Python reference is CPU-only and is skipped). --model gpu-1b: the GPU-sized
 // config (throughput_util.h) instead of the run's; the Python reference is skipped for it too.
+// --dispatch: how the experts run (core/model/moe_layer.h; auto: batched on a GPU, looped on a CPU).
 // Hidden: --child all|two  (measure one configuration; used by the parent on itself)
 #include "bench/throughput_child.h"
 #include "bench/throughput_util.h"
@@ -40,6 +42,7 @@ struct Args {
   std::string child;  // "all" or "two": this process is a measuring child
   std::string device = "cpu";
   std::string model = "default";
+  std::string dispatch = "auto";
 };
 
 bool parseArgs(int argc, char** argv, Args& a) {
@@ -63,6 +66,8 @@ bool parseArgs(int argc, char** argv, Args& a) {
       a.python = v;
     else if (arg == "--model" && next(v))
       a.model = v;
+    else if (arg == "--dispatch" && next(v))
+      a.dispatch = v;
     else if (arg == "--device" && next(v))
       a.device = v;
     else if (arg == "--no-python")
@@ -103,7 +108,7 @@ std::optional<Figures> measure(const Args& a, const std::string& which) {
   std::fprintf(stderr, "train_throughput: training with %s experts trainable...\n", which.c_str());
   return es::bench::runChild({selfPath(), "--child", which, "--threads", std::to_string(a.threads), "--steps",
                               std::to_string(a.steps), "--warmup", std::to_string(a.warmup), "--run-dir", a.runDir,
-                              "--device", a.device, "--model", a.model});
+                              "--device", a.device, "--model", a.model, "--dispatch", a.dispatch});
 }
 
 }  // namespace
@@ -114,13 +119,13 @@ int main(int argc, char** argv) {
   if (!parseArgs(argc, argv, args)) {
     std::fprintf(stderr,
                  "usage: %s [--threads N] [--steps N] [--warmup N] [--run-dir DIR] [--device DEVICE] "
-                 "[--model default|gpu-1b] [--python PATH | --no-python]\n",
+                 "[--model default|gpu-1b] [--dispatch auto|loop|batched] [--python PATH | --no-python]\n",
                  argv[0]);
     return 2;
   }
   es::train::configureTrainingRuntime(args.threads);  // mallopt + torch threads, as the app does
   if (!args.child.empty()) {
-    es::bench::ChildOptions child{args.runDir, {}, args.warmup, args.steps, args.device, args.model};
+    es::bench::ChildOptions child{args.runDir, {}, args.warmup, args.steps, args.device, args.model, args.dispatch};
     if (args.child == "two") child.localExperts = {0, 1};
     return es::bench::runTrainingChild(child);
   }
@@ -146,6 +151,7 @@ int main(int argc, char** argv) {
   }
   const int tokensPerStep = batchSize * model.seqLen;
   std::printf("model: %s\n", args.model.c_str());
+  std::printf("expert_dispatch: %s\n", args.dispatch.c_str());
 
   print("threads", args.threads, "");
   const char* waitPolicy = std::getenv("OMP_WAIT_POLICY");

@@ -87,6 +87,58 @@ class MoeModelTest : public QObject {
     QCOMPARE(out.tokensPerExpert.sum().item<int64_t>(), x.size(0) * config.topK);
   }
 
+  // The GPU's batched experts (padded [E, C, d] block, three bmm) compute what the loop computes:
+  // outputs and every gradient agree to rounding; an idle expert gets a zero gradient batched and
+  // none looped (AdamW treats both alike). On the CPU, Auto is the loop.
+  void batchedExpertsMatchTheLoop() {
+    torch::manual_seed(4);
+    const auto config = smallConfig();
+    MoeLayer layer(config);
+    {
+      torch::NoGradGuard g;
+      for (auto& p : layer->parameters()) p.normal_(0, 0.2);
+      // Expert 3 idle: on all-positive inputs its router logit is far below the others'.
+      layer->router->weight.fill_(0.05);
+      layer->router->weight[3].fill_(-1.0);
+      layer->router->weight.add_(0.01 * torch::randn_like(layer->router->weight));
+    }
+    const auto x = torch::rand({53, config.dModel}) + 0.1;
+    const auto upstream = torch::randn({53, config.dModel});
+    std::int64_t idleAssignments = 0;
+    auto run = [&](ExpertDispatch dispatch) -> std::vector<torch::Tensor> {
+      layer->dispatch = dispatch;
+      layer->zero_grad(/*set_to_none=*/true);
+      auto input = x.clone().requires_grad_();
+      auto out = layer->forward(input, torch::ones({config.nExperts}));
+      (out.y * upstream).sum().backward();
+      std::vector<torch::Tensor> result{out.y.detach(), input.grad()};
+      for (const auto& p : layer->parameters())
+        result.push_back(p.grad().defined() ? p.grad().clone() : torch::Tensor());
+      idleAssignments += out.tokensPerExpert[3].item<int64_t>();
+      return result;
+    };
+    const auto looped = run(ExpertDispatch::Loop), automatic = run(ExpertDispatch::Auto);
+    const auto batched = run(ExpertDispatch::Batched);
+    QCOMPARE(idleAssignments, std::int64_t(0));
+    const auto names = layer->named_parameters().keys();
+    int idle = 0;
+    for (std::size_t i = 0; i < looped.size(); ++i) {
+      const std::string what = i < 2 ? (i == 0 ? "output" : "input gradient") : names[i - 2];
+      QCOMPARE(automatic[i].defined(), looped[i].defined());
+      if (!looped[i].defined()) {  // the idle expert's weights: none looped, zero batched
+        QVERIFY2(what.rfind("experts.3.", 0) == 0, what.c_str());
+        QVERIFY2(batched[i].defined() && batched[i].abs().max().item<double>() == 0.0, what.c_str());
+        ++idle;
+        continue;
+      }
+      const double diff = (batched[i] - looped[i]).abs().max().item<double>();
+      const double scale = looped[i].abs().max().item<double>();
+      QVERIFY2(diff <= 1e-5 * std::max(1.0, scale), (what + ": " + std::to_string(diff)).c_str());
+      QVERIFY2(torch::equal(automatic[i], looped[i]), what.c_str());
+    }
+    QCOMPARE(idle, 3);  // w1, w3, w2 of expert 3
+  }
+
   void outputsAreCausal() {
     torch::manual_seed(2);
     MoeTransformer model(smallConfig());

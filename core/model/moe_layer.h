@@ -5,6 +5,14 @@
 // dense pass (measured ~2x faster than a padded or dense pass on CPU, docs/PERFORMANCE.md).
 // Every expert owns its own parameter tensors (not one stacked [E, ...] tensor) so that a peer
 // can freeze the experts it does not own: frozen experts get no weight gradient at all.
+//
+// On a GPU the per-expert loop is 16 experts × ~8 launches per layer, and the host's dispatch
+// of those launches, not the arithmetic, most likely sets the pace (docs/PERFORMANCE.md: the H200
+// ran the loop at 10 % MFU; scripts/gpu-check times both ways). There
+// the experts run batched instead: the weights stacked per call, the sorted assignments laid out
+// in an [E, C, d] block padded to the busiest expert's count C, three bmm — the same function,
+// summed in another order. Only while padding at most doubles the experts' work (a router that
+// sends most tokens to one expert falls back to the loop).
 #pragma once
 
 #include <torch/nn/module.h>
@@ -32,6 +40,10 @@ struct MoeOutput {
   torch::Tensor tokensPerExpert;  // [E] int64, assignments (token, slot) per expert
 };
 
+// How the experts' products are launched. Auto: batched on a GPU (when padding allows), the loop
+// on the CPU, where arithmetic is the cost and padding would only add to it.
+enum class ExpertDispatch { Auto, Loop, Batched };
+
 class MoeLayerImpl : public torch::nn::Module {
  public:
   explicit MoeLayerImpl(const ModelConfig& config);
@@ -42,8 +54,15 @@ class MoeLayerImpl : public torch::nn::Module {
 
   torch::nn::Linear router{nullptr};  // d -> E, no bias
   torch::nn::ModuleList experts{nullptr};
+  ExpertDispatch dispatch = ExpertDispatch::Auto;  // benches and tests compare the two
 
  private:
+  bool batched(const torch::Tensor& x, const std::int64_t* counts, std::int64_t assignments) const;
+  // xSorted: [n·k, d], the assignments sorted by expert; counts: per expert, on the host.
+  torch::Tensor expertsLooped(const torch::Tensor& xSorted, const std::int64_t* counts);
+  torch::Tensor expertsBatched(const torch::Tensor& xSorted, const torch::Tensor& expertSorted,
+                               const torch::Tensor& counts, const std::int64_t* hostCounts);
+
   int nExperts_;
   int topK_;
   std::vector<Expert> expertList_;  // the same modules as `experts`, typed

@@ -119,4 +119,8 @@ ForwardOutput MoeTransformerImpl::forward(const torch::Tensor& tokens, const tor
   return {logits, loadBalance / config_.nLayers, zLoss / config_.nLayers};
 }
 
+void MoeTransformerImpl::setExpertDispatch(ExpertDispatch dispatch) {
+  for (auto& block : blocks_) block->moe->dispatch = dispatch;
+}
+
 }  // namespace es::model

@@ -95,6 +95,7 @@ class MoeTransformerImpl : public torch::nn::Module {
   torch::Tensor logitsCached(const torch::Tensor& tokens, KvCache& cache);
 
   const ModelConfig& config() const { return config_; }
+  void setExpertDispatch(ExpertDispatch dispatch);  // every layer's (benches, tests)
 
  private:
   ModelConfig config_;
