@@ -5,6 +5,7 @@
 #include "support/swarm_probes.h"
 
 #include <QCryptographicHash>
+#include <QJsonDocument>
 #include <QRandomGenerator>
 #include <QTemporaryDir>
 
@@ -82,6 +83,14 @@ class SwarmTransfer : public QObject {
           return true;
         },
         120000);
+    if (!all) {  // what each straggler's swarm layer says: stalled, or done without the event
+      for (int i = 1; i < kPeers; ++i) {
+        if (!finished(*peers_[i], hash).isEmpty()) continue;
+        for (const auto& t : ask(*peers_[i], "status", "status").value("transfers").toArray())
+          if (t.toObject().value("hash").toString() == hash)
+            qWarning("peer%d: %s", i, QJsonDocument(t.toObject()).toJson(QJsonDocument::Compact).constData());
+      }
+    }
     QVERIFY2(all, "not every peer finished the 64 MiB download within 120 s");
     qInfo("64 MiB to 7 peers: %.2f s (a star at the publisher's 16 MiB/s would need >= 28 s)",
           clock.elapsed() / 1000.0);
