@@ -238,6 +238,7 @@ int main(int argc, char** argv) {
                                      {"done", qint64(t.doneBytes)},
                                      {"uploaded", qint64(t.uploadedBytes)},
                                      {"downloaded", qint64(t.downloadedBytes)},
+                                     {"peers", t.peers},
                                      {"finished", t.finished}});
       emitEvent({{"event", "status"},
                  {"records", int(swarm.records().size())},
