@@ -30,7 +30,7 @@ void installStopHandlers() {
 
 std::string joinExperts(const std::vector<int>& experts) {
   std::string out;
-  for (int e : experts) out += (out.empty() ? "" : ",") + std::to_string(e);
+  for (int e : experts) out.append(out.empty() ? "" : ",").append(std::to_string(e));
   return out;
 }
 

@@ -70,8 +70,9 @@ Status saveTrainingState(const std::string& path, const TrainingState& state) {
   if (state.rngState.defined()) all.emplace_back(kRngName, state.rngState);
 
   Metadata metadata = state.extra;
-  metadata["format"] = kFormat;
-  metadata["version"] = kVersion;
+  // From std::string, not const char*: GCC 12 warns (-Wstringop-overflow) on the latter in C++20.
+  metadata["format"] = std::string(kFormat);
+  metadata["version"] = std::string(kVersion);
   metadata["step"] = std::to_string(state.step);
   metadata["data_cursor"] = std::to_string(state.dataCursor);
   return saveSafetensors(path, all, metadata);

@@ -149,7 +149,7 @@ Expected<std::vector<std::pair<std::string, std::int64_t>>> LedgerReader::accept
 std::string LedgerReader::integrityCheck() {
   std::string report;
   auto status = db_->query("PRAGMA integrity_check",
-                           [&](const Row& row) { report += (report.empty() ? "" : "\n") + row.text(0); });
+                           [&](const Row& row) { report.append(report.empty() ? "" : "\n").append(row.text(0)); });
   if (!status) return "integrity_check could not run on \"" + db_->path() + "\": " + status.error();
   return report;
 }
