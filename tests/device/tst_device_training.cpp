@@ -142,6 +142,28 @@ void bf16TrainsLikeF32() {
            "an unknown precision is refused");
 }
 
+// The experts batched (three bmm over a padded block: a GPU's default) train like the per-expert
+// loop (the CPU's) on the same device: f32 to rounding, bf16 (autocast casts the stacked weights
+// and the padded block) to bf16's precision. Both ways are forced, so the CPU checks them too.
+void batchedExpertsTrainLikeTheLoop() {
+  for (const std::string precision : {"f32", "bf16"}) {
+    auto looped = makeTrainer(tinyOptions(g_device, {}, precision));
+    auto batched = makeTrainer(tinyOptions(g_device, {}, precision));
+    looped->impl().model->setExpertDispatch(model::ExpertDispatch::Loop);
+    batched->impl().model->setExpertDispatch(model::ExpertDispatch::Batched);
+    const double tolerance = precision == "f32" ? 1e-5 : 1e-2;
+    for (int i = 0; i < 3; ++i) {
+      const double a = looped->trainStep().loss, b = batched->trainStep().loss;
+      ES_CHECK(std::abs(a - b) <= tolerance * std::abs(a),
+               precision + " step " + std::to_string(i) + ": " + std::to_string(a) + " vs " + std::to_string(b));
+    }
+    const double rel = relativeDifference(train::trainerWeights(*batched), train::trainerWeights(*looped));
+    std::printf("INFO   : %s, batched experts against the loop after 3 steps: relative weight difference %.3g\n",
+                precision.c_str(), rel);
+    ES_CHECK(rel <= (precision == "f32" ? 1e-4 : 1e-2), precision + ": relative difference " + std::to_string(rel));
+  }
+}
+
 // The multi-tensor AdamW (at::_fused_adamw_, what a GPU trainer uses on LibTorch >= 2.4) updates
 // like the per-tensor path: decayed matrices, undecayed vectors, and a tensor without a gradient
 // (an idle expert, which takes the per-tensor path inside it). Before 2.4 it must fall back exactly.
@@ -193,5 +215,6 @@ int main(int argc, char** argv) {
                                 {"frozenExpertsStayBitIdentical", frozenExpertsStayBitIdentical},
                                 {"aMergedStateLandsBitExact", aMergedStateLandsBitExact},
                                 {"bf16TrainsLikeF32", bf16TrainsLikeF32},
+                                {"batchedExpertsTrainLikeTheLoop", batchedExpertsTrainLikeTheLoop},
                                 {"multiTensorAdamWMatchesPerTensor", multiTensorAdamWMatchesPerTensor}});
 }
