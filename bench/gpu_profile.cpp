@@ -43,6 +43,8 @@ bool parseArgs(int argc, char** argv, Args& a) {
       a.device = value;
     else if (flag == "--model")
       a.model = value;
+    else if (flag == "--dispatch")
+      a.dispatch = value;
     else if (flag == "--run-dir")
       a.runDir = value;
     else if (flag == "--steps")

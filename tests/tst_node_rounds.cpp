@@ -233,14 +233,14 @@ class NodeRounds : public QObject {
     return run;
   }
 
-  // Which of peer-b and peer-c got a stale contribution (built on another base), in which round;
-  // empty when none did.
-  static QString staleContribution(const OddRun& run) {
+  // Which of peer-b and peer-c got a stale contribution (built on another base; from `from`, or
+  // from anyone), in which round; empty when none did.
+  static QString staleContribution(const OddRun& run, const std::string& from = {}) {
     for (const auto* name : {"peer-b", "peer-c"})
       if (const auto it = run.rounds.find(name); it != run.rounds.end())
         for (const auto& [r, summary] : it->second)
           for (const auto& v : summary.merge.verdicts)
-            if (v.stale)
+            if (v.stale && (from.empty() || v.sender == from))
               return QString("%1 got a stale contribution from %2 in round %3")
                   .arg(name, QString::fromStdString(v.sender))
                   .arg(r);
@@ -311,10 +311,13 @@ class NodeRounds : public QObject {
     QVERIFY2(said(run, "Cannot merge round 1 again with the majority's set: no bytes for"),
              "peer-a did not try, or did not give up, the repair whose contribution never arrives");
     // The split is seen from the records in the round it happened: peer-a never trained a round on
-    // the state only it held, so nobody ever got a stale contribution from it.
+    // the state only it held, so nobody ever got a stale contribution from it. (Only from it. Seen
+    // once under load: peer-a's round-3 contribution, late while it adopted the snapshot, reached
+    // peer-b in time and not peer-c, whose deadline closed round 3 without it; peer-c repaired round
+    // 3, but its round-4 contribution, already out, was built on its state before the repair.)
     QVERIFY2(said(run, "Out of step: 2 peers merged round 1 into state"),
              "peer-a did not see from the others' records that it merged round 1 alone");
-    QVERIFY2(staleContribution(run).isEmpty(), qPrintable(staleContribution(run)));
+    QVERIFY2(staleContribution(run, "peer-a").isEmpty(), qPrintable(staleContribution(run, "peer-a")));
     // Back in step: the last two rounds merged all three, bit for bit the same state. (Before the
     // snapshot, peer-a tries to merge round 1 again with the others' set — the contribution it
     // lacks never arrives here — and gives that up after deadline.min_seconds without bytes.)
