@@ -6,10 +6,10 @@
 // its kernels' and copies' durations — busy well under wall means the host, not the GPU, sets
 // the pace), kernels and host-side operators per step, then the kernels that took the most time.
 // On the CPU (no CUDA activity) only the operator counts are meaningful. Torch-only build, 2.4+.
+#include "bench/throughput_child.h"
 #include "bench/throughput_util.h"
 #include "core/train/corpus_prep.h"
 #include "core/train/trainer.h"
-#include "core/train/trainer_impl.h"
 
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/cuda.h>
@@ -83,19 +83,8 @@ int main(int argc, char** argv) {
   }
   auto log = [](const std::string& line) { std::fprintf(stderr, "gpu_profile: %s\n", line.c_str()); };
   if (auto s = es::train::prepareRunData(ES_SHARE_DIR "/runs/default", args.runDir, log); !s) return log(s.error()), 1;
-  auto data = es::train::loadRunData(args.runDir);
-  if (!data) return log(data.error()), 1;
-  es::train::TrainerOptions options;
-  options.model = data->manifest.model;
-  options.train = data->manifest.train;
-  if (!es::bench::applyModelPreset(args.model, options.model, options.train.batchSize)) return log("--model?"), 2;
-  options.seed = options.dataSeed = data->manifest.seed;
-  options.device = args.device;
-  auto trainer = es::train::Trainer::create(options, data->train, data->val);
+  auto trainer = es::bench::makeBenchTrainer({args.runDir, {}, 0, args.steps, args.device, args.model, args.dispatch});
   if (!trainer) return log(trainer.error()), 1;
-  es::model::ExpertDispatch dispatch{};
-  if (!es::bench::parseExpertDispatch(args.dispatch, dispatch)) return log("--dispatch?"), 2;
-  (*trainer)->impl().model->setExpertDispatch(dispatch);
   const bool gpu = args.device != "cpu";
   const auto sync = [&] {
     if (gpu) torch::cuda::synchronize();

@@ -12,34 +12,32 @@
 
 namespace es::bench {
 
-int runTrainingChild(const ChildOptions& o) {
+Expected<std::unique_ptr<train::Trainer>> makeBenchTrainer(const ChildOptions& o) {
   auto data = train::loadRunData(o.runDir);
-  if (!data) {
-    std::fprintf(stderr, "train_throughput: %s\n", data.error().c_str());
-    return 1;
-  }
+  if (!data) return makeError(data.error());
   train::TrainerOptions options;
   options.model = data->manifest.model;
   options.train = data->manifest.train;
-  if (!applyModelPreset(o.model, options.model, options.train.batchSize)) {
-    std::fprintf(stderr, "train_throughput: no model preset \"%s\"\n", o.model.c_str());
-    return 2;
-  }
+  if (!applyModelPreset(o.model, options.model, options.train.batchSize))
+    return makeError("no model preset \"" + o.model + "\"");
+  model::ExpertDispatch dispatch{};
+  if (!parseExpertDispatch(o.dispatch, dispatch)) return makeError("no expert dispatch \"" + o.dispatch + "\"");
   options.seed = data->manifest.seed;
   options.dataSeed = data->manifest.seed;
   options.localExperts = o.localExperts;
   options.device = o.device;
   auto trainer = train::Trainer::create(options, data->train, data->val);
+  if (!trainer) return makeError(trainer.error());
+  (*trainer)->impl().model->setExpertDispatch(dispatch);
+  return std::move(*trainer);
+}
+
+int runTrainingChild(const ChildOptions& o) {
+  auto trainer = makeBenchTrainer(o);
   if (!trainer) {
     std::fprintf(stderr, "train_throughput: %s\n", trainer.error().c_str());
     return 1;
   }
-  model::ExpertDispatch dispatch{};
-  if (!parseExpertDispatch(o.dispatch, dispatch)) {
-    std::fprintf(stderr, "train_throughput: no expert dispatch \"%s\"\n", o.dispatch.c_str());
-    return 2;
-  }
-  (*trainer)->impl().model->setExpertDispatch(dispatch);
   // Libraries, corpus, weights and optimizer moments; the peak adds activations and gradients.
   const std::int64_t rssAfterSetup = peakRssBytes();
   std::int64_t parameters = 0;

@@ -3,8 +3,15 @@
 // lines on stdout for the parent to parse.
 #pragma once
 
+#include "core/common/expected.h"
+
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace es::train {
+class Trainer;
+}
 
 namespace es::bench {
 
@@ -21,5 +28,9 @@ struct ChildOptions {
 // Trains warmupSteps + timedSteps steps and prints tokens_per_s, step_ms_median, peak_rss_bytes,
 // parameters and the last loss. Returns the process exit code.
 int runTrainingChild(const ChildOptions& options);
+
+// The trainer a bench measures (train_throughput's children, gpu_profile): the prepared run's data
+// and training options, with the model preset, trainable experts and expert dispatch of `options`.
+Expected<std::unique_ptr<train::Trainer>> makeBenchTrainer(const ChildOptions& options);
 
 }  // namespace es::bench
