@@ -175,9 +175,8 @@ ParseResult parseCommandLine(const QStringList& arguments) {
       return failure(QStringLiteral("--bootstrap must be HOST:PORT, not '%1'").arg(node));
   c.exportPath = parser.value(exportModel);
   c.testPoison = parser.value(testPoison);
-  if (parser.isSet(testPoison) && c.testPoison != "nan" && c.testPoison != "norm" && c.testPoison != "foreign" &&
-      c.testPoison != "reverse")
-    return failure(QStringLiteral("--test-poison must be nan, norm, foreign or reverse"));
+  if (parser.isSet(testPoison) && !QStringList{"nan", "norm", "foreign", "reverse", "stale"}.contains(c.testPoison))
+    return failure(QStringLiteral("--test-poison must be nan, norm, foreign, reverse or stale"));
   if (parser.isSet(exportModel) && c.exportPath.isEmpty()) return failure(QStringLiteral("--export needs a file name"));
   if (parser.isSet(rounds)) {
     const auto v = parseInteger(parser.value(rounds), 1, 1LL << 40);

@@ -33,7 +33,7 @@ struct CommandLine {
   int syncEvery = 0;            // 0: the run's sync_every
   QString exportPath;           // write the merged model here at the end
   bool events = false;  // --events: JSON event lines on stdout instead of the progress lines (app/event_lines.h)
-  QString testPoison;   // hidden, tests only: nan | norm | foreign | reverse
+  QString testPoison;   // hidden, tests only: nan | norm | foreign | reverse | stale
   QString uiSnapshot;   // hidden, tests only: GUI writes window.png + ui-state.json here, then quits
   // From the donor's settings (GUI) or the command line (headless).
   int claimSize = 0;                       // experts to claim; 0: the run's experts_per_peer

@@ -233,7 +233,7 @@ int Engine::startRun() {
   peer.trainer.device = cl_.device.toStdString();
   if (cl_.evalEvery) peer.trainer.train.evalInterval = cl_.evalEvery;
   peer.runId = p.swarm->runId();
-  peer.selfId = p.swarm->selfId();
+  peer.selfId = p.swarm->selfId().str();
   peer.syncEvery = config.policy.syncEvery;
   peer.stateDir = (p.prepared.runDir + QStringLiteral("/swarm-state")).toStdString();
   peer.tokenizer = std::make_shared<const train::BpeTokenizer>(data.tokenizer);
@@ -273,7 +273,7 @@ int Engine::startRun() {
   node::RunInfo runInfo;
   runInfo.runName = data.manifest.name;
   runInfo.runId = p.swarm->runId();
-  runInfo.selfId = p.swarm->selfId();
+  runInfo.selfId = p.swarm->selfId().str();
   runInfo.ledgerPath = dbPath;
   runInfo.listen = p.session->listenEndpoint();
   runInfo.device = cl_.device.toStdString();

@@ -16,15 +16,15 @@ class P2pSwarm : public node::Swarm {
   ~P2pSwarm() override;
 
   void setEvents(node::SwarmEvents events) override;
-  std::string selfId() const override { return selfId_; }
+  PeerId selfId() const override { return selfId_; }
   std::string runId() const override { return session_.runId(); }
   Status announce(const node::Announcement& announcement) override;
   std::vector<node::SwarmPeer> peers() const override;
-  void publish(const std::string& path, Published done) override { session_.publishFileAsync(path, std::move(done)); }
-  Status fetch(const std::string& contentId, const std::string& dir, const node::FetchLimits& limits) override {
-    return session_.fetch(contentId, dir, limits);
+  void publish(const std::string& path, Published done) override;
+  Status fetch(const ContentId& content, const std::string& dir, const node::FetchLimits& limits) override {
+    return session_.fetch(content.str(), dir, limits);
   }
-  void retire(const std::string& contentId, bool deleteFile) override { session_.retire(contentId, deleteFile); }
+  void retire(const ContentId& content, bool deleteFile) override { session_.retire(content.str(), deleteFile); }
   std::vector<int> chooseClaims(const node::ClaimRequest& request) const override;
   int connections() const override { return session_.counters().runPeers; }
   node::SwarmTraffic traffic() const override;
@@ -32,7 +32,7 @@ class P2pSwarm : public node::Swarm {
  private:
   SwarmSession& session_;
   PublicKey key_;
-  std::string selfId_;
+  PeerId selfId_;
   std::int64_t lastSeq_ = 0;
   QMetaObject::Connection connections_[6];
   // One peersChanged per event-loop pass, however many records one gossip drain accepted: the

@@ -159,10 +159,10 @@ class FetchLimitsTest : public QObject {
     file.close();
     const auto id = sender.publish(file.fileName().toStdString());
     QVERIFY(id.ok());
-    std::vector<std::string> fetched, refused;
+    std::vector<es::ContentId> fetched, refused;
     SwarmEvents events;
-    events.fetched = [&](const std::string& i, const std::string&) { fetched.push_back(i); };
-    events.fetchFailed = [&](const std::string& i, const std::string&, bool r) {
+    events.fetched = [&](const es::ContentId& i, const std::string&) { fetched.push_back(i); };
+    events.fetchFailed = [&](const es::ContentId& i, const std::string&, bool r) {
       if (r) refused.push_back(i);
     };
     receiver.setEvents(events);
@@ -245,7 +245,8 @@ void FetchLimitsTest::nodeRefusesAWrongSizeAndBansItsSender() {
   QStringList log;
   connect(&node, &Node::roundClosed, this, [&](const RoundSummary& s) {
     rounds.push_back(s);
-    for (const auto& v : s.merge.verdicts) qInfo("verdict %s %d %s", v.sender.c_str(), v.accepted, v.reason.c_str());
+    for (const auto& v : s.merge.verdicts)
+      qInfo("verdict %s %d %s", v.sender.str().c_str(), v.accepted, v.reason.c_str());
   });
   connect(&node, &Node::message, this, [&](const QString& m) {
     log << m;
@@ -379,7 +380,7 @@ void FetchLimitsTest::aPeerStaleTwoRoundsInARowIsNotWaitedFor() {
   for (int r = 0; r < 2; ++r) {  // waited for, arrived, skipped as stale
     QCOMPARE(rounds[r].expected, 2);
     bool stale = false;
-    for (const auto& v : rounds[r].merge.verdicts) stale = stale || (v.sender == "stale-z" && v.stale);
+    for (const auto& v : rounds[r].merge.verdicts) stale = stale || (v.sender.str() == "stale-z" && v.stale);
     QVERIFY2(stale, qPrintable(QString("round %1: no stale verdict for stale-z").arg(r + 1)));
   }
   for (int r = 2; r < 4; ++r) {
@@ -427,7 +428,7 @@ void FetchLimitsTest::aContributionIsSizedWithItsRoundsClaims() {
   QCOMPARE(swarm.fetchLimits().at(*id).sizes, sync::contributionSizes(config.peer.trainer.model, {1}, header));
   QVERIFY(run.log.filter("peer banned").isEmpty());
   bool judged = false;
-  for (const auto& v : run.rounds.at(0).merge.verdicts) judged = judged || v.sender == "mover";
+  for (const auto& v : run.rounds.at(0).merge.verdicts) judged = judged || v.sender.str() == "mover";
   QVERIFY2(judged, "the mover's contribution never arrived");
 }
 

@@ -76,11 +76,12 @@ class NodeRounds : public QObject {
       });
     }
     // Every contribution either peer announced (records keep only the newest three).
-    std::map<std::string, std::map<qint64, std::string>> announcedBy;
+    std::map<std::string, std::map<qint64, es::ContentId>> announcedBy;
     for (auto* n : {&a, &b})
       connect(n, &Node::roundClosed, this, [&] {
-        for (const auto& p : swarmA.peers()) announcedBy[p.id].insert(p.contrib.begin(), p.contrib.end());
-        for (const auto& p : swarmB.peers()) announcedBy[p.id].insert(p.contrib.begin(), p.contrib.end());
+        for (auto* swarm : {&swarmA, &swarmB})
+          for (const auto& p : swarm->peers())
+            announcedBy[p.id.str()].insert(p.announced.contrib.begin(), p.announced.contrib.end());
       });
     a.start();
     b.start();
@@ -137,11 +138,12 @@ class NodeRounds : public QObject {
     MemorySwarm swarmA(hub, "peer-a"), swarmB(hub, "peer-b"), swarmC(hub, "peer-c");
     for (auto* swarm : {&swarmA, &swarmB, &swarmC}) swarm->setPublishDelay(publishDelayMs);
     bool healed = false;
-    swarmA.withhold([&swarmA, &healed, withholdSnapshots](const std::string& id) {
+    swarmA.withhold([&swarmA, &healed, withholdSnapshots](const es::ContentId& id) {
       if (healed) return false;
       for (const auto& p : swarmA.peers()) {
-        if (p.id == "peer-b" && p.contrib.count(1) && p.contrib.at(1) == id) return true;
-        for (const auto& [round, snapshot] : p.snapshot)
+        const auto& contrib = p.announced.contrib;
+        if (p.id.str() == "peer-b" && contrib.count(1) && contrib.at(1) == id) return true;
+        for (const auto& [round, snapshot] : p.announced.snapshot)
           if (withholdSnapshots && snapshot == id) return true;
       }
       return false;
@@ -213,7 +215,7 @@ class NodeRounds : public QObject {
     std::map<std::string, std::unique_ptr<Node>> nodes;
     int finished = 0;
     for (auto* swarm : swarms) {
-      const std::string who = swarm->selfId();
+      const std::string who = swarm->selfId().str();
       auto config = isolatedConfigFor(QString::fromStdString(who), tag);
       configure(config);
       auto& n = nodes[who] = std::make_unique<Node>(*swarm, config, data_->train, data_->val);
@@ -240,9 +242,9 @@ class NodeRounds : public QObject {
       if (const auto it = run.rounds.find(name); it != run.rounds.end())
         for (const auto& [r, summary] : it->second)
           for (const auto& v : summary.merge.verdicts)
-            if (v.stale && (from.empty() || v.sender == from))
+            if (v.stale && (from.empty() || v.sender.str() == from))
               return QString("%1 got a stale contribution from %2 in round %3")
-                  .arg(name, QString::fromStdString(v.sender))
+                  .arg(name, QString::fromStdString(v.sender.str()))
                   .arg(r);
     return {};
   }
@@ -361,16 +363,17 @@ class NodeRounds : public QObject {
   void aLatePeerClosesTheRoundOnTheSetTheOthersMerged() {
     MemorySwarmHub hub("tiny-run");
     MemorySwarm swarmA(hub, "peer-a"), swarmB(hub, "peer-b"), swarmC(hub, "peer-c");
-    auto contributionOf = [](const MemorySwarm& swarm, const char* peer, const std::string& id) {
+    auto contributionOf = [](const MemorySwarm& swarm, const char* peer, const es::ContentId& id) {
       for (const auto& p : swarm.peers())
-        if (p.id == peer && p.contrib.count(1) && p.contrib.at(1) == id) return true;
+        if (p.id.str() == peer && p.announced.contrib.count(1) && p.announced.contrib.at(1) == id) return true;
       return false;
     };
     for (auto* swarm : {&swarmB, &swarmC})
-      swarm->withhold([swarm, contributionOf](const std::string& id) { return contributionOf(*swarm, "peer-a", id); });
-    swarmA.withhold([&swarmA, contributionOf](const std::string& id) {
+      swarm->withhold(
+          [swarm, contributionOf](const es::ContentId& id) { return contributionOf(*swarm, "peer-a", id); });
+    swarmA.withhold([&swarmA, contributionOf](const es::ContentId& id) {
       for (const auto& p : swarmA.peers())
-        if (p.id == "peer-b" && p.merged.count(1)) return false;
+        if (p.id.str() == "peer-b" && p.announced.merged.count(1)) return false;
       return contributionOf(swarmA, "peer-b", id);
     });
     QTimer heal;
@@ -574,7 +577,7 @@ class NodeRounds : public QObject {
         an.claims = {0};
         an.leaseUntil = merged + 2;
         an.merged = {{merged - 1, "5ca1ab1e5ca1ab1e"}, {merged, "5ca1ab1e5ca1ab1e"}};
-        an.snapshot = {{merged, "5ca1ab1e00000000"}};
+        an.snapshot = {{merged, es::ContentId("5ca1ab1e00000000")}};
         QVERIFY(s->announce(an).ok());
       }
     };
@@ -619,8 +622,8 @@ class NodeRounds : public QObject {
     config.policy.deadlineMinSeconds = 3;
     config.policy.deadlineMaxSeconds = 20;
     const int lease = config.policy.leaseRounds;
-    std::set<std::string> ghostIds, trickleIds;
-    swarm.withhold([&](const std::string& id) { return ghostIds.count(id) > 0 || trickleIds.count(id) > 0; });
+    std::set<es::ContentId> ghostIds, trickleIds;
+    swarm.withhold([&](const es::ContentId& id) { return ghostIds.count(id) > 0 || trickleIds.count(id) > 0; });
     std::int64_t trickle = 0;
     swarm.reportTraffic([&] {
       es::node::SwarmTraffic t;
@@ -628,12 +631,13 @@ class NodeRounds : public QObject {
       return t;
     });
     std::map<std::int64_t, std::string> ghostMerged;  // what the ghost says it merged (ours, from round 3)
-    const auto announceRound = [&](MemorySwarm& who, std::set<std::string>& ids, std::vector<int> claims,
+    const auto announceRound = [&](MemorySwarm& who, std::set<es::ContentId>& ids, std::vector<int> claims,
                                    qint64 round) {
       const QString path =
-          dir_.filePath(QStringLiteral("%1-%2.bin").arg(QString::fromStdString(who.selfId())).arg(round));
+          dir_.filePath(QStringLiteral("%1-%2.bin").arg(QString::fromStdString(who.selfId().str())).arg(round));
       QFile f(path);
-      const QByteArray bytes = QByteArray(64, char(round)) + QByteArray::fromStdString(who.selfId());  // ids name bytes
+      const QByteArray bytes =
+          QByteArray(64, char(round)) + QByteArray::fromStdString(who.selfId().str());  // ids name bytes
       QVERIFY(f.open(QIODevice::WriteOnly) && f.write(bytes) == bytes.size());
       f.close();
       const auto id = who.publish(path.toStdString());
@@ -717,18 +721,19 @@ class NodeRounds : public QObject {
       saidByB << m;
     });
     // Copies peer-b's newest contribution id into its own record as soon as it appears.
-    std::set<std::string> copied;
+    std::set<es::ContentId> copied;
     QTimer copier;
     connect(&copier, &QTimer::timeout, this, [&] {
       for (const auto& p : impostor.peers()) {
-        if (p.id != "peer-b" || p.contrib.empty() || copied.count(p.contrib.rbegin()->second)) continue;
+        const auto& contrib = p.announced.contrib;
+        if (p.id.str() != "peer-b" || contrib.empty() || copied.count(contrib.rbegin()->second)) continue;
         Announcement fake;
-        fake.round = p.contrib.rbegin()->first;
+        fake.round = contrib.rbegin()->first;
         fake.claims = {0};
         fake.leaseUntil = fake.round + 2;
-        fake.contrib = {*p.contrib.rbegin()};
+        fake.contrib = {*contrib.rbegin()};
         QVERIFY(impostor.announce(fake).ok());
-        copied.insert(p.contrib.rbegin()->second);
+        copied.insert(contrib.rbegin()->second);
       }
     });
     copier.start(20);
@@ -743,8 +748,8 @@ class NodeRounds : public QObject {
     for (const auto& s : roundsA) {
       QCOMPARE(s.peers, 2);  // ours and peer-b's, every round
       for (const auto& v : s.merge.verdicts) {
-        if (v.sender == "peer-b") QVERIFY2(v.accepted, v.reason.c_str());
-        if (v.sender != "peer-0-impostor") continue;
+        if (v.sender.str() == "peer-b") QVERIFY2(v.accepted, v.reason.c_str());
+        if (v.sender.str() != "peer-0-impostor") continue;
         QVERIFY(!v.accepted);
         QVERIFY2(v.reason.find("names sender") != std::string::npos, v.reason.c_str());
         rejected = true;

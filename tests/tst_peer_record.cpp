@@ -1,6 +1,7 @@
 // Specification of signed peer records (p2p/peer_record.h) and of the record book that keeps the
 // newest valid one per key (p2p/record_book.h). Forged records are written by hand in bencode, so
 // these tests check the wire format independently of the codec the implementation uses.
+#include "p2p/announcement_record.h"
 #include "p2p/identity.h"
 #include "p2p/identity_work.h"
 #include "p2p/peer_record.h"
@@ -144,6 +145,41 @@ class PeerRecordTest : public QObject {
   const Identity bob_ = identityOf(0xB0);
 
  private Q_SLOTS:
+  // What the node announces survives the trip through a signed record (p2p/announcement_record.h):
+  // every field, the ids typed again on the way back; claims go out sorted, the loss as loss × 10⁴.
+  void anAnnouncementSurvivesItsSignedRecord() {
+    es::node::Announcement a;
+    a.round = 12;
+    a.claims = {8, 3, 5};
+    a.leaseUntil = 14;
+    a.contrib = {{10, es::ContentId(kHashB)}, {11, es::ContentId(kHashA)}};
+    a.snapshot = {{10, es::ContentId(kHashA)}};
+    a.merged = {{10, "00112233445566778899aabbccddeeff"}, {11, "ffeeddccbbaa99887766554433221100"}};
+    a.sets = {{11, "0123456789abcdef"}};
+    a.steps = 240;
+    a.loss = 3.14159;
+    a.tokensPerSecond = 5120.4;
+    PeerRecord record = es::p2p::recordOf(a);
+    QCOMPARE(record.claims, (std::vector<int>{3, 5, 8}));
+    QCOMPARE(record.stats.lossE4, std::int64_t(31416));
+    record.run = kRun;
+    record.pk = alice_.publicKey();
+    record.seq = 1;
+    const auto parsed = es::p2p::parseRecord(signedBytes(record, alice_), kRun, &alice_.publicKey());
+    QVERIFY2(parsed.ok, describe(parsed));
+    const auto back = es::p2p::announcementOf(parsed.record);
+    QCOMPARE(back.round, a.round);
+    QCOMPARE(back.claims, (std::vector<int>{3, 5, 8}));
+    QCOMPARE(back.leaseUntil, a.leaseUntil);
+    QVERIFY(back.contrib == a.contrib);
+    QVERIFY(back.snapshot == a.snapshot);
+    QCOMPARE(back.merged, a.merged);
+    QCOMPARE(back.sets, a.sets);
+    QCOMPARE(back.steps, a.steps);
+    QCOMPARE(back.loss, 3.1416);
+    QCOMPARE(back.tokensPerSecond, 5120.0);
+  }
+
   void signedRecordParsesBackToEveryField() {
     const PeerRecord record = sampleRecord(alice_);
     const auto parsed = es::p2p::parseRecord(signedBytes(record, alice_), kRun, &alice_.publicKey());

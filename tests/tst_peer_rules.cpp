@@ -9,6 +9,7 @@
 #include "core/store/ledger.h"
 #include "core/store/migrations.h"
 #include "core/store/sqlite_db.h"
+#include "support/id_literals.h"
 
 #include <QTemporaryDir>
 #include <QTest>
@@ -16,6 +17,10 @@
 #include <limits>
 
 using namespace es::node;
+using es::ContentId;
+using es::PeerId;
+using es::test::operator""_peer;
+using es::test::operator""_content;
 
 namespace {
 
@@ -25,24 +30,24 @@ const std::string kMigrations = std::string(ES_SHARE_DIR) + "/sql";
 // An honest peer in `round`: its lease is round + lease_rounds, it published every round so far.
 SwarmPeer peer(const std::string& id, std::vector<int> claims, std::int64_t round) {
   SwarmPeer p;
-  p.id = id;
-  p.round = round;
-  p.claims = std::move(claims);
-  p.leaseUntil = round + kLease;
+  p.id = PeerId(id);
+  p.announced.round = round;
+  p.announced.claims = std::move(claims);
+  p.announced.leaseUntil = round + kLease;
   for (std::int64_t r = std::max<std::int64_t>(1, round - 2); r < round; ++r)
-    p.contrib[r] = id + "-" + std::to_string(r);
+    p.announced.contrib[r] = ContentId(id + "-" + std::to_string(r));
   return p;
 }
 
 std::vector<std::string> idsOf(const std::vector<SwarmPeer>& peers) {
   std::vector<std::string> ids;
-  for (const auto& p : peers) ids.push_back(p.id);
+  for (const auto& p : peers) ids.push_back(p.id.str());
   return ids;
 }
 
 ClaimPlanInput planFor(const std::string& self, std::vector<int> claims, std::vector<SwarmPeer> live,
                        std::int64_t round) {
-  return {self, std::move(claims), std::move(live), round, 4, 1, 0};
+  return {PeerId(self), std::move(claims), std::move(live), round, 4, 1, 0};
 }
 
 }  // namespace
@@ -55,21 +60,21 @@ class PeerRulesTest : public QObject {
   // the last kRoundsKept rounds of each peer still in the record book.
   void claimsAreKeptPerRound() {
     es::node::RoundClaims claims;
-    claims.note("a", 3, {2, 3});
-    claims.note("a", 4, {2, 3, 4, 5});  // re-balanced after a leave
-    QCOMPARE(*claims.of("a", 3), (std::set<int>{2, 3}));
-    QCOMPARE(*claims.of("a", 4), (std::set<int>{2, 3, 4, 5}));
-    QVERIFY(!claims.of("a", 2));  // never seen: a guess would be needed
-    QVERIFY(!claims.of("b", 3));
-    claims.note("a", 4, {5});  // a round's last word wins
-    QCOMPARE(*claims.of("a", 4), (std::set<int>{5}));
-    for (int r = 5; r < 5 + es::node::RoundClaims::kRoundsKept; ++r) claims.note("a", r, {1});
-    QVERIFY(!claims.of("a", 4));  // bounded per peer
-    QVERIFY(claims.of("a", 5 + es::node::RoundClaims::kRoundsKept - 1));
-    claims.note("b", 1, {0});
-    claims.keepOnly({"b"});  // "a" left the record book
+    claims.note("a"_peer, 3, {2, 3});
+    claims.note("a"_peer, 4, {2, 3, 4, 5});  // re-balanced after a leave
+    QCOMPARE(*claims.of("a"_peer, 3), (std::set<int>{2, 3}));
+    QCOMPARE(*claims.of("a"_peer, 4), (std::set<int>{2, 3, 4, 5}));
+    QVERIFY(!claims.of("a"_peer, 2));  // never seen: a guess would be needed
+    QVERIFY(!claims.of("b"_peer, 3));
+    claims.note("a"_peer, 4, {5});  // a round's last word wins
+    QCOMPARE(*claims.of("a"_peer, 4), (std::set<int>{5}));
+    for (int r = 5; r < 5 + es::node::RoundClaims::kRoundsKept; ++r) claims.note("a"_peer, r, {1});
+    QVERIFY(!claims.of("a"_peer, 4));  // bounded per peer
+    QVERIFY(claims.of("a"_peer, 5 + es::node::RoundClaims::kRoundsKept - 1));
+    claims.note("b"_peer, 1, {0});
+    claims.keepOnly({"b"_peer});  // "a" left the record book
     QCOMPARE(claims.peerCount(), std::size_t(1));
-    QVERIFY(!claims.of("a", 5));
+    QVERIFY(!claims.of("a"_peer, 5));
   }
 
   void aLeaseHoldsOnlyWithinItsRoundPlusLeaseRoundsPlusSlack() {
@@ -87,8 +92,8 @@ class PeerRulesTest : public QObject {
 
   void anEndlessLeaseIsNotLiveAndItsExpertsAreDealt() {
     SwarmPeer endless = peer("peer-x", {2, 3}, 5);
-    endless.leaseUntil = std::int64_t{1} << 62;
-    std::map<std::string, std::int64_t> since{{"peer-x", 1}, {"peer-b", 1}};
+    endless.announced.leaseUntil = std::int64_t{1} << 62;
+    std::map<PeerId, std::int64_t> since{{"peer-x"_peer, 1}, {"peer-b"_peer, 1}};
     const auto live = livePeersOf({endless, peer("peer-b", {1}, 5)}, 5, kLease, {}, 0, since);
     QCOMPARE(idsOf(live), std::vector<std::string>{"peer-b"});
     const auto next = planClaims(planFor("peer-a", {0}, live, 6));
@@ -105,7 +110,7 @@ class PeerRulesTest : public QObject {
       const auto a = planClaims(planFor("peer-a", {0, 1, 2, 3}, {peer("peer-b", {0, 1, 2, 3}, round)}, round));
       const auto b = planClaims(planFor("peer-b", {0, 1, 2, 3}, {peer("peer-a", {0, 1, 2, 3}, round)}, round));
       QCOMPARE(int(a.size() + b.size()), 6);  // exactly one of them shed two, both computed the same
-      QCOMPARE(a.size() == 4, ranksBefore(round, "peer-a", "peer-b"));
+      QCOMPARE(a.size() == 4, ranksBefore(round, "peer-a"_peer, "peer-b"_peer));
       smallerKept += a.size() == 4 ? 1 : 0;
     }
     QVERIFY2(smallerKept > 0 && smallerKept < 20,
@@ -118,7 +123,7 @@ class PeerRulesTest : public QObject {
       // Experts 2 and 3 are orphans; both peers hold one: the first in round order gets expert 2.
       const auto a = planClaims(planFor("peer-a", {0}, {peer("peer-b", {1}, round)}, round));
       const auto b = planClaims(planFor("peer-b", {1}, {peer("peer-a", {0}, round)}, round));
-      const bool aFirst = ranksBefore(round, "peer-a", "peer-b");
+      const bool aFirst = ranksBefore(round, "peer-a"_peer, "peer-b"_peer);
       QCOMPARE(a, aFirst ? (std::vector<int>{0, 2}) : (std::vector<int>{0, 3}));
       QCOMPARE(b, aFirst ? (std::vector<int>{1, 3}) : (std::vector<int>{1, 2}));
       selfFirst += aFirst ? 1 : 0;
@@ -127,8 +132,8 @@ class PeerRulesTest : public QObject {
   }
 
   void aBannedPeerIsNotLiveAndItsExpertsBecomeClaimable() {
-    const Bans bans{{"peer-x", {1000, "norm 3e6 > bound 4"}}};
-    std::map<std::string, std::int64_t> since;
+    const Bans bans{{"peer-x"_peer, {1000, "norm 3e6 > bound 4"}}};
+    std::map<PeerId, std::int64_t> since;
     const std::vector<SwarmPeer> peers{peer("peer-x", {2, 3}, 5), peer("peer-b", {1}, 5)};
     const auto live = livePeersOf(peers, 5, kLease, bans, 2000, since);
     QCOMPARE(idsOf(live), std::vector<std::string>{"peer-b"});
@@ -143,18 +148,18 @@ class PeerRulesTest : public QObject {
   // A claimer that stops publishing after round 4 is live through round 6 and not in round 7:
   // two rounds (5, 6) without a contribution. Its experts are dealt in the plan for round 7.
   void aSilentClaimerStopsBeingLiveAfterTwoRounds() {
-    std::map<std::string, std::int64_t> since{{"peer-s", 1}, {"peer-b", 1}};  // both claiming since round 1
-    SwarmPeer silent = peer("peer-s", {2, 3}, 5);                             // contributions for 3 and 4
+    std::map<PeerId, std::int64_t> since{{"peer-s"_peer, 1}, {"peer-b"_peer, 1}};  // both claiming since round 1
+    SwarmPeer silent = peer("peer-s", {2, 3}, 5);                                  // contributions for 3 and 4
     for (std::int64_t round = 5; round <= 7; ++round) {
-      silent.round = round;
-      silent.leaseUntil = round + kLease;  // it keeps renewing its lease
+      silent.announced.round = round;
+      silent.announced.leaseUntil = round + kLease;  // it keeps renewing its lease
       const auto live = livePeersOf({silent, peer("peer-b", {1}, round)}, round, kLease, {}, 0, since);
       const auto ids = idsOf(live);
       const bool silentLive = std::find(ids.begin(), ids.end(), "peer-s") != ids.end();
       QCOMPARE(silentLive, round < 7);
       const auto next = planClaims(planFor("peer-a", {0}, live, round));
       const auto& b = live.back();
-      const auto bNext = planClaims(planFor("peer-b", b.claims, {peer("peer-a", {0}, round)}, round));
+      const auto bNext = planClaims(planFor("peer-b", b.announced.claims, {peer("peer-a", {0}, round)}, round));
       // Once it is silent, experts 2 and 3 are dealt between peer-a and peer-b, one each.
       if (round == 7) {
         std::vector<int> all = next;
@@ -166,17 +171,17 @@ class PeerRulesTest : public QObject {
       }
     }
     // Publishing again makes it live at once (its contribution is then gathered).
-    silent.contrib[7] = "peer-s-7";
+    silent.announced.contrib[7] = "peer-s-7"_content;
     QCOMPARE(livePeersOf({silent}, 7, kLease, {}, 0, since).size(), std::size_t{1});
   }
 
   void aNewcomerGetsTheSameRoundsToPublish() {
-    std::map<std::string, std::int64_t> since;
+    std::map<PeerId, std::int64_t> since;
     SwarmPeer newcomer = peer("peer-n", {2}, 10);
-    newcomer.contrib.clear();
+    newcomer.announced.contrib.clear();
     QCOMPARE(livePeersOf({newcomer}, 10, kLease, {}, 0, since).size(), std::size_t{1});  // first seen in 10
-    newcomer.round = 12;
-    newcomer.leaseUntil = 12 + kLease;
+    newcomer.announced.round = 12;
+    newcomer.announced.leaseUntil = 12 + kLease;
     QCOMPARE(livePeersOf({newcomer}, 12, kLease, {}, 0, since).size(), std::size_t{0});  // 10, 11, 12: nothing
     QVERIFY(!silentAt(newcomer, 2, 0));  // the first rounds of a swarm: nobody is silent yet
   }
@@ -200,19 +205,23 @@ class PeerRulesTest : public QObject {
   void theMajoritysMergedSetIsFoundByItsDigest() {
     using es::node::findMergedSet;
     using es::node::mergedSetDigest;
-    const std::set<std::string> known{"a1", "b2", "c3", "d4", "e5", "f6"};
-    QCOMPARE(mergedSetDigest({"b2", "a1"}), mergedSetDigest({"a1", "b2"}));  // a set, not an order
-    QVERIFY(mergedSetDigest({"a1", "b2"}) != mergedSetDigest({"a1b2"}));     // ids stay apart
-    QCOMPARE(mergedSetDigest({"a1"}).size(), std::size_t(16));
+    const std::set<ContentId> known{"a1"_content, "b2"_content, "c3"_content, "d4"_content, "e5"_content, "f6"_content};
+    QCOMPARE(mergedSetDigest({"b2"_content, "a1"_content}),
+             mergedSetDigest({"a1"_content, "b2"_content}));                                      // a set, not an order
+    QVERIFY(mergedSetDigest({"a1"_content, "b2"_content}) != mergedSetDigest({"a1b2"_content}));  // ids stay apart
+    QCOMPARE(mergedSetDigest({"a1"_content}).size(), std::size_t(16));
     QCOMPARE(*findMergedSet(known, mergedSetDigest(known)), known);
-    const std::set<std::string> lessOne{"a1", "b2", "c3", "e5", "f6"}, lessTwo{"a1", "c3", "d4", "e5"};
+    const std::set<ContentId> lessOne{"a1"_content, "b2"_content, "c3"_content, "e5"_content, "f6"_content},
+        lessTwo{"a1"_content, "c3"_content, "d4"_content, "e5"_content};
     QCOMPARE(*findMergedSet(known, mergedSetDigest(lessOne)), lessOne);
     QCOMPARE(*findMergedSet(known, mergedSetDigest(lessTwo)), lessTwo);
-    QVERIFY(!findMergedSet(known, mergedSetDigest({"a1", "b2", "c3"})));        // three missing: not searched
-    QVERIFY(!findMergedSet(known, mergedSetDigest({"a1", "b2", "c3", "zz"})));  // one we never saw
+    QVERIFY(!findMergedSet(
+        known, mergedSetDigest({"a1"_content, "b2"_content, "c3"_content})));  // three missing: not searched
+    QVERIFY(!findMergedSet(
+        known, mergedSetDigest({"a1"_content, "b2"_content, "c3"_content, "zz"_content})));  // one we never saw
     QVERIFY(!findMergedSet(known, "0123456789abcdef"));
-    std::set<std::string> many;
-    for (int i = 0; i < 65; ++i) many.insert("id" + std::to_string(i));
+    std::set<ContentId> many;
+    for (int i = 0; i < 65; ++i) many.insert(ContentId("id" + std::to_string(i)));
     QVERIFY(!findMergedSet(many, mergedSetDigest(many)));  // bounded: no search over 64 candidates
   }
 
@@ -242,7 +251,7 @@ class PeerRulesTest : public QObject {
     auto bans = loadBans((*ledger)->path(), "run-1", now);
     QVERIFY2(bans.ok(), bans.ok() ? "" : bans.error().c_str());
     QCOMPARE(bans->size(), std::size_t{1});
-    const Ban& ban = bans->at("peer-bad");
+    const Ban& ban = bans->at("peer-bad"_peer);
     QCOMPARE(ban.reason, std::string("norm 3.1e6 > bound 4.2"));
     QVERIFY(ban.at >= before && ban.at <= now);
     QVERIFY(banInForce(ban, now));

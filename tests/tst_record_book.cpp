@@ -221,7 +221,7 @@ class RecordFloodTest : public QObject {
     const auto round = [&](std::int64_t now, std::vector<std::pair<std::string, std::int64_t>> peers) {
       int writes = 0;
       s.begin();
-      for (const auto& [id, seq] : peers) writes += s.due(id, seq, now);
+      for (const auto& [id, seq] : peers) writes += s.due(es::PeerId(id), seq, now);
       s.end();
       return writes;
     };

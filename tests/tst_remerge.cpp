@@ -83,7 +83,7 @@ class RemergeTest : public QObject {
     auto stale = b->merge(2, {fromARound2, fromBRound2});  // B's merge of its own old file
     QVERIFY(stale.ok());
     bool oldFileStale = false;
-    for (const auto& v : stale->verdicts) oldFileStale = oldFileStale || (v.sender == "peer-b" && v.stale);
+    for (const auto& v : stale->verdicts) oldFileStale = oldFileStale || (v.sender.str() == "peer-b" && v.stale);
     QVERIFY2(oldFileStale, "the round-2 file written on the odd state was not stale");
   }
 

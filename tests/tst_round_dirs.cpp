@@ -164,7 +164,8 @@ void RoundDirsTest::aPeerResumesFromTheRoundBeforeADamagedOne() {
       for (int s = 0; s < config.syncEvery; ++s) (*peer)->step();
       const auto path = dir_.filePath(QString("contrib-%1.bin").arg(round)).toStdString();
       QVERIFY((*peer)->writeContribution(round, path).ok());
-      auto merged = (*peer)->merge(round, {{config.selfId, path, std::set<int>(experts.begin(), experts.end())}});
+      auto merged =
+          (*peer)->merge(round, {{es::PeerId(config.selfId), path, std::set<int>(experts.begin(), experts.end())}});
       QVERIFY2(merged.ok() && merged->accepted == 1, merged ? "rejected" : merged.error().c_str());
       (*peer)->waitForWrites();
     }

@@ -118,7 +118,7 @@ class SwarmNode : public QObject {
         for (const auto& c : *contributions) {
           QCOMPARE(QString::fromStdString(c.verdict), QString("accepted"));
           QVERIFY(c.bytes > 0);
-          QCOMPARE(c.infoHash.size(), std::size_t(64));
+          QCOMPARE(c.contentId.size(), std::size_t(64));
         }
       }
       const auto metrics = (*reader)->metrics(runId);

@@ -14,7 +14,7 @@ Expected<Bans> loadBans(const std::string& dbPath, const std::string& runId, std
   auto rows = (*reader)->bansSince(runId, nowMs - kBanExpiryMs + 1);
   if (!rows) return makeError(rows.error());
   Bans bans;
-  for (const auto& row : *rows) bans[row.peerId] = {row.bannedAt, row.banReason};
+  for (const auto& row : *rows) bans[PeerId(row.peerId)] = {row.bannedAt, row.banReason};
   return bans;
 }
 

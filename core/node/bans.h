@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/common/expected.h"
+#include "core/common/ids.h"
 
 #include <cstdint>
 #include <map>
@@ -16,7 +17,7 @@ struct Ban {
   std::int64_t at = 0;  // ms since the epoch
   std::string reason;
 };
-using Bans = std::map<std::string, Ban>;  // peer id → its ban
+using Bans = std::map<PeerId, Ban>;  // peer → its ban
 
 bool banInForce(const Ban& ban, std::int64_t nowMs);
 

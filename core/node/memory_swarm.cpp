@@ -12,7 +12,7 @@
 
 namespace es::node {
 
-MemorySwarm::MemorySwarm(MemorySwarmHub& hub, std::string selfId) : hub_(hub), selfId_(std::move(selfId)) {
+MemorySwarm::MemorySwarm(MemorySwarmHub& hub, std::string selfId) : hub_(hub), selfId_(PeerId(std::move(selfId))) {
   hub_.members_.push_back(this);
 }
 
@@ -21,19 +21,7 @@ MemorySwarm::~MemorySwarm() {
 }
 
 Status MemorySwarm::announce(const Announcement& a) {
-  SwarmPeer p;
-  p.id = selfId_;
-  p.publicKey = selfId_;
-  p.round = a.round;
-  p.claims = a.claims;
-  p.leaseUntil = a.leaseUntil;
-  p.contrib = a.contrib;
-  p.snapshot = a.snapshot;
-  p.merged = a.merged;
-  p.sets = a.sets;
-  p.steps = a.steps;
-  p.loss = a.loss;
-  p.tokensPerSecond = a.tokensPerSecond;
+  SwarmPeer p{selfId_, selfId_.str(), 0, a};
   const auto old = hub_.records_.find(selfId_);
   p.seq = (unsentRecord_ ? unsentRecord_->seq : old == hub_.records_.end() ? 0 : old->second.seq) + 1;
   if (cut_) {  // it waits for the link
@@ -66,7 +54,7 @@ void MemorySwarm::setCut(bool cut) {
   }
 }
 
-bool MemorySwarm::reachable(const std::string& contentId) const {
+bool MemorySwarm::reachable(const ContentId& contentId) const {
   if (cut_) return false;
   const auto published = hub_.files_.find(contentId);
   if (published == hub_.files_.end()) return false;
@@ -92,21 +80,22 @@ void MemorySwarm::publish(const std::string& path, Published done) {
 
 // Content ids name the bytes, as info-hashes do: two peers publishing identical snapshots get one
 // id (resync votes count peers per id).
-Expected<std::string> MemorySwarm::publish(const std::string& path) {
+Expected<ContentId> MemorySwarm::publish(const std::string& path) {
   QFile file(QString::fromStdString(path));
   if (!file.open(QIODevice::ReadOnly)) return makeError("cannot read \"" + path + "\"");
   QCryptographicHash hash(QCryptographicHash::Sha256);
   if (!hash.addData(&file)) return makeError("cannot read \"" + path + "\"");
-  const std::string id = hash.result().toHex().toStdString();
+  const ContentId id(hash.result().toHex().toStdString());
   hub_.files_[id][selfId_] = path;  // any publisher's copy serves everyone
   return id;
 }
 
 // The limits are checked as the p2p layer checks a torrent's metadata: on the file's size, before
 // it is handed over (a refused fetch never reports `fetched`).
-Status MemorySwarm::fetch(const std::string& contentId, const std::string& dir, const FetchLimits& limits) {
+Status MemorySwarm::fetch(const ContentId& contentId, const std::string& dir, const FetchLimits& limits) {
   const auto published = hub_.files_.find(contentId);
-  if (published == hub_.files_.end() || published->second.empty()) return makeError("unknown content " + contentId);
+  if (published == hub_.files_.end() || published->second.empty())
+    return makeError("unknown content " + contentId.str());
   const auto it = published->second.begin();
   limits_[contentId] = limits;
   if ((withheld_ && withheld_(contentId)) || !reachable(contentId)) {
@@ -151,7 +140,7 @@ void MemorySwarm::deliverWithheld() {
 // As a transfer is removed: this member stops serving the content and, when asked, its file goes
 // (a fetched copy, or what it published; other publishers of the same bytes keep serving theirs).
 // What was retired is remembered.
-void MemorySwarm::retire(const std::string& contentId, bool deleteFile) {
+void MemorySwarm::retire(const ContentId& contentId, bool deleteFile) {
   retired_.insert(contentId);
   withheldFetches_.erase(contentId);
   if (const auto copy = copies_.find(contentId); copy != copies_.end()) {
@@ -174,8 +163,9 @@ std::vector<int> MemorySwarm::chooseClaims(const ClaimRequest& request) const {
   if (nExperts <= 0 || count <= 0) return {};
   std::vector<int> owners(static_cast<std::size_t>(nExperts), 0);
   for (const auto& p : peers())
-    if (!request.excluded.count(p.id) && leaseHolds(p.round, p.leaseUntil, request.round, request.leaseRounds))
-      for (int e : p.claims)
+    if (!request.excluded.count(p.id) &&
+        leaseHolds(p.announced.round, p.announced.leaseUntil, request.round, request.leaseRounds))
+      for (int e : p.announced.claims)
         if (e >= 0 && e < nExperts) ++owners[static_cast<std::size_t>(e)];
   std::vector<int> order(static_cast<std::size_t>(nExperts));
   for (int e = 0; e < nExperts; ++e) order[static_cast<std::size_t>(e)] = e;

@@ -29,8 +29,8 @@ class MemorySwarmHub {
  private:
   friend class MemorySwarm;
   std::string runId_;
-  std::map<std::string, SwarmPeer> records_;                         // peer id → what it announced
-  std::map<std::string, std::map<std::string, std::string>> files_;  // content id → publisher → its path
+  std::map<PeerId, SwarmPeer> records_;                       // peer → what it announced
+  std::map<ContentId, std::map<PeerId, std::string>> files_;  // content → publisher → its path
   std::vector<MemorySwarm*> members_;
 };
 
@@ -40,7 +40,7 @@ class MemorySwarm : public Swarm {
   ~MemorySwarm() override;
 
   void setEvents(SwarmEvents events) override { events_ = std::move(events); }
-  std::string selfId() const override { return selfId_; }
+  PeerId selfId() const override { return selfId_; }
   std::string runId() const override { return hub_.runId(); }
   Status announce(const Announcement& announcement) override;
   std::vector<SwarmPeer> peers() const override;
@@ -48,11 +48,11 @@ class MemorySwarm : public Swarm {
   // default: the next pass of the event loop), never from inside the call.
   void publish(const std::string& path, Published done) override;
   // Tests: publishes at once, for content the test itself announces.
-  Expected<std::string> publish(const std::string& path);
+  Expected<ContentId> publish(const std::string& path);
   // Tests: how long "hashing" takes (the window in which the node's state may move on).
   void setPublishDelay(int ms) { publishDelayMs_ = ms; }
-  Status fetch(const std::string& contentId, const std::string& dir, const FetchLimits& limits) override;
-  void retire(const std::string& contentId, bool deleteFile) override;
+  Status fetch(const ContentId& content, const std::string& dir, const FetchLimits& limits) override;
+  void retire(const ContentId& content, bool deleteFile) override;
   std::vector<int> chooseClaims(const ClaimRequest& request) const override;
   int connections() const override { return static_cast<int>(hub_.members_.size()) - 1; }
   SwarmTraffic traffic() const override { return traffic_ ? traffic_() : SwarmTraffic{}; }
@@ -60,32 +60,32 @@ class MemorySwarm : public Swarm {
   void reportTraffic(std::function<SwarmTraffic()> traffic) { traffic_ = std::move(traffic); }
   // Tests: fetches of content for which `never` says true never complete (a contribution that
   // cannot reach this peer in time, as after a partition).
-  void withhold(std::function<bool(const std::string& contentId)> never) { withheld_ = std::move(never); }
+  void withhold(std::function<bool(const ContentId& content)> never) { withheld_ = std::move(never); }
   // Tests: the withheld fetches `withhold` now lets through are delivered (a partition healed).
   void deliverWithheld();
   // Tests: a cut link. While cut, this member sees the records it saw when cut, nobody sees its
   // new ones, and no content moves to or from it; restoring delivers what waited.
   void setCut(bool cut);
-  const std::set<std::string>& retired() const { return retired_; }
-  // The limits each fetch came with (content id → limits), as the p2p layer would check them.
-  const std::map<std::string, FetchLimits>& fetchLimits() const { return limits_; }
+  const std::set<ContentId>& retired() const { return retired_; }
+  // The limits each fetch came with (content → limits), as the p2p layer would check them.
+  const std::map<ContentId, FetchLimits>& fetchLimits() const { return limits_; }
 
  private:
   MemorySwarmHub& hub_;
-  std::string selfId_;
+  PeerId selfId_;
   SwarmEvents events_;
-  std::function<bool(const std::string&)> withheld_;
+  std::function<bool(const ContentId&)> withheld_;
   std::function<SwarmTraffic()> traffic_;
-  std::set<std::string> retired_;
-  std::map<std::string, std::string> copies_;  // content id → the fetched copy
-  std::map<std::string, FetchLimits> limits_;
-  std::map<std::string, std::string> withheldFetches_;  // content id → the fetch's folder
+  std::set<ContentId> retired_;
+  std::map<ContentId, std::string> copies_;  // content → the fetched copy
+  std::map<ContentId, FetchLimits> limits_;
+  std::map<ContentId, std::string> withheldFetches_;  // content → the fetch's folder
   bool cut_ = false;
   int publishDelayMs_ = 0;
   std::vector<SwarmPeer> seenWhenCut_;
-  std::optional<SwarmPeer> unsentRecord_;              // our newest record, announced while cut
-  bool reachable(const std::string& contentId) const;  // some publisher of it is not cut, nor are we
-  QObject context_;                                    // queued callbacks die with this swarm
+  std::optional<SwarmPeer> unsentRecord_;          // our newest record, announced while cut
+  bool reachable(const ContentId& content) const;  // some publisher of it is not cut, nor are we
+  QObject context_;                                // queued callbacks die with this swarm
 };
 
 }  // namespace es::node

@@ -6,10 +6,10 @@
 
 namespace es::node {
 
-std::string mergedSetDigest(const std::set<std::string>& contentIds) {
+std::string mergedSetDigest(const std::set<ContentId>& contents) {
   std::uint64_t h = 14695981039346656037ULL;  // FNV-1a 64 offset basis
-  for (const auto& id : contentIds) {
-    for (const char c : id + "\n") {
+  for (const auto& content : contents) {
+    for (const char c : content.str() + "\n") {
       h ^= static_cast<unsigned char>(c);
       h *= 1099511628211ULL;  // FNV-1a 64 prime
     }
@@ -22,7 +22,7 @@ std::string mergedSetDigest(const std::set<std::string>& contentIds) {
 namespace {
 
 // Leaves out `left` more of `all` from index `from` on, testing each resulting set.
-bool searchWithout(const std::vector<std::string>& all, std::set<std::string>& current, std::size_t from, int left,
+bool searchWithout(const std::vector<ContentId>& all, std::set<ContentId>& current, std::size_t from, int left,
                    const std::string& digest) {
   if (left == 0) return mergedSetDigest(current) == digest;
   for (std::size_t i = from; i < all.size(); ++i) {
@@ -35,12 +35,12 @@ bool searchWithout(const std::vector<std::string>& all, std::set<std::string>& c
 
 }  // namespace
 
-std::optional<std::set<std::string>> findMergedSet(const std::set<std::string>& candidates, const std::string& digest,
-                                                   int maxMissing) {
+std::optional<std::set<ContentId>> findMergedSet(const std::set<ContentId>& candidates, const std::string& digest,
+                                                 int maxMissing) {
   if (candidates.size() > 64) return std::nullopt;
-  const std::vector<std::string> all(candidates.begin(), candidates.end());
+  const std::vector<ContentId> all(candidates.begin(), candidates.end());
   for (int missing = 0; missing <= maxMissing && missing < static_cast<int>(all.size()); ++missing) {
-    std::set<std::string> current = candidates;
+    std::set<ContentId> current = candidates;
     if (searchWithout(all, current, 0, missing, digest)) return current;
   }
   return std::nullopt;

@@ -68,14 +68,14 @@ void Node::start() {
       const auto now = QDateTime::currentMSecsSinceEpoch();
       sightings_.begin();
       for (const auto& p : swarm_.peers())
-        if (sightings_.due(p.id, p.seq, now)) ledger_->seePeer(swarm_.runId(), p.id, p.publicKey, now);
+        if (sightings_.due(p.id, p.seq, now)) ledger_->seePeer(swarm_.runId(), p.id.str(), p.publicKey, now);
       sightings_.end();
     }
     checkAgreement();
     if (resyncWanted_ && pendingSnapshot_.empty()) tryResync();
     gather();
   };
-  events.fetched = [this](const std::string& id, const std::string& path) {
+  events.fetched = [this](const ContentId& id, const std::string& path) {
     if (!pendingSnapshot_.empty() && id == pendingSnapshot_) {
       Q_EMIT message(QStringLiteral("Snapshot fetched; adopting it"));
       QMetaObject::invokeMethod(
@@ -86,10 +86,10 @@ void Node::start() {
     if (repair_ && repair_->missing.count(id)) return onRepairFetched(id, path);
     onContributionFetched(id, path);
   };
-  events.fetchFailed = [this](const std::string& id, const std::string& reason, bool refused) {
+  events.fetchFailed = [this](const ContentId& id, const std::string& reason, bool refused) {
     onFetchFailed(id, reason, refused);
   };
-  events.peerBanned = [this](const std::string& id, const std::string& reason) {
+  events.peerBanned = [this](const PeerId& id, const std::string& reason) {
     ban(id, reason);
     Q_EMIT message(QStringLiteral("Peer %1 banned: %2").arg(q(id).left(16), q(reason)));
   };
@@ -185,11 +185,12 @@ std::vector<SwarmPeer> Node::livePeers(qint64 round, bool withNoShows) const {
                           QDateTime::currentMSecsSinceEpoch(), claimingSince_);
   if (!withNoShows)
     live.erase(std::remove_if(live.begin(), live.end(),
-                              [this](const SwarmPeer& p) {
+                              [this, round](const SwarmPeer& p) {
                                 const auto noShow = noShows_.find(p.id);
-                                const auto stale = staleStreak_.find(p.id);
+                                const auto lifted = noShowLifted_.find(p.id);
+                                const bool onProbation = lifted != noShowLifted_.end() && lifted->second == round;
                                 return (noShow != noShows_.end() && noShow->second >= kNoShowRounds) ||
-                                       (stale != staleStreak_.end() && stale->second >= kStaleRounds);
+                                       (staleOut(p.id) && !onProbation);
                               }),
                live.end());
   return live;
@@ -207,7 +208,7 @@ void Node::onRoundTrained(const RoundTrained& trained) {
   publishContribution(trained);  // node_publish.cpp: hashed off this thread, then startGathering
 }
 
-void Node::closeRound(bool deadline, const std::set<std::string>* only) {
+void Node::closeRound(bool deadline, const std::set<ContentId>* only) {
   if (!gather_ || gather_->closing) return;
   gather_->closing = true;
   deadline_.stop();
@@ -294,8 +295,8 @@ RoundSummary Node::summarize(const RoundMerged& merged) const {
 // by weight (core/node/standing.h): contributions naming a base of their own from fresh keys do
 // not outweigh the peers we merged with, so a stale flood does not push us into resyncs.
 void Node::resyncIfOutOfStep(const MergeResult& result) {
-  std::set<std::string> accepted, stale;
-  std::map<std::string, std::set<std::string>> staleBases;  // base hash → others that built on it
+  std::set<PeerId> accepted, stale;
+  std::map<std::string, std::set<PeerId>> staleBases;  // base hash → others that built on it
   for (const auto& v : result.verdicts) {
     if (v.sender == swarm_.selfId()) continue;
     if (v.accepted) accepted.insert(v.sender);

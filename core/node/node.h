@@ -43,7 +43,7 @@ struct RoundPolicy {
   double deadlineMaxSeconds = train::SwarmPolicy{}.deadlineMaxSeconds;
   int joinWindowMs = 3000;                                 // listen for peers before claiming (not in the manifest)
   int snapshotEvery = train::SwarmPolicy{}.snapshotEvery;  // rounds between merged-state snapshots
-  std::set<std::string> anchors;                           // peer ids whose votes weigh the cap (standing.h)
+  std::set<PeerId> anchors;                                // peers whose votes weigh the cap (standing.h)
 };
 
 struct NodeConfig {
@@ -145,33 +145,33 @@ class Node : public QObject {
   void onRoundTrained(const RoundTrained& trained);
   // node_publish.cpp: our contribution and snapshots, hashed off this thread (Swarm::publish).
   void publishContribution(const RoundTrained& trained);
-  void onContributionPublished(const RoundTrained& trained, std::uint64_t epoch, Expected<std::string> id);
-  void startGathering(const RoundTrained& trained, const std::string& contentId);
-  void onSnapshotPublished(qint64 round, Expected<std::string> id);
+  void onContributionPublished(const RoundTrained& trained, std::uint64_t epoch, Expected<ContentId> content);
+  void startGathering(const RoundTrained& trained, const ContentId& own);
+  void onSnapshotPublished(qint64 round, Expected<ContentId> content);
   void onMerged(const RoundMerged& merged);
   void gather();
   // node_fetch.cpp: what a fetch may bring, the disk quota, refusals, cleaning the run folder.
-  void noteAnnounced(const SwarmPeer& peer, const std::string& contentId);  // node_gather.cpp
-  bool startFetch(const std::string& contentId, qint64 round);
+  void noteAnnounced(const SwarmPeer& peer, const ContentId& content);  // node_gather.cpp
+  bool startFetch(const ContentId& content, qint64 round);
   // `baseHash`: the base the contribution names (default: our own contribution's of the round gathered).
-  FetchLimits contributionLimits(const std::string& sender, const std::set<int>& claims, qint64 round,
+  FetchLimits contributionLimits(const PeerId& sender, const std::set<int>& claims, qint64 round,
                                  const std::string& baseHash = {}) const;
   FetchLimits snapshotLimits(qint64 round) const;
-  bool startSnapshotFetch(qint64 round, const std::string& contentId);
+  bool startSnapshotFetch(qint64 round, const ContentId& content);
   int fetchesInFlight() const;
   // The run id written into contributions and snapshots (the trainer's; the swarm's if unset).
   std::string runIdForFiles() const { return config_.peer.runId.empty() ? swarm_.runId() : config_.peer.runId; }
   bool quotaAllows(std::int64_t bytes, const QString& what);
   std::int64_t runFolderBytes() const;
-  void onFetchFailed(const std::string& id, const std::string& reason, bool refused);
-  void refuse(const std::string& id, const std::string& reason);
-  void banSender(const std::string& sender, const std::string& reason);
-  bool announcesOurOwn(const std::string& sender, const std::string& id);
+  void onFetchFailed(const ContentId& content, const std::string& reason, bool refused);
+  void refuse(const ContentId& content, const std::string& reason);
+  void banSender(const PeerId& sender, const std::string& reason);
+  bool announcesOurOwn(const PeerId& sender, const ContentId& content);
   void retireUnarrived();
   void cleanRunFolder(bool atStart);
-  void dropSuperseded(const std::string& sender, const std::string& currentContentId);
+  void dropSuperseded(const PeerId& sender, const ContentId& current);
   // `only`: merge just the contributions with these content ids (closeOnSwarmSet).
-  void closeRound(bool deadline, const std::set<std::string>* only = nullptr);
+  void closeRound(bool deadline, const std::set<ContentId>* only = nullptr);
   void announce();
   std::vector<int> plannedClaims(qint64 nextRound) const;
   int capped(int count) const;  // at most config_.maxExperts
@@ -183,15 +183,15 @@ class Node : public QObject {
   // At the deadline: true when we heard from fewer than half of the other expected peers (≥ 2)
   // since our last merge — cut off from the swarm, where merging alone only makes an odd state.
   bool cutOff();
-  void noteHeard();                              // peersChanged: who announced something new
-  std::map<std::string, std::int64_t> lastSeq_;  // peer id → the seq of its record we saw last
-  std::set<std::string> heardThisRound_;         // records that changed since our last merge
-  void onContributionFetched(const std::string& contentId, const std::string& path);
+  void noteHeard();                         // peersChanged: who announced something new
+  std::map<PeerId, std::int64_t> lastSeq_;  // peer → the seq of its record we saw last
+  std::set<PeerId> heardThisRound_;         // records that changed since our last merge
+  void onContributionFetched(const ContentId& content, const std::string& path);
   void countNoShows();          // at round close: senders whose announced contribution sent no byte
   void liftInStepExclusions();  // countNoShows: excluded peers in step with us again are waited for again
-  FetchLimits limitsFor(const std::string& contentId, qint64 round) const;  // every announcer's sizes
-  std::optional<std::pair<qint64, std::string>> convergeOnLowestId();
-  std::optional<std::pair<std::pair<qint64, std::string>, int>> bestAnnouncedSnapshot() const;
+  FetchLimits limitsFor(const ContentId& content, qint64 round) const;  // every announcer's sizes
+  std::optional<std::pair<qint64, ContentId>> convergeOnLowestId();
+  std::optional<std::pair<std::pair<qint64, ContentId>, int>> bestAnnouncedSnapshot() const;
   bool hasAnnouncers() const;
   qint64 newestAdoptableRound() const;  // node_resync.cpp
   void onSnapshotAdopted(qint64 round, const QString& fingerprint, const QString& error);
@@ -203,7 +203,7 @@ class Node : public QObject {
   void endResync();
   struct StateGroup {
     std::string fingerprint;
-    std::set<std::string> members;
+    std::set<PeerId> members;
     std::size_t ours = 0;  // peers in our own group, us included
   };
   std::optional<StateGroup> swarmStateOf(qint64 round, const std::string& ownFingerprint) const;
@@ -213,24 +213,24 @@ class Node : public QObject {
   // node_repair.cpp: a split repaired by merging the majority's set again (merged_set.h).
   struct ClosedRound {
     qint64 round = 0;
-    std::map<std::pair<std::string, std::string>, std::set<int>> fetching;  // as Gather's, ours included
-    std::map<std::string, std::string> fetchedPath;                         // content id → file, ours included
-    std::string ownBaseHash;  // the base the round's contributions were built on
+    std::map<std::pair<PeerId, ContentId>, std::set<int>> fetching;  // as Gather's, ours included
+    std::map<ContentId, std::string> fetchedPath;                    // content → file, ours included
+    std::string ownBaseHash;                                         // the base the round's contributions were built on
   };
   struct Repair {
     qint64 round = 0;
     std::string fingerprint, digest;  // the majority's state and set
     std::vector<IncomingContribution> have;
-    std::map<std::string, std::vector<IncomingContribution>> missing;  // content id → its senders (no path yet)
+    std::map<ContentId, std::vector<IncomingContribution>> missing;  // content → its senders (no path yet)
     bool merging = false;
     std::int64_t doneBytes = 0;  // the missing ones' bytes at the watchdog's last look
   };
   void keepClosedRound(const MergeResult& result);
-  std::string majoritySetDigest(qint64 round, const std::set<std::string>& members) const;
-  std::map<std::pair<std::string, std::string>, std::set<int>> knownContributions(qint64 round) const;
+  std::string majoritySetDigest(qint64 round, const std::set<PeerId>& members) const;
+  std::map<std::pair<PeerId, ContentId>, std::set<int>> knownContributions(qint64 round) const;
   bool startRepair(qint64 round, const StateGroup& group);
-  bool startRepairFetch(qint64 round, const std::string& id, const std::vector<IncomingContribution>& senders);
-  void onRepairFetched(const std::string& id, const std::string& path);
+  bool startRepairFetch(qint64 round, const ContentId& content, const std::vector<IncomingContribution>& senders);
+  void onRepairFetched(const ContentId& content, const std::string& path);
   void runRepair();
   bool repairStalled();
   void abandonRepair(const QString& why);
@@ -249,10 +249,11 @@ class Node : public QObject {
   // rounds in a row, or were stale kStaleRounds rounds in a row while we held the majority's
   // state, are left out too (they are still fetched from, so they come back at once).
   std::vector<SwarmPeer> livePeers(qint64 round, bool withNoShows = false) const;
+  bool staleOut(const PeerId& peer) const;  // stale kStaleRounds rounds in a row (or more), none merged since
   void loadBans();  // node_bans.cpp: the run's bans in force and the peers' standing, from the ledger
   void noteStanding(const MergeResult& result);  // node_bans.cpp: accepted contributions add weight
-  void ban(const std::string& id, const std::string& reason);
-  bool isBanned(const std::string& id) const;  // and the ban has not expired
+  void ban(const PeerId& peer, const std::string& reason);
+  bool isBanned(const PeerId& peer) const;  // and the ban has not expired
 
   // onMerged's steps (node.cpp).
   RoundSummary summarize(const RoundMerged& merged) const;
@@ -264,10 +265,10 @@ class Node : public QObject {
   struct UnrecordedRound {
     RoundSummary summary;
     qint64 step = 0;
-    std::map<std::string, std::string> contentOf;      // sender → content id
-    std::map<std::string, std::vector<int>> claimsOf;  // sender → its claims in that round
-    double loss = 0, lr = 0;                           // the last step's, at the merge
-    std::optional<GpuReading> gpu;                     // the last step's reading, if it had one
+    std::map<PeerId, ContentId> contentOf;        // sender → its contribution
+    std::map<PeerId, std::vector<int>> claimsOf;  // sender → its claims in that round
+    double loss = 0, lr = 0;                      // the last step's, at the merge
+    std::optional<GpuReading> gpu;                // the last step's reading, if it had one
   };
   UnrecordedRound captureForLedger(const RoundSummary& summary, qint64 step) const;
   void recordRound(const UnrecordedRound& round);
@@ -283,30 +284,30 @@ class Node : public QObject {
   qint64 roundsClosed_ = 0;
   std::vector<double> allRoundSeconds_;
   std::map<qint64, UnrecordedRound> unrecorded_;  // merged, state not yet durable
-  std::map<std::string, std::string> contentOf_;  // sender → content id, for the round being merged
+  std::map<PeerId, ContentId> contentOf_;         // sender → its contribution, for the round being merged
   std::shared_ptr<const std::vector<std::uint16_t>> train_, val_;
   QThread trainerThread_;
   TrainerWorker* worker_ = nullptr;
   std::vector<int> claims_;
-  std::vector<int> nextClaims_;                      // sent to the trainer with the merge, adopted when it lands
-  qint64 round_ = 0;                                 // the round being trained
-  std::map<qint64, std::string> contrib_;            // our published contributions (round → id)
-  std::map<qint64, std::set<std::string>> fetched_;  // others' contributions we fetched (round → ids)
-  std::map<qint64, std::string> snapshots_;          // our published snapshots (round → id)
-  std::map<qint64, std::string> fingerprints_;       // the states we merged (round → fingerprint), last two
-  std::set<std::string> majority_;                   // out of step: the peers whose state we take (empty: any two)
-  std::string majorityState_;                        // and the fingerprint of that state
-  qint64 majoritySince_ = 0;                         // of that round (their snapshots of it or later will do)
-  qint64 snapshotOffered_ = -1;                      // the round we wrote an extra snapshot for (others disagree)
+  std::vector<int> nextClaims_;                    // sent to the trainer with the merge, adopted when it lands
+  qint64 round_ = 0;                               // the round being trained
+  std::map<qint64, ContentId> contrib_;            // our published contributions (round → content)
+  std::map<qint64, std::set<ContentId>> fetched_;  // others' contributions we fetched (round → contents)
+  std::map<qint64, ContentId> snapshots_;          // our published snapshots (round → content)
+  std::map<qint64, std::string> fingerprints_;     // the states we merged (round → fingerprint), last two
+  std::set<PeerId> majority_;                      // out of step: the peers whose state we take (empty: any two)
+  std::string majorityState_;                      // and the fingerprint of that state
+  qint64 majoritySince_ = 0;                       // of that round (their snapshots of it or later will do)
+  qint64 snapshotOffered_ = -1;                    // the round we wrote an extra snapshot for (others disagree)
   qint64 mergedRound_ = 0;
-  bool resyncWanted_ = false;               // newcomer, or out of step with the majority
-  bool majorityElsewhere_ = false;          // out of step, and ≥ 2 others share one base: wait for their snapshot
-  bool waitingForMajority_ = false;         // said so once
-  std::string pendingSnapshot_;             // content id being fetched for a resync
-  qint64 pendingSnapshotRound_ = 0;         // the round its announcers gave it
-  std::int64_t pendingDoneBytes_ = 0;       // its bytes at the watchdog's last look
-  std::set<std::string> badSnapshots_;      // refused or failed: never fetched again
-  std::set<std::string> stalledSnapshots_;  // got no bytes for a watchdog period: others first
+  bool resyncWanted_ = false;             // newcomer, or out of step with the majority
+  bool majorityElsewhere_ = false;        // out of step, and ≥ 2 others share one base: wait for their snapshot
+  bool waitingForMajority_ = false;       // said so once
+  ContentId pendingSnapshot_;             // being fetched for a resync
+  qint64 pendingSnapshotRound_ = 0;       // the round its announcers gave it
+  std::int64_t pendingDoneBytes_ = 0;     // its bytes at the watchdog's last look
+  std::set<ContentId> badSnapshots_;      // refused or failed: never fetched again
+  std::set<ContentId> stalledSnapshots_;  // got no bytes for a watchdog period: others first
   QTimer resyncWatchdog_;
   QElapsedTimer outOfStepSince_;      // the resync in progress started (bounds the wait)
   qint64 gaveUpThrough_ = -1;         // splits up to this round no longer hold us (we waited)
@@ -326,13 +327,13 @@ class Node : public QObject {
   // Peer id → the round we first saw it claiming: the grace of the silent rule (peer_rules.h).
   // Filled as livePeers meets them, hence mutable. Peers may differ by a round on a newcomer's
   // grace (they met it at different times); they agree again once it publishes or stays silent.
-  mutable std::map<std::string, std::int64_t> claimingSince_;
-  std::map<std::string, int> fetchRetries_;     // content id → failed fetches restarted
-  std::map<std::string, int> noShows_;          // sender → rounds in a row its announced contribution sent no byte
-  std::map<std::string, qint64> noShowLifted_;  // sender → the round we last waited for it again (in step)
-  std::map<std::string, int> staleStreak_;      // sender → rounds in a row its contribution was stale (we in step)
-  std::set<std::string> snapshotFetches_;       // snapshot content ids fetched (retired at round close)
-  qint64 quotaReportedRound_ = -1;              // the quota message is said once a round
+  mutable std::map<PeerId, std::int64_t> claimingSince_;
+  std::map<ContentId, int> fetchRetries_;  // content → failed fetches restarted
+  std::map<PeerId, int> noShows_;          // sender → rounds in a row its announced contribution sent no byte
+  std::map<PeerId, qint64> noShowLifted_;  // sender → the round we last waited for it again (in step)
+  std::map<PeerId, int> staleStreak_;      // sender → rounds in a row its contribution was stale (we in step)
+  std::set<ContentId> snapshotFetches_;    // snapshots fetched (retired at round close)
+  qint64 quotaReportedRound_ = -1;         // the quota message is said once a round
   bool quotaReached_ = false;
   std::int64_t diskUsed_ = 0;  // the run folder at the last fetch decision
 
@@ -344,29 +345,29 @@ class Node : public QObject {
     // change claims right after; validation uses what held for this round). Keyed by both: a peer
     // that announces another's content id as its own does not take over that sender's slot — the
     // one transfer serves both, and validation (the file names its sender) rejects the impostor.
-    std::map<std::pair<std::string, std::string>, std::set<int>> fetching;
+    std::map<std::pair<PeerId, ContentId>, std::set<int>> fetching;
     // Senders whose record of this round we never saw: their claims are a guess (the record's
     // newer ones), so a size that does not match them is no proof of a lie (no ban).
-    std::set<std::string> claimsGuessed;
-    std::set<std::string> givenUp;  // senders not waited for any more this round (their content was refused)
-    std::map<std::string, IncomingContribution> arrived;  // sender → contribution
-    std::map<std::string, FetchLimits> transfers;         // content id → the sizes its transfer was started with
-    std::map<std::string, std::string> fetchedPath;       // content id → file, once fetched
-    std::set<std::string> expected;                       // peer ids
+    std::set<PeerId> claimsGuessed;
+    std::set<PeerId> givenUp;  // senders not waited for any more this round (their content was refused)
+    std::map<PeerId, IncomingContribution> arrived;  // sender → contribution
+    std::map<ContentId, FetchLimits> transfers;      // content → the sizes its transfer was started with
+    std::map<ContentId, std::string> fetchedPath;    // content → file, once fetched
+    std::set<PeerId> expected;
     bool cutOffSaid = false;
     struct Progress {
       std::int64_t bytes = 0;  // at the deadline's last look (0 at the start)
       qint64 atMs = 0;         // the gather clock then
       qint64 startedMs = 0;    // when the transfer started
     };
-    std::map<std::string, Progress> progress;      // content id → its transfer's progress
-    std::map<std::string, std::int64_t> inFlight;  // content id → the most bytes it may bring
+    std::map<ContentId, Progress> progress;      // content → its transfer's progress
+    std::map<ContentId, std::int64_t> inFlight;  // content → the most bytes it may bring
     QElapsedTimer clock;
     bool closing = false;
     bool deadlineHit = false;
     double gatherSecondsHint = 0;
-    bool hasContent(const std::string& id) const;  // some sender's entry names it
-    std::set<std::string> sendersOf(const std::string& id) const;
+    bool hasContent(const ContentId& content) const;  // some sender's entry names it
+    std::set<PeerId> sendersOf(const ContentId& content) const;
   };
   std::optional<Gather> gather_;
   QTimer deadline_, joinWindow_;

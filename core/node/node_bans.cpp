@@ -30,14 +30,13 @@ void Node::noteStanding(const MergeResult& result) {
     if (v.accepted) ++standing_[v.sender];
 }
 
-void Node::ban(const std::string& id, const std::string& reason) {
+void Node::ban(const PeerId& id, const std::string& reason) {
   banned_[id] = {QDateTime::currentMSecsSinceEpoch(), reason};
-  if (ledger_) ledger_->banPeer(swarm_.runId(), id, reason);
-  Q_EMIT noted(QStringLiteral("ban"),
-               {{"peer", QString::fromStdString(id)}, {"reason", QString::fromStdString(reason)}});
+  if (ledger_) ledger_->banPeer(swarm_.runId(), id.str(), reason);
+  Q_EMIT noted(QStringLiteral("ban"), {{"peer", q(id)}, {"reason", QString::fromStdString(reason)}});
 }
 
-bool Node::isBanned(const std::string& id) const {
+bool Node::isBanned(const PeerId& id) const {
   auto it = banned_.find(id);
   return it != banned_.end() && banInForce(it->second, QDateTime::currentMSecsSinceEpoch());
 }

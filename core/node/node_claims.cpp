@@ -39,10 +39,10 @@ using detail::joinInts;
 void Node::decideClaims() {
   const int e = config_.nExperts;
   const auto peers = swarm_.peers();
-  std::vector<std::string> fresh{swarm_.selfId()};
+  std::vector<PeerId> fresh{swarm_.selfId()};
   bool running = false;
   for (const auto& p : peers) {
-    if (p.round > 1 || !p.contrib.empty())
+    if (p.announced.round > 1 || !p.announced.contrib.empty())
       running = true;
     else
       fresh.push_back(p.id);
@@ -52,16 +52,15 @@ void Node::decideClaims() {
     const int share = (e + static_cast<int>(peers.size())) / (static_cast<int>(peers.size()) + 1);
     ClaimRequest request{
         swarmRound(peers), e, capped(std::max(config_.policy.expertsPerPeer, share)), config_.policy.leaseRounds, {}};
-    std::set<std::string> live;
+    std::set<PeerId> live;
     for (const auto& p : livePeers(request.round)) live.insert(p.id);
     for (const auto& p : peers)
       if (!live.count(p.id)) request.excluded.insert(p.id);  // banned, silent (or owning nothing anyway)
     claims_ = swarm_.chooseClaims(request);
     // The swarm has merged rounds already: start from its newest snapshot, not from the seed.
-    for (const auto& p : peers) resyncWanted_ = resyncWanted_ || p.round > 1;
+    for (const auto& p : peers) resyncWanted_ = resyncWanted_ || p.announced.round > 1;
   } else {
-    std::sort(fresh.begin(), fresh.end(),
-              [](const std::string& a, const std::string& b) { return ranksBefore(1, a, b); });
+    std::sort(fresh.begin(), fresh.end(), [](const PeerId& a, const PeerId& b) { return ranksBefore(1, a, b); });
     const int n = static_cast<int>(fresh.size());
     const int index = static_cast<int>(std::find(fresh.begin(), fresh.end(), swarm_.selfId()) - fresh.begin());
     const int k = capped(std::min(e, std::max(config_.policy.expertsPerPeer, (e + n - 1) / n)));

@@ -56,12 +56,12 @@ std::int64_t ownGrowthReserve(const NodeConfig& config) {
 
 }  // namespace
 
-FetchLimits Node::contributionLimits(const std::string& sender, const std::set<int>& claims, qint64 round,
+FetchLimits Node::contributionLimits(const PeerId& sender, const std::set<int>& claims, qint64 round,
                                      const std::string& baseHash) const {
   // Our own contribution of the round carries the base hash every honest one names (a stale
   // one names another base of the same length: same size).
   const std::string base = !baseHash.empty() ? baseHash : gather_ ? gather_->own.contribution.baseHash : std::string();
-  const sync::ContributionHeader header{runIdForFiles(), round, sender, base, config_.peer.codec};
+  const sync::ContributionHeader header{runIdForFiles(), round, sender.str(), base, config_.peer.codec};
   return {sync::contributionSizes(config_.peer.trainer.model, claims, header)};
 }
 
@@ -75,7 +75,7 @@ int Node::fetchesInFlight() const { return gather_ ? static_cast<int>(gather_->i
 // flight or the quota does not allow it (gather() asks again on every event; a held-back fetch
 // starts when a slot frees up, a round closes or the donor raises the quota). One transfer per
 // content id, whoever announced it (Gather::fetching says why), with every announcer's sizes.
-bool Node::startFetch(const std::string& id, qint64 round) {
+bool Node::startFetch(const ContentId& id, qint64 round) {
   if (fetchesInFlight() >= kMaxConcurrentFetches) return false;
   const auto limits = limitsFor(id, round);
   const auto senders = gather_->sendersOf(id);
@@ -95,7 +95,7 @@ bool Node::startFetch(const std::string& id, qint64 round) {
 }
 
 // A resync's snapshot: exactly the predicted size, in its own folder, within the quota.
-bool Node::startSnapshotFetch(qint64 round, const std::string& id) {
+bool Node::startSnapshotFetch(qint64 round, const ContentId& id) {
   if (!isSafeId(id)) return false;
   const auto limits = snapshotLimits(round);
   if (!quotaAllows(limits.sizes.back(), QStringLiteral("the snapshot of round %1").arg(round))) return false;
@@ -105,7 +105,7 @@ bool Node::startSnapshotFetch(qint64 round, const std::string& id) {
   const QString dir = QDir(config_.fetchDir).filePath("snapshots/" + q(id));
   if (auto s = swarm_.fetch(id, dir.toStdString(), limits); !s) {
     Q_EMIT message(QStringLiteral("Cannot fetch the snapshot: %1").arg(q(s.error())));
-    pendingSnapshot_.clear();
+    pendingSnapshot_ = {};
     return false;
   }
   return true;
@@ -137,7 +137,7 @@ bool Node::quotaAllows(std::int64_t bytes, const QString& what) {
   return false;
 }
 
-void Node::onFetchFailed(const std::string& id, const std::string& reason, bool refused) {
+void Node::onFetchFailed(const ContentId& id, const std::string& reason, bool refused) {
   Q_EMIT message(QStringLiteral("Fetch failed. Content: \"%1\". Reason: \"%2\"").arg(q(id).left(16), q(reason)));
   if (repair_ && repair_->missing.count(id))
     return abandonRepair(QStringLiteral("fetching %1 failed").arg(q(id).left(16)));
@@ -166,7 +166,7 @@ void Node::onFetchFailed(const std::string& id, const std::string& reason, bool 
 // The content broke its limits (more files, another size): removed by the swarm layer before its
 // first piece. A contribution's sender is banned (as for a rejected contribution) and the round
 // stops waiting for it; a snapshot is never chosen again.
-void Node::refuse(const std::string& id, const std::string& reason) {
+void Node::refuse(const ContentId& id, const std::string& reason) {
   if (!pendingSnapshot_.empty() && id == pendingSnapshot_) {  // never chosen again
     dropPendingSnapshot(QStringLiteral("refused: ") + q(reason), true);
     QTimer::singleShot(0, this, [this] { tryResync(); });
@@ -199,7 +199,7 @@ void Node::refuse(const std::string& id, const std::string& reason) {
   }
   const std::string why = "refused before download: " + reason;
   for (const auto& sender : senders) {
-    if (ledger_) ledger_->addContribution(swarm_.runId(), {gather_->round, sender, id, 0, "rejected", why});
+    if (ledger_) ledger_->addContribution(swarm_.runId(), {gather_->round, sender.str(), id.str(), 0, "rejected", why});
     banSender(sender, why);
   }
   // The bytes may still be an honest peer's that an impostor announced first with its own sizes:
@@ -211,7 +211,7 @@ void Node::refuse(const std::string& id, const std::string& reason) {
   gather();
 }
 
-void Node::banSender(const std::string& sender, const std::string& reason) {
+void Node::banSender(const PeerId& sender, const std::string& reason) {
   ban(sender, reason);
   Q_EMIT message(QStringLiteral("Contribution rejected, peer banned. Peer: \"%1\". Reason: \"%2\"")
                      .arg(q(sender).left(16), q(reason)));

@@ -13,14 +13,14 @@ namespace es::node {
 using detail::isSafeId;
 using detail::q;
 
-bool Node::Gather::hasContent(const std::string& id) const {
+bool Node::Gather::hasContent(const ContentId& id) const {
   for (const auto& [key, claims] : fetching)
     if (key.second == id) return true;
   return false;
 }
 
-std::set<std::string> Node::Gather::sendersOf(const std::string& id) const {
-  std::set<std::string> senders;
+std::set<PeerId> Node::Gather::sendersOf(const ContentId& id) const {
+  std::set<PeerId> senders;
   for (const auto& [key, claims] : fetching)
     if (key.second == id) senders.insert(key.first);
   return senders;
@@ -36,13 +36,13 @@ void Node::gather() {
   for (const auto& p : livePeers(r)) gather_->expected.insert(p.id);
   // No-shows are fetched from all the same (not waited for): one that delivers is back at once.
   for (const auto& p : livePeers(r, true)) {
-    auto c = p.contrib.find(r);
-    if (c == p.contrib.end()) continue;
+    auto c = p.announced.contrib.find(r);
+    if (c == p.announced.contrib.end()) continue;
     if (announcesOurOwn(p.id, c->second)) continue;
     dropSuperseded(p.id, c->second);
     if (gather_->arrived.count(p.id)) continue;
     if (!gather_->fetching.count({p.id, c->second})) noteAnnounced(p, c->second);
-    const std::string& id = c->second;
+    const ContentId& id = c->second;
     if (isSafeId(id) && !gather_->transfers.count(id) && !gather_->fetchedPath.count(id))
       startFetch(id, r);  // or later: at most kMaxConcurrentFetches at once, within the quota
   }
@@ -55,7 +55,7 @@ void Node::gather() {
 // A contribution names its sender in its header, so no other peer's can have our content id: a
 // peer announcing one of ours as its own is an impostor. Fetching it would make us download (and at
 // the round's close retire, i.e. stop seeding) our own contribution, and nobody would get it.
-bool Node::announcesOurOwn(const std::string& sender, const std::string& id) {
+bool Node::announcesOurOwn(const PeerId& sender, const ContentId& id) {
   for (const auto& [round, own] : contrib_) {
     if (own != id) continue;
     banSender(sender, "announced our own contribution of round " + std::to_string(round) + " as its own");
@@ -66,9 +66,9 @@ bool Node::announcesOurOwn(const std::string& sender, const std::string& id) {
 
 // Every record's (round, claims), kept per peer for the rounds a contribution may still arrive in.
 void Node::noteRoundClaims() {
-  std::set<std::string> present;
+  std::set<PeerId> present;
   for (const auto& p : swarm_.peers()) {
-    roundClaims_.note(p.id, p.round, p.claims);
+    roundClaims_.note(p.id, p.announced.round, p.announced.claims);
     present.insert(p.id);
   }
   roundClaims_.keepOnly(present);
@@ -77,14 +77,14 @@ void Node::noteRoundClaims() {
 // `peer` names `id` as its contribution of the round: it is owed those bytes' verdict.
 // The claims it held in the round (core/node/round_claims.h); its record's current ones only when
 // no record of that round was seen — a guess, remembered as one.
-void Node::noteAnnounced(const SwarmPeer& peer, const std::string& id) {
+void Node::noteAnnounced(const SwarmPeer& peer, const ContentId& id) {
   if (!isSafeId(id)) Q_EMIT message(QStringLiteral("Ignoring a malformed content id from %1").arg(q(peer.id).left(16)));
   noteRoundClaims();
   if (const auto held = roundClaims_.of(peer.id, gather_->round)) {
     gather_->fetching[{peer.id, id}] = *held;
     gather_->claimsGuessed.erase(peer.id);
   } else {
-    gather_->fetching[{peer.id, id}] = std::set<int>(peer.claims.begin(), peer.claims.end());
+    gather_->fetching[{peer.id, id}] = std::set<int>(peer.announced.claims.begin(), peer.announced.claims.end());
     gather_->claimsGuessed.insert(peer.id);
   }
   if (auto path = gather_->fetchedPath.find(id); path != gather_->fetchedPath.end())  // already here
@@ -93,7 +93,7 @@ void Node::noteAnnounced(const SwarmPeer& peer, const std::string& id) {
 
 // A peer that resynced mid-round trains the round again on the swarm's base and announces a new
 // contribution for it: the one it announced last is the one to merge (the first is stale).
-void Node::dropSuperseded(const std::string& sender, const std::string& current) {
+void Node::dropSuperseded(const PeerId& sender, const ContentId& current) {
   for (auto it = gather_->fetching.begin(); it != gather_->fetching.end();) {
     const auto [who, id] = it->first;
     if (who != sender || id == current) {
@@ -111,7 +111,7 @@ void Node::dropSuperseded(const std::string& sender, const std::string& current)
 
 // The bytes of `contentId` are here: a contribution of every sender that announced it (one
 // transfer serves all; validation keeps the one the file names).
-void Node::onContributionFetched(const std::string& id, const std::string& path) {
+void Node::onContributionFetched(const ContentId& id, const std::string& path) {
   if (!gather_ || !gather_->transfers.count(id)) return;
   gather_->inFlight.erase(id);
   gather_->fetchedPath[id] = path;
@@ -122,7 +122,7 @@ void Node::onContributionFetched(const std::string& id, const std::string& path)
 
 // The exact sizes the content may have: those of every sender that announced it this round (an
 // impostor's claims must not make the real sender's file look wrong and get it banned).
-FetchLimits Node::limitsFor(const std::string& id, qint64 round) const {
+FetchLimits Node::limitsFor(const ContentId& id, qint64 round) const {
   FetchLimits all;
   for (const auto& [key, claims] : gather_->fetching) {
     if (key.second != id) continue;
@@ -142,7 +142,7 @@ FetchLimits Node::limitsFor(const std::string& id, qint64 round) const {
 // just before the deadline, is still connecting (tst_swarm_newcomer: closing on it at once left
 // the newcomer's contributions out of every round).
 bool Node::fetchesProgressing() {
-  std::map<std::string, std::pair<std::int64_t, std::int64_t>> done;  // id → (bytes done, total once known)
+  std::map<ContentId, std::pair<std::int64_t, std::int64_t>> done;  // content → (bytes done, total once known)
   for (const auto& t : swarm_.traffic().transfers) done[t.contentId] = {t.doneBytes, t.totalBytes};
   const qint64 nowMs = gather_->clock.elapsed();
   const double leftSeconds = config_.policy.deadlineMaxSeconds - nowMs / 1000.0;
@@ -163,7 +163,7 @@ bool Node::fetchesProgressing() {
 }
 
 void Node::noteHeard() {
-  std::map<std::string, std::int64_t> seen;  // only peers with a record now: bounded by the record book
+  std::map<PeerId, std::int64_t> seen;  // only peers with a record now: bounded by the record book
   for (const auto& p : swarm_.peers()) {
     seen[p.id] = p.seq;
     if (auto last = lastSeq_.find(p.id); last == lastSeq_.end() || last->second != p.seq) heardThisRound_.insert(p.id);
@@ -204,9 +204,9 @@ bool Node::cutOff() {
 // (a slow honest uplink is waited for to the deadline, as before), starts again from zero. A
 // trickle is not a no-show, but the deadline does not wait for it (fetchesProgressing).
 void Node::countNoShows() {
-  std::map<std::string, std::int64_t> done;
+  std::map<ContentId, std::int64_t> done;
   for (const auto& t : swarm_.traffic().transfers) done[t.contentId] = t.doneBytes;
-  std::set<std::string> missing, serving;  // missing: its transfer started (not held back by our quota or K)
+  std::set<PeerId> missing, serving;  // missing: its transfer started (not held back by our quota or K)
   for (const auto& [key, claims] : gather_->fetching) {
     const auto& [sender, id] = key;
     if (sender == swarm_.selfId() || gather_->arrived.count(sender)) continue;
@@ -237,23 +237,24 @@ void Node::countNoShows() {
 // the very state we merged last is waited for again (to the normal deadline, as any live peer),
 // at most once every kNoShowLiftRounds rounds (a liar copying our fingerprint and never serving is
 // waited for, to the normal deadline, in at most two rounds of four). Looked at whenever we gather
-// (a record arrived) and at each close.
+// (a record arrived) and at each close. A no-show's count starts again; a stale peer's streak does
+// not: it is waited for in the round of the lift only (livePeers: on probation), and stays out of
+// the claims plan until one of its contributions is merged — a sender that copies our fingerprint
+// into its record and names another base in every contribution (tst_swarm_adversary's "stale"
+// client) would otherwise win its experts back, to leave them un-updated, with every lift.
 void Node::liftInStepExclusions() {
   const auto ours = fingerprints_.find(mergedRound_);
   if (ours == fingerprints_.end() || !gather_) return;
   const qint64 r = gather_->round;
   for (const auto& p : swarm_.peers()) {
     const auto noShow = noShows_.find(p.id);
-    const auto stale = staleStreak_.find(p.id);
-    const bool excluded = (noShow != noShows_.end() && noShow->second >= kNoShowRounds) ||
-                          (stale != staleStreak_.end() && stale->second >= kStaleRounds);
-    const auto merged = p.merged.find(mergedRound_);
-    if (!excluded || merged == p.merged.end() || merged->second != ours->second) continue;
+    const bool excluded = (noShow != noShows_.end() && noShow->second >= kNoShowRounds) || staleOut(p.id);
+    const auto merged = p.announced.merged.find(mergedRound_);
+    if (!excluded || merged == p.announced.merged.end() || merged->second != ours->second) continue;
     if (auto lifted = noShowLifted_.find(p.id); lifted != noShowLifted_.end() && r - lifted->second < kNoShowLiftRounds)
       continue;
     noShowLifted_[p.id] = r;
     if (noShow != noShows_.end()) noShows_.erase(noShow);
-    if (stale != staleStreak_.end()) staleStreak_.erase(stale);
     Q_EMIT message(QStringLiteral("Peer %1 merged round %2 into our state: waiting for its contributions again")
                        .arg(q(p.id).left(16))
                        .arg(mergedRound_));
@@ -265,6 +266,11 @@ void Node::liftInStepExclusions() {
 // row while we hold the swarm's state (resyncIfOutOfStep left us in step) is not catching up:
 // it is not waited for nor counted as an owner until one of its contributions is merged. Out of
 // step ourselves, we judge nobody.
+bool Node::staleOut(const PeerId& peer) const {
+  const auto stale = staleStreak_.find(peer);
+  return stale != staleStreak_.end() && stale->second >= kStaleRounds;
+}
+
 void Node::countStale(const MergeResult& result) {
   if (resyncWanted_) return;
   for (const auto& v : result.verdicts) {

@@ -17,12 +17,12 @@ using detail::q;
 
 void Node::publishContribution(const RoundTrained& trained) {
   const QPointer<Node> self(this);  // the callback may come after we are gone
-  swarm_.publish(trained.contribution.path, [self, trained, epoch = baseEpoch_](Expected<std::string> id) {
+  swarm_.publish(trained.contribution.path, [self, trained, epoch = baseEpoch_](Expected<ContentId> id) {
     if (self) self->onContributionPublished(trained, epoch, std::move(id));
   });
 }
 
-void Node::onContributionPublished(const RoundTrained& trained, std::uint64_t epoch, Expected<std::string> id) {
+void Node::onContributionPublished(const RoundTrained& trained, std::uint64_t epoch, Expected<ContentId> id) {
   if (!id) return Q_EMIT failed(QStringLiteral("publishing round %1: %2").arg(trained.round).arg(q(id.error())));
   if (stopping_) return;
   const bool ours = std::any_of(contrib_.begin(), contrib_.end(), [&](const auto& c) { return c.second == *id; });
@@ -42,7 +42,7 @@ void Node::onContributionPublished(const RoundTrained& trained, std::uint64_t ep
   startGathering(trained, *id);
 }
 
-void Node::startGathering(const RoundTrained& trained, const std::string& id) {
+void Node::startGathering(const RoundTrained& trained, const ContentId& id) {
   // A round trained again after a resync replaces the contribution built on the old base.
   if (auto old = contrib_.find(trained.round); old != contrib_.end() && old->second != id)
     swarm_.retire(old->second, true);
@@ -67,12 +67,12 @@ void Node::startGathering(const RoundTrained& trained, const std::string& id) {
 
 void Node::publishSnapshot(qint64 round, const QString& path) {
   const QPointer<Node> self(this);
-  swarm_.publish(path.toStdString(), [self, round](Expected<std::string> id) {
+  swarm_.publish(path.toStdString(), [self, round](Expected<ContentId> id) {
     if (self) self->onSnapshotPublished(round, std::move(id));
   });
 }
 
-void Node::onSnapshotPublished(qint64 round, Expected<std::string> id) {
+void Node::onSnapshotPublished(qint64 round, Expected<ContentId> id) {
   if (!id)
     return Q_EMIT message(QStringLiteral("Cannot publish the snapshot of round %1: %2").arg(round).arg(q(id.error())));
   snapshots_[round] = *id;

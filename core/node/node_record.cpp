@@ -55,10 +55,11 @@ void Node::recordRound(const UnrecordedRound& u) {
   for (const auto& v : s.merge.verdicts) {
     const char* verdict = v.accepted ? "accepted" : v.stale ? "stale" : "rejected";
     const auto content = u.contentOf.find(v.sender);
-    ledger_->addContribution(run, {s.round, v.sender, content == u.contentOf.end() ? std::string() : content->second,
-                                   v.bytes, verdict, v.reason});
+    ledger_->addContribution(
+        run, {s.round, v.sender.str(), content == u.contentOf.end() ? std::string() : content->second.str(), v.bytes,
+              verdict, v.reason});
     const auto claims = u.claimsOf.find(v.sender);
-    ledger_->setClaims(run, s.round, v.sender, claims == u.claimsOf.end() ? std::vector<int>{} : claims->second);
+    ledger_->setClaims(run, s.round, v.sender.str(), claims == u.claimsOf.end() ? std::vector<int>{} : claims->second);
   }
   // The step's own row, completed with the round's validation loss (its GPU reading kept).
   ledger_->addMetric(run, {u.step, s.round, u.loss, s.valLoss, u.lr, s.tokensPerSecond, now, gpuMetricOf(u.gpu)});

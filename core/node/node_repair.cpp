@@ -29,7 +29,7 @@ void Node::keepClosedRound(const MergeResult& result) {
     closed.fetchedPath[own->second] = gather_->own.contribution.path;
   }
   lastClosed_ = std::move(closed);
-  std::set<std::string> accepted;
+  std::set<ContentId> accepted;
   for (const auto& v : result.verdicts)
     if (auto id = contentOf_.find(v.sender); v.accepted && id != contentOf_.end()) accepted.insert(id->second);
   setDigests_[result.round] = mergedSetDigest(accepted);
@@ -37,10 +37,11 @@ void Node::keepClosedRound(const MergeResult& result) {
 }
 
 // The set the majority says it merged: the digest most of its members report for the round.
-std::string Node::majoritySetDigest(qint64 round, const std::set<std::string>& members) const {
+std::string Node::majoritySetDigest(qint64 round, const std::set<PeerId>& members) const {
   std::map<std::string, int> votes;
   for (const auto& p : swarm_.peers())
-    if (auto s = p.sets.find(round); members.count(p.id) && p.id != swarm_.selfId() && s != p.sets.end())
+    if (auto s = p.announced.sets.find(round);
+        members.count(p.id) && p.id != swarm_.selfId() && s != p.announced.sets.end())
       ++votes[s->second];
   std::string best;
   for (const auto& [digest, n] : votes)
@@ -50,13 +51,14 @@ std::string Node::majoritySetDigest(qint64 round, const std::set<std::string>& m
 
 // Every (sender, content id) of the round we know of: announced before we closed, or named by a
 // record since (a contribution that reached the majority and not us).
-std::map<std::pair<std::string, std::string>, std::set<int>> Node::knownContributions(qint64 round) const {
+std::map<std::pair<PeerId, ContentId>, std::set<int>> Node::knownContributions(qint64 round) const {
   auto known = lastClosed_->fetching;
   for (const auto& p : swarm_.peers()) {
-    const auto c = p.contrib.find(round);
-    if (isBanned(p.id) || c == p.contrib.end() || !isSafeId(c->second) || known.count({p.id, c->second})) continue;
+    const auto c = p.announced.contrib.find(round);
+    if (isBanned(p.id) || c == p.announced.contrib.end() || !isSafeId(c->second) || known.count({p.id, c->second}))
+      continue;
     const auto held = roundClaims_.of(p.id, round);
-    known[{p.id, c->second}] = held ? *held : std::set<int>(p.claims.begin(), p.claims.end());
+    known[{p.id, c->second}] = held ? *held : std::set<int>(p.announced.claims.begin(), p.announced.claims.end());
   }
   return known;
 }
@@ -75,7 +77,7 @@ bool Node::startRepair(qint64 round, const StateGroup& group) {
   const std::string digest = majoritySetDigest(round, group.members);
   if (digest.empty()) return false;
   const auto known = knownContributions(round);
-  std::set<std::string> ids;
+  std::set<ContentId> ids;
   for (const auto& [key, claims] : known) ids.insert(key.second);
   const auto set = findMergedSet(ids, digest);
   if (!set) {
@@ -107,7 +109,7 @@ bool Node::startRepair(qint64 round, const StateGroup& group) {
   return true;
 }
 
-bool Node::startRepairFetch(qint64 round, const std::string& id, const std::vector<IncomingContribution>& senders) {
+bool Node::startRepairFetch(qint64 round, const ContentId& id, const std::vector<IncomingContribution>& senders) {
   FetchLimits limits;
   for (const auto& s : senders) {
     const auto one = contributionLimits(s.sender, s.claims, round, lastClosed_->ownBaseHash);
@@ -126,7 +128,7 @@ bool Node::startRepairFetch(qint64 round, const std::string& id, const std::vect
   return true;
 }
 
-void Node::onRepairFetched(const std::string& id, const std::string& path) {
+void Node::onRepairFetched(const ContentId& id, const std::string& path) {
   const auto it = repair_->missing.find(id);
   for (auto c : it->second) {
     c.path = path;

@@ -3,6 +3,8 @@
 // the Torch-only libraries include it too. Qt metatype declarations: node_metatypes.h.
 #pragma once
 
+#include "core/common/ids.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -31,7 +33,7 @@ struct StepReport {
 };
 
 struct ContributionVerdict {
-  std::string sender;
+  PeerId sender;
   bool accepted = false;
   bool stale = false;     // built on another base: skipped, not the sender's fault
   std::string staleBase;  // that base's hash, when stale

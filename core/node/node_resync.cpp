@@ -26,7 +26,7 @@ void Node::tryResync() {
   if (resyncWanted_) watchResync();
   if (!pendingSnapshot_.empty() || repair_) return;  // a repair falls back here if it fails
   const auto best = bestAnnouncedSnapshot();
-  std::optional<std::pair<qint64, std::string>> chosen;
+  std::optional<std::pair<qint64, ContentId>> chosen;
   if (best) chosen = best->first;
   // A known majority (checkAgreement), or two others that share a base: their snapshot is what we
   // wait for, even when none exists yet (they write one on demand) — never "keep ours".
@@ -52,11 +52,11 @@ void Node::tryResync() {
 // with a known majority (checkAgreement), only that majority's snapshots count: the other odd
 // peers out announce the state we are leaving. Snapshots that failed or were refused are skipped;
 // one that stalled comes after every other candidate. → ((round, id), announcers).
-std::optional<std::pair<std::pair<qint64, std::string>, int>> Node::bestAnnouncedSnapshot() const {
+std::optional<std::pair<std::pair<qint64, ContentId>, int>> Node::bestAnnouncedSnapshot() const {
   SnapshotBallot ballot;
   for (const auto& p : swarm_.peers()) {
     if (isBanned(p.id) || (!majority_.empty() && !majority_.count(p.id))) continue;
-    for (const auto& [round, id] : p.snapshot)
+    for (const auto& [round, id] : p.announced.snapshot)
       if (!badSnapshots_.count(id)) ballot.votes[{round, id}].insert(p.id);
   }
   // A snapshot of the round we merged counts: being out of step means our state of that round is
@@ -79,7 +79,7 @@ qint64 Node::newestAdoptableRound() const {
 
 bool Node::hasAnnouncers() const {
   for (const auto& p : swarm_.peers())
-    if (!isBanned(p.id) && !p.snapshot.empty()) return true;
+    if (!isBanned(p.id) && !p.announced.snapshot.empty()) return true;
   return false;
 }
 
@@ -89,21 +89,22 @@ bool Node::hasAnnouncers() const {
 // peer keeps its state; the others take its newest snapshot, or wait for it. Without the
 // same-round snapshots, peers that all diverged in one round waited for each other forever.
 // Returns the (round, content id) to fetch, or nothing.
-std::optional<std::pair<qint64, std::string>> Node::convergeOnLowestId() {
+std::optional<std::pair<qint64, ContentId>> Node::convergeOnLowestId() {
   const SwarmPeer* lowest = nullptr;
   const auto peers = swarm_.peers();
   for (const auto& p : peers)
-    if (!isBanned(p.id) && !p.snapshot.empty() && p.snapshot.rbegin()->first >= mergedRound_ &&
+    if (!isBanned(p.id) && !p.announced.snapshot.empty() && p.announced.snapshot.rbegin()->first >= mergedRound_ &&
         (!lowest || p.id < lowest->id))
       lowest = &p;
-  if (!lowest || lowest->id > swarm_.selfId()) {
+  if (!lowest || swarm_.selfId() < lowest->id) {
     resyncWanted_ = false;  // we are the reference the others converge on
     Q_EMIT message(QStringLiteral("Peers disagree and no snapshot is shared; keeping our state as the reference"));
     return std::nullopt;
   }
-  if (badSnapshots_.count(lowest->snapshot.rbegin()->second)) return std::nullopt;
-  if (lowest->snapshot.rbegin()->first > newestAdoptableRound()) return std::nullopt;
-  return *lowest->snapshot.rbegin();
+  const auto& newest = *lowest->announced.snapshot.rbegin();
+  if (badSnapshots_.count(newest.second)) return std::nullopt;
+  if (newest.first > newestAdoptableRound()) return std::nullopt;
+  return newest;
 }
 
 void Node::onSnapshotAdopted(qint64 round, const QString& fingerprint, const QString& error) {
@@ -112,8 +113,8 @@ void Node::onSnapshotAdopted(qint64 round, const QString& fingerprint, const QSt
     // An honest peer announces only the snapshot it wrote of its own merged state, which is
     // finite, of this run and of the round it names: whoever announced this one lied.
     for (const auto& p : swarm_.peers()) {
-      const auto it = p.snapshot.find(pendingSnapshotRound_);
-      if (it == p.snapshot.end() || it->second != pendingSnapshot_) continue;
+      const auto it = p.announced.snapshot.find(pendingSnapshotRound_);
+      if (it == p.announced.snapshot.end() || it->second != pendingSnapshot_) continue;
       ban(p.id, "announced a snapshot that was refused: " + error.toStdString());
       Q_EMIT message(
           QStringLiteral("Peer banned. Peer: \"%1\". Reason: announced that snapshot").arg(q(p.id).left(16)));
@@ -121,7 +122,7 @@ void Node::onSnapshotAdopted(qint64 round, const QString& fingerprint, const QSt
     dropPendingSnapshot(QStringLiteral("refused"), true);
     return tryResync();  // the next candidate, or wait for one
   }
-  pendingSnapshot_.clear();
+  pendingSnapshot_ = {};
   repair_.reset();
   held_.reset();  // built on the state we left
   ++baseEpoch_;   // and so is a contribution still being hashed
@@ -154,15 +155,16 @@ void Node::noteFingerprint(qint64 round, const std::string& fingerprint) {
 // because a peer whose deadline hit early has merged the next round before the others report the one it merged alone. A
 // peer that skipped the round (it took a later snapshot) or is behind it has no say.
 std::optional<Node::StateGroup> Node::swarmStateOf(qint64 round, const std::string& own) const {
-  std::map<std::string, std::set<std::string>> groups;  // fingerprint → peer ids (ordered: ties → smaller)
+  std::map<std::string, std::set<PeerId>> groups;  // fingerprint → peers (ordered: ties → smaller)
   groups[own].insert(swarm_.selfId());
-  std::set<std::string> reporting{swarm_.selfId()}, gathering;
+  std::set<PeerId> reporting{swarm_.selfId()}, gathering;
   for (const auto& p : swarm_.peers()) {
-    if (isBanned(p.id) || p.claims.empty()) continue;
-    if (auto m = p.merged.find(round); m != p.merged.end()) {
+    const Announcement& a = p.announced;
+    if (isBanned(p.id) || a.claims.empty()) continue;
+    if (auto m = a.merged.find(round); m != a.merged.end()) {
       groups[m->second].insert(p.id);
       reporting.insert(p.id);
-    } else if (p.round == round) {
+    } else if (a.round == round) {
       gathering.insert(p.id);
     }
   }
@@ -273,7 +275,7 @@ void Node::dropPendingSnapshot(const QString& why, bool never) {
     badSnapshots_.insert(pendingSnapshot_);
   }
   swarm_.retire(pendingSnapshot_, true);
-  pendingSnapshot_.clear();
+  pendingSnapshot_ = {};
   pendingDoneBytes_ = 0;
 }
 

@@ -16,17 +16,18 @@ namespace es::node {
 // still gathering it, us included, count against it), or nothing yet. A member whose record names
 // another state for the round before disagrees with our base: the agreement check handles that.
 std::optional<Node::StateGroup> Node::mergedByMajority(qint64 round) const {
-  std::map<std::string, std::set<std::string>> groups;  // fingerprint → peer ids
-  std::set<std::string> reporting, gathering{swarm_.selfId()};
+  std::map<std::string, std::set<PeerId>> groups;  // fingerprint → peers
+  std::set<PeerId> reporting, gathering{swarm_.selfId()};
   const auto ownBase = fingerprints_.find(round - 1);
   for (const auto& p : swarm_.peers()) {
-    if (isBanned(p.id) || p.claims.empty()) continue;
-    if (auto m = p.merged.find(round); m != p.merged.end()) {
-      const auto base = p.merged.find(round - 1);
-      if (base != p.merged.end() && (ownBase == fingerprints_.end() || base->second != ownBase->second)) continue;
+    const Announcement& a = p.announced;
+    if (isBanned(p.id) || a.claims.empty()) continue;
+    if (auto m = a.merged.find(round); m != a.merged.end()) {
+      const auto base = a.merged.find(round - 1);
+      if (base != a.merged.end() && (ownBase == fingerprints_.end() || base->second != ownBase->second)) continue;
       groups[m->second].insert(p.id);
       reporting.insert(p.id);
-    } else if (p.round == round) {
+    } else if (a.round == round) {
       gathering.insert(p.id);
     }
   }
@@ -34,7 +35,7 @@ std::optional<Node::StateGroup> Node::mergedByMajority(qint64 round) const {
   auto largest = groups.begin();
   for (auto it = groups.begin(); it != groups.end(); ++it)
     if (totalWeight(standing_, it->second) > totalWeight(standing_, largest->second)) largest = it;
-  std::set<std::string> all = reporting;
+  std::set<PeerId> all = reporting;
   all.insert(gathering.begin(), gathering.end());
   if (2 * totalWeight(standing_, largest->second) <= totalWeight(standing_, all)) return std::nullopt;
   return StateGroup{largest->first, largest->second, 0};
@@ -48,7 +49,7 @@ bool Node::closeOnSwarmSet() {
   if (!group) return false;
   const std::string digest = majoritySetDigest(r, group->members);
   if (digest.empty()) return false;
-  std::set<std::string> held;  // content ids of the contributions here
+  std::set<ContentId> held;  // the contributions here
   if (auto own = contrib_.find(r); own != contrib_.end()) held.insert(own->second);
   for (const auto& [key, claims] : gather_->fetching)
     if (gather_->arrived.count(key.first)) held.insert(key.second);

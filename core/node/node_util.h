@@ -1,6 +1,8 @@
 // Small helpers shared by the node's source files (private to core/node).
 #pragma once
 
+#include "core/common/ids.h"
+
 #include <QString>
 #include <QStringList>
 #include <QVariantList>
@@ -12,11 +14,20 @@
 namespace es::node::detail {
 
 inline QString q(const std::string& s) { return QString::fromStdString(s); }
+template <class Tag>
+QString q(const HexName<Tag>& name) {
+  return q(name.str());
+}
 
 // A content id becomes a folder name: only what an info-hash (or MemorySwarm's sha256) can be.
 inline bool isSafeId(const std::string& id) {
   return !id.empty() && id.size() <= 64 &&
          std::all_of(id.begin(), id.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+template <class Tag>
+bool isSafeId(const HexName<Tag>& name) {
+  return isSafeId(name.str());
 }
 
 inline double median(std::vector<double> v) {

@@ -30,12 +30,12 @@ void Node::finishRoundThenPause() {
 namespace {
 
 // Whose content each transfer is: our own publications, or what the peers' records announce.
-using KnownContent = std::map<std::string, TransferView>;
+using KnownContent = std::map<ContentId, TransferView>;
 
-void note(KnownContent& known, const std::string& id, const std::string& peer, const char* kind, std::int64_t round,
+void note(KnownContent& known, const ContentId& id, const PeerId& peer, const char* kind, std::int64_t round,
           bool ours) {
   auto& t = known[id];
-  t.peer = peer;
+  t.peer = peer.str();
   t.kind = kind;
   t.round = round;
   t.ours = ours;
@@ -43,14 +43,15 @@ void note(KnownContent& known, const std::string& id, const std::string& peer, c
 
 PeerView peerViewOf(const SwarmPeer& p, bool banned) {
   PeerView peer;
-  peer.id = p.id;
+  const Announcement& a = p.announced;
+  peer.id = p.id.str();
   peer.banned = banned;
-  peer.round = p.round;
-  peer.claims = p.claims;
-  peer.leaseUntil = p.leaseUntil;
-  peer.steps = p.steps;
-  peer.loss = p.loss;
-  peer.tokensPerSecond = p.tokensPerSecond;
+  peer.round = a.round;
+  peer.claims = a.claims;
+  peer.leaseUntil = a.leaseUntil;
+  peer.steps = a.steps;
+  peer.loss = a.loss;
+  peer.tokensPerSecond = a.tokensPerSecond;
   return peer;
 }
 
@@ -60,7 +61,7 @@ TransferView transferViewOf(const SwarmTransfer& t, const KnownContent& known) {
     out = it->second;
   else
     out.kind = "other";
-  out.contentId = t.contentId;
+  out.contentId = t.contentId.str();
   out.totalBytes = t.totalBytes;
   out.doneBytes = t.doneBytes;
   out.uploadedBytes = t.uploadedBytes;
@@ -75,7 +76,7 @@ TransferView transferViewOf(const SwarmTransfer& t, const KnownContent& known) {
 SwarmView Node::view() const {
   SwarmView v;
   v.runId = swarm_.runId();
-  v.selfId = swarm_.selfId();
+  v.selfId = swarm_.selfId().str();
   v.round = round_;
   v.nExperts = config_.nExperts;
   v.nLayers = config_.peer.trainer.model.nLayers;
@@ -91,13 +92,13 @@ SwarmView Node::view() const {
   self.tokensPerSecond = lastStep_.tokensPerSecond;
   v.peers.push_back(self);
   KnownContent known;
-  for (const auto& [round, id] : contrib_) note(known, id, v.selfId, "contribution", round, true);
-  for (const auto& [round, id] : snapshots_) note(known, id, v.selfId, "snapshot", round, true);
+  for (const auto& [round, id] : contrib_) note(known, id, swarm_.selfId(), "contribution", round, true);
+  for (const auto& [round, id] : snapshots_) note(known, id, swarm_.selfId(), "snapshot", round, true);
   for (const auto& p : swarm_.peers()) {
     v.peers.push_back(peerViewOf(p, isBanned(p.id)));
-    for (const auto& [round, id] : p.contrib)
+    for (const auto& [round, id] : p.announced.contrib)
       if (!known.count(id)) note(known, id, p.id, "contribution", round, false);
-    for (const auto& [round, id] : p.snapshot)
+    for (const auto& [round, id] : p.announced.snapshot)
       if (!known.count(id)) note(known, id, p.id, "snapshot", round, false);
   }
   const auto traffic = swarm_.traffic();

@@ -9,12 +9,12 @@
 
 namespace es::node {
 
-std::uint64_t roundRank(std::int64_t round, const std::string& id) {
+std::uint64_t roundRank(std::int64_t round, const PeerId& peer) {
   std::uint64_t h = 14695981039346656037ULL;  // FNV-1a 64 offset basis
   const auto absorb = [&h](std::uint8_t byte) { h = (h ^ byte) * 1099511628211ULL; };
   const auto r = static_cast<std::uint64_t>(round);
   for (int i = 0; i < 8; ++i) absorb(static_cast<std::uint8_t>(r >> (8 * i)));
-  for (const char c : id) absorb(static_cast<std::uint8_t>(c));
+  for (const char c : peer.str()) absorb(static_cast<std::uint8_t>(c));
   h ^= h >> 33;  // murmur3 fmix64
   h *= 0xff51afd7ed558ccdULL;
   h ^= h >> 33;
@@ -23,27 +23,28 @@ std::uint64_t roundRank(std::int64_t round, const std::string& id) {
   return h;
 }
 
-bool ranksBefore(std::int64_t round, const std::string& a, const std::string& b) {
+bool ranksBefore(std::int64_t round, const PeerId& a, const PeerId& b) {
   return std::make_pair(roundRank(round, a), a) < std::make_pair(roundRank(round, b), b);
 }
 
 bool holdsClaims(const SwarmPeer& peer, std::int64_t round, int leaseRounds) {
-  return !peer.claims.empty() && leaseHolds(peer.round, peer.leaseUntil, round, leaseRounds);
+  const Announcement& a = peer.announced;
+  return !a.claims.empty() && leaseHolds(a.round, a.leaseUntil, round, leaseRounds);
 }
 
 bool silentAt(const SwarmPeer& peer, std::int64_t round, std::int64_t claimingSince) {
-  if (peer.claims.empty() || round - claimingSince < kSilentRounds || round <= kSilentRounds) return false;
+  if (peer.announced.claims.empty() || round - claimingSince < kSilentRounds || round <= kSilentRounds) return false;
   for (std::int64_t r = round - kSilentRounds; r <= round; ++r)
-    if (peer.contrib.count(r)) return false;
+    if (peer.announced.contrib.count(r)) return false;
   return true;
 }
 
 std::vector<SwarmPeer> livePeersOf(const std::vector<SwarmPeer>& peers, std::int64_t round, int leaseRounds,
                                    const Bans& bans, std::int64_t nowMs,
-                                   std::map<std::string, std::int64_t>& claimingSince) {
+                                   std::map<PeerId, std::int64_t>& claimingSince) {
   std::vector<SwarmPeer> live;
   for (const auto& p : peers) {
-    if (p.claims.empty()) continue;
+    if (p.announced.claims.empty()) continue;
     if (auto ban = bans.find(p.id); ban != bans.end() && banInForce(ban->second, nowMs)) continue;
     const std::int64_t since = claimingSince.emplace(p.id, round).first->second;
     if (holdsClaims(p, round, leaseRounds) && !silentAt(p, round, since)) live.push_back(p);
@@ -54,9 +55,9 @@ std::vector<SwarmPeer> livePeersOf(const std::vector<SwarmPeer>& peers, std::int
 std::int64_t swarmRound(const std::vector<SwarmPeer>& peers) {
   std::vector<std::int64_t> rounds;
   for (const auto& p : peers)
-    if (p.round > 1 || !p.contrib.empty()) rounds.push_back(p.round);
+    if (p.announced.round > 1 || !p.announced.contrib.empty()) rounds.push_back(p.announced.round);
   if (rounds.empty())
-    for (const auto& p : peers) rounds.push_back(p.round);
+    for (const auto& p : peers) rounds.push_back(p.announced.round);
   if (rounds.empty()) return 0;
   const auto middle = rounds.begin() + static_cast<std::ptrdiff_t>((rounds.size() - 1) / 2);  // lower median
   std::nth_element(rounds.begin(), middle, rounds.end());
@@ -70,9 +71,9 @@ std::int64_t swarmRound(const std::vector<SwarmPeer>& peers) {
 std::vector<int> planClaims(const ClaimPlanInput& in) {
   const int e = in.nExperts;
   const std::int64_t round = in.nextRound;
-  std::vector<std::vector<std::string>> owners(static_cast<std::size_t>(std::max(e, 0)));
+  std::vector<std::vector<PeerId>> owners(static_cast<std::size_t>(std::max(e, 0)));
   for (const auto& p : in.live)
-    for (int x : p.claims)
+    for (int x : p.announced.claims)
       if (x >= 0 && x < e) owners[static_cast<std::size_t>(x)].push_back(p.id);
   const int n = static_cast<int>(in.live.size());
   const int share = std::max(in.expertsPerPeer, (e + n) / (n + 1));
@@ -82,16 +83,17 @@ std::vector<int> planClaims(const ClaimPlanInput& in) {
     const bool outranked =
         x >= 0 && x < e &&
         std::any_of(owners[static_cast<std::size_t>(x)].begin(), owners[static_cast<std::size_t>(x)].end(),
-                    [&](const std::string& o) { return ranksBefore(round, o, in.selfId); });
+                    [&](const PeerId& o) { return ranksBefore(round, o, in.selfId); });
     if (kept > share && outranked) {
       --kept;
       continue;
     }
     next.push_back(x);
   }
-  std::vector<std::tuple<int, std::uint64_t, std::string>> ranked{
+  std::vector<std::tuple<int, std::uint64_t, PeerId>> ranked{
       {static_cast<int>(next.size()), roundRank(round, in.selfId), in.selfId}};
-  for (const auto& p : in.live) ranked.emplace_back(static_cast<int>(p.claims.size()), roundRank(round, p.id), p.id);
+  for (const auto& p : in.live)
+    ranked.emplace_back(static_cast<int>(p.announced.claims.size()), roundRank(round, p.id), p.id);
   std::sort(ranked.begin(), ranked.end());
   int j = 0;
   for (int x = 0; x < e; ++x) {

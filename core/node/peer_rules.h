@@ -27,9 +27,9 @@ inline constexpr std::int64_t kBanExpiryMs = 7LL * 24 * 60 * 60 * 1000;
 // cryptographic hash — core/ has no libsodium — but ids are hashes of public keys, so an attacker
 // grinds keys blindly, and a key that ranks first in one round ranks anywhere in the next: no id
 // wins every tie, as the smallest id did.
-std::uint64_t roundRank(std::int64_t round, const std::string& id);
+std::uint64_t roundRank(std::int64_t round, const PeerId& peer);
 // a before b in `round`'s order: by roundRank, then id (a total order even on a hash collision).
-bool ranksBefore(std::int64_t round, const std::string& a, const std::string& b);
+bool ranksBefore(std::int64_t round, const PeerId& a, const PeerId& b);
 
 // Claims something, and its lease holds at `round` (es::leaseHolds: expired and endless leases
 // count for nothing).
@@ -45,8 +45,7 @@ bool silentAt(const SwarmPeer& peer, std::int64_t round, std::int64_t claimingSi
 // silent. `claimingSince` (peer id → the round this node first saw it claiming) gains the peers
 // met for the first time, at `round`.
 std::vector<SwarmPeer> livePeersOf(const std::vector<SwarmPeer>& peers, std::int64_t round, int leaseRounds,
-                                   const Bans& bans, std::int64_t nowMs,
-                                   std::map<std::string, std::int64_t>& claimingSince);
+                                   const Bans& bans, std::int64_t nowMs, std::map<PeerId, std::int64_t>& claimingSince);
 
 // The swarm's round as a joining peer judges leases: the median of the rounds of the peers that
 // run (past round 1 or published a contribution; all peers if none does). A few records claiming
@@ -56,7 +55,7 @@ std::int64_t swarmRound(const std::vector<SwarmPeer>& peers);
 // Between rounds, claims drift toward an even split without a coordinator (docs/ARCHITECTURE.md,
 // "Claims"). `live` are the other peers live for nextRound (banned and silent ones left out).
 struct ClaimPlanInput {
-  std::string selfId;
+  PeerId selfId;
   std::vector<int> claims;  // ours now
   std::vector<SwarmPeer> live;
   std::int64_t nextRound = 0;

@@ -5,6 +5,8 @@
 // Header-only and clock-free (the caller passes milliseconds), so tests need no node.
 #pragma once
 
+#include "core/common/ids.h"
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -20,7 +22,7 @@ class PeerSightings {
 
   // Call for every current peer, between begin() and end(); true: write this one now.
   void begin() { next_.clear(); }
-  bool due(const std::string& id, std::int64_t seq, std::int64_t nowMs) {
+  bool due(const PeerId& id, std::int64_t seq, std::int64_t nowMs) {
     const auto it = seen_.find(id);
     const bool write = it == seen_.end() || (it->second.seq != seq && nowMs - it->second.writtenMs >= kRewriteMs);
     next_[id] = write ? Sighting{seq, nowMs} : it->second;
@@ -35,7 +37,7 @@ class PeerSightings {
     std::int64_t seq;
     std::int64_t writtenMs;
   };
-  std::map<std::string, Sighting> seen_, next_;
+  std::map<PeerId, Sighting> seen_, next_;
 };
 
 }  // namespace es::node

@@ -2,13 +2,13 @@
 
 namespace es::node {
 
-void RoundClaims::note(const std::string& peer, std::int64_t round, const std::vector<int>& claims) {
+void RoundClaims::note(const PeerId& peer, std::int64_t round, const std::vector<int>& claims) {
   auto& rounds = byPeer_[peer];
   rounds[round] = std::set<int>(claims.begin(), claims.end());
   while (rounds.size() > std::size_t(kRoundsKept)) rounds.erase(rounds.begin());
 }
 
-std::optional<std::set<int>> RoundClaims::of(const std::string& peer, std::int64_t round) const {
+std::optional<std::set<int>> RoundClaims::of(const PeerId& peer, std::int64_t round) const {
   const auto p = byPeer_.find(peer);
   if (p == byPeer_.end()) return std::nullopt;
   const auto r = p->second.find(round);
@@ -16,7 +16,7 @@ std::optional<std::set<int>> RoundClaims::of(const std::string& peer, std::int64
   return r->second;
 }
 
-void RoundClaims::keepOnly(const std::set<std::string>& present) {
+void RoundClaims::keepOnly(const std::set<PeerId>& present) {
   for (auto it = byPeer_.begin(); it != byPeer_.end();)
     it = present.count(it->first) ? std::next(it) : byPeer_.erase(it);
 }

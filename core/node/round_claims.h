@@ -5,6 +5,8 @@
 // 7997020 bytes, expected 15975468"). Pure and bounded: no Qt, no Torch.
 #pragma once
 
+#include "core/common/ids.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -20,15 +22,15 @@ class RoundClaims {
   static constexpr int kRoundsKept = 4;
 
   // `peer`'s record says it is in `round` and trains `claims` (the last word for a round wins).
-  void note(const std::string& peer, std::int64_t round, const std::vector<int>& claims);
+  void note(const PeerId& peer, std::int64_t round, const std::vector<int>& claims);
   // What `peer` stated for `round`, or nullopt when no record of that round was seen.
-  std::optional<std::set<int>> of(const std::string& peer, std::int64_t round) const;
+  std::optional<std::set<int>> of(const PeerId& peer, std::int64_t round) const;
   // Drops peers that are gone (not in `present`), so the map stays as small as the record book.
-  void keepOnly(const std::set<std::string>& present);
+  void keepOnly(const std::set<PeerId>& present);
   std::size_t peerCount() const { return byPeer_.size(); }
 
  private:
-  std::map<std::string, std::map<std::int64_t, std::set<int>>> byPeer_;
+  std::map<PeerId, std::map<std::int64_t, std::set<int>>> byPeer_;
 };
 
 }  // namespace es::node

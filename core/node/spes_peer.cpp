@@ -24,6 +24,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <random>
 #include <thread>
 
 namespace es::node {
@@ -67,7 +68,8 @@ NamedTensors sharedOnly(const NamedTensors& tensors) {
 
 // Test-only (SpesPeerConfig::testPoison): the three attacks validation must stop, and "reverse":
 // the shared update turned around and scaled by 10 — at the norm bound, where validation may let it
-// through and the robust aggregate must keep it from steering the shared weights.
+// through and the robust aggregate must keep it from steering the shared weights. ("stale", a
+// random base in the header, is staleBaseHash below.)
 void poison(NamedTensors& deltas, const std::string& kind, const train::TrainerOptions& options,
             const NamedTensors& weights) {
   if (kind == "nan") {
@@ -87,6 +89,16 @@ void poison(NamedTensors& deltas, const std::string& kind, const train::TrainerO
       return;
     }
   }
+}
+
+// Test-only, "stale": the contribution names a random base of the real one's length (so its size is
+// the one predicted): honest peers cannot tell it from a peer that merged another set, so they skip
+// it as stale — never a ban — and stop waiting for it after kStaleRounds (issue 15, item 1).
+std::string staleBaseHash(const std::string& real) {
+  static std::mt19937_64 random{std::random_device{}()};
+  std::string fake = real;
+  for (char& c : fake) c = "0123456789abcdef"[random() % 16];
+  return fake;
 }
 
 // The merge's shared rule; create() has refused anything parseSharedRule does not know.
@@ -110,13 +122,13 @@ std::vector<sync::RoundEntry> readEntries(const std::vector<IncomingContribution
     auto header = sync::readContributionHeader(c.path);
     if (!header)
       v.reason = "unreadable: " + header.error();
-    else if (header->sender != c.sender)
+    else if (header->sender != c.sender.str())
       v.reason = "file names sender \"" + header->sender + "\"";
     if (!v.reason.empty()) {
       verdicts.push_back(std::move(v));
       continue;
     }
-    bytesOf[c.sender] = v.bytes;
+    bytesOf[c.sender.str()] = v.bytes;
     auto deltas = sync::contributionDeltas(c.path, *header);
     entries.push_back({std::move(*header), std::move(deltas), c.claims});
   }
@@ -210,7 +222,8 @@ Expected<ContributionWritten> SpesPeer::Impl::writePending(std::int64_t round, c
   // The honest int8 encoder turns a non-finite value into 0; a liar would not use it, so the NaN
   // test poison goes out as f32 (any codec is accepted and validated after decoding).
   const std::string codec = config.testPoison == "nan" ? "f32" : config.codec;
-  const sync::ContributionHeader header{config.runId, round, config.selfId, out.baseHash, codec};
+  const std::string named = config.testPoison == "stale" ? staleBaseHash(out.baseHash) : out.baseHash;
+  const sync::ContributionHeader header{config.runId, round, config.selfId, named, codec};
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
   if (auto s = sync::saveContribution(path, header, deltas); !s) return makeError(s.error());
@@ -238,7 +251,7 @@ Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<Inco
                                   round * d.config.syncEvery, d.config.trainer.model, d.momentum);
   if (!outcome) return makeError(outcome.error());
   for (const auto& e : outcome->verdicts)
-    result.verdicts.push_back({e.sender, e.accepted, e.stale, e.staleBase, e.reason, bytesOf[e.sender]});
+    result.verdicts.push_back({PeerId(e.sender), e.accepted, e.stale, e.staleBase, e.reason, bytesOf[e.sender]});
   std::sort(result.verdicts.begin(), result.verdicts.end(),
             [](const auto& a, const auto& b) { return a.sender < b.sender; });
   result.accepted = static_cast<int>(outcome->accepted.size());

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "core/common/expected.h"
+#include "core/common/ids.h"
 #include "core/node/node_reports.h"
 #include "core/sync/outer_rule.h"
 #include "core/train/bpe_tokenizer.h"
@@ -31,7 +32,7 @@ struct ContributionWritten {
 };
 
 struct IncomingContribution {
-  std::string sender;    // peer id
+  PeerId sender;
   std::string path;      // a contribution file (core/sync/contribution_file.h)
   std::set<int> claims;  // the experts the sender's signed record claims
 };

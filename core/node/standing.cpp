@@ -6,18 +6,18 @@
 
 namespace es::node {
 
-std::int64_t voteWeight(const Standing& standing, const std::string& id) {
-  const auto it = standing.find(id);
+std::int64_t voteWeight(const Standing& standing, const PeerId& peer) {
+  const auto it = standing.find(peer);
   return 1 + (it == standing.end() ? 0 : std::clamp<std::int64_t>(it->second, 0, kStandingCap));
 }
 
-void anchorStanding(Standing& standing, const std::set<std::string>& anchors) {
+void anchorStanding(Standing& standing, const std::set<PeerId>& anchors) {
   for (const auto& id : anchors) standing[id] = std::max(standing[id], kStandingCap);
 }
 
-std::int64_t totalWeight(const Standing& standing, const std::set<std::string>& ids) {
+std::int64_t totalWeight(const Standing& standing, const std::set<PeerId>& peers) {
   std::int64_t sum = 0;
-  for (const auto& id : ids) sum += voteWeight(standing, id);
+  for (const auto& peer : peers) sum += voteWeight(standing, peer);
   return sum;
 }
 
@@ -26,7 +26,7 @@ namespace {
 // The heaviest eligible candidate of one round (ties: the smaller content id, met first).
 std::optional<SnapshotChoice> bestOfRound(SnapshotVotes::const_iterator first, SnapshotVotes::const_iterator last,
                                           const Standing& standing, std::size_t neededCount, std::int64_t allWeight,
-                                          const std::set<std::string>* skip) {
+                                          const std::set<ContentId>* skip) {
   std::optional<SnapshotChoice> best;
   for (auto it = first; it != last; ++it) {
     const auto& [key, announcers] = *it;
@@ -41,16 +41,16 @@ std::optional<SnapshotChoice> bestOfRound(SnapshotVotes::const_iterator first, S
 }  // namespace
 
 std::optional<SnapshotChoice> chooseSnapshot(const SnapshotBallot& ballot, const Standing& standing) {
-  std::set<std::string> voters;
+  std::set<PeerId> voters;
   for (const auto& [key, announcers] : ballot.votes) voters.insert(announcers.begin(), announcers.end());
   const std::size_t neededCount = voters.size() >= 2 ? 2 : 1;
   const std::int64_t allWeight = totalWeight(standing, voters);
   // Stalled transfers are tried only once nothing else qualifies.
-  for (const auto* skip : {&ballot.stalled, static_cast<const std::set<std::string>*>(nullptr)}) {
+  for (const auto* skip : {&ballot.stalled, static_cast<const std::set<ContentId>*>(nullptr)}) {
     auto roundEnd = ballot.votes.end();
     while (roundEnd != ballot.votes.begin()) {  // newest round first
       const std::int64_t round = std::prev(roundEnd)->first.first;
-      const auto roundBegin = ballot.votes.lower_bound({round, std::string()});
+      const auto roundBegin = ballot.votes.lower_bound({round, ContentId()});
       if (round >= ballot.oldest && round <= ballot.newest)
         if (auto best = bestOfRound(roundBegin, roundEnd, standing, neededCount, allWeight, skip)) return best;
       roundEnd = roundBegin;
@@ -64,7 +64,9 @@ Expected<Standing> loadStanding(const std::string& dbPath, const std::string& ru
   if (!reader) return makeError(reader.error());
   auto rows = (*reader)->acceptedRounds(runId);
   if (!rows) return makeError(rows.error());
-  return Standing(rows->begin(), rows->end());
+  Standing standing;
+  for (const auto& [peer, rounds] : *rows) standing.emplace(PeerId(peer), rounds);
+  return standing;
 }
 
 }  // namespace es::node

@@ -15,6 +15,7 @@
 #pragma once
 
 #include "core/common/expected.h"
+#include "core/common/ids.h"
 
 #include <cstdint>
 #include <map>
@@ -24,24 +25,24 @@
 
 namespace es::node {
 
-using Standing = std::map<std::string, std::int64_t>;  // peer id → rounds we accepted its contribution
-constexpr std::int64_t kStandingCap = 64;              // a long-standing peer is not a dictator
+using Standing = std::map<PeerId, std::int64_t>;  // peer → rounds we accepted its contribution
+constexpr std::int64_t kStandingCap = 64;         // a long-standing peer is not a dictator
 
-std::int64_t voteWeight(const Standing& standing, const std::string& id);
-std::int64_t totalWeight(const Standing& standing, const std::set<std::string>& ids);
+std::int64_t voteWeight(const Standing& standing, const PeerId& peer);
+std::int64_t totalWeight(const Standing& standing, const std::set<PeerId>& peers);
 
 // The snapshots announced to us: (round, content id) → the peers that announce it.
-using SnapshotVotes = std::map<std::pair<std::int64_t, std::string>, std::set<std::string>>;
+using SnapshotVotes = std::map<std::pair<std::int64_t, ContentId>, std::set<PeerId>>;
 
 struct SnapshotBallot {
   SnapshotVotes votes;
   std::int64_t oldest = 0, newest = 0;  // adoptable rounds (the caller bounds them by the swarm's round)
-  std::set<std::string> stalled;        // content ids whose transfer stalled: tried after all others
+  std::set<ContentId> stalled;          // contents whose transfer stalled: tried after all others
 };
 
 struct SnapshotChoice {
   std::int64_t round = 0;
-  std::string contentId;
+  ContentId contentId;
   int announcers = 0;
   std::int64_t weight = 0;
 };
@@ -53,7 +54,7 @@ struct SnapshotChoice {
 std::optional<SnapshotChoice> chooseSnapshot(const SnapshotBallot& ballot, const Standing& standing);
 
 // The run's anchors at the cap (their earned standing only grows to it anyway).
-void anchorStanding(Standing& standing, const std::set<std::string>& anchors);
+void anchorStanding(Standing& standing, const std::set<PeerId>& anchors);
 
 // The run's accepted rounds per peer, read from the ledger file at dbPath.
 Expected<Standing> loadStanding(const std::string& dbPath, const std::string& runId);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/common/expected.h"
+#include "core/common/ids.h"
 
 #include <cstdint>
 #include <functional>
@@ -14,40 +15,32 @@
 
 namespace es::node {
 
-// What a peer says about itself (its signed record, already verified by the swarm layer).
-struct SwarmPeer {
-  std::string id;                                // peer id (hex)
-  std::string publicKey;                         // hex
-  std::int64_t seq = 0;                          // its record's seq: a new one = the record changed
-  std::int64_t round = 0;                        // the round it is in
-  std::vector<int> claims;                       // experts it trains
-  std::int64_t leaseUntil = 0;                   // claims hold through this round
-  std::map<std::int64_t, std::string> contrib;   // round → content id of its contribution
-  std::map<std::int64_t, std::string> snapshot;  // round → content id of a merged-state snapshot
-  std::map<std::int64_t, std::string> merged;    // round → fingerprint of the state it merged
-  std::map<std::int64_t, std::string> sets;      // round → digest of the contributions it merged (round_repair.h)
+// What this peer announces (becomes its signed record; p2p/p2p_swarm.cpp converts both ways).
+struct Announcement {
+  std::int64_t round = 0;                      // the round it is in
+  std::vector<int> claims;                     // experts it trains
+  std::int64_t leaseUntil = 0;                 // claims hold through this round
+  std::map<std::int64_t, ContentId> contrib;   // round → its contribution (recent rounds: record ≤ 1000 bytes)
+  std::map<std::int64_t, ContentId> snapshot;  // round → a merged-state snapshot
+  std::map<std::int64_t, std::string> merged;  // round → fingerprint of the state it merged (the last two rounds)
+  std::map<std::int64_t, std::string> sets;    // round → digest of the contributions it merged (merged_set.h)
   std::int64_t steps = 0;
   double loss = 0;
   double tokensPerSecond = 0;
 };
 
-// What this peer announces (becomes its signed record).
-struct Announcement {
-  std::int64_t round = 0;
-  std::vector<int> claims;
-  std::int64_t leaseUntil = 0;
-  std::map<std::int64_t, std::string> contrib;  // keep only recent rounds (record ≤ 1000 bytes)
-  std::map<std::int64_t, std::string> snapshot;
-  std::map<std::int64_t, std::string> merged;  // round → fingerprint (the last two rounds)
-  std::map<std::int64_t, std::string> sets;    // round → merged-set digest (the same rounds)
-  std::int64_t steps = 0;
-  double loss = 0;
-  double tokensPerSecond = 0;
+// Another peer as the swarm layer hands it over: who (id, key) and what its newest signed record,
+// already verified, announces.
+struct SwarmPeer {
+  PeerId id;
+  std::string publicKey;  // hex
+  std::int64_t seq = 0;   // its record's seq: a new one = the record changed
+  Announcement announced;
 };
 
 // One checkpoint transfer of the swarm layer (ours seeding, or someone's being fetched).
 struct SwarmTransfer {
-  std::string contentId;
+  ContentId contentId;
   std::int64_t totalBytes = 0, doneBytes = 0, uploadedBytes = 0, downloadedBytes = 0;
   int connections = 0;
   bool finished = false;
@@ -75,36 +68,36 @@ struct ClaimRequest {
   int nExperts = 0;
   int count = 0;
   int leaseRounds = 1;
-  std::set<std::string> excluded;  // peer ids
+  std::set<PeerId> excluded;
 };
 
 struct SwarmEvents {
-  std::function<void()> peersChanged;                                           // a record arrived
-  std::function<void(const std::string& id, const std::string& path)> fetched;  // verified, on disk
+  std::function<void()> peersChanged;                                              // a record arrived
+  std::function<void(const ContentId& content, const std::string& path)> fetched;  // verified, on disk
   // refused: the metadata broke the fetch's limits (never retry it); otherwise a transfer error.
-  std::function<void(const std::string& id, const std::string& reason, bool refused)> fetchFailed;
+  std::function<void(const ContentId& content, const std::string& reason, bool refused)> fetchFailed;
   // The swarm layer caught a peer cheating in its records (two signed records with one seq): its
   // record is gone from peers() already; the node bans the id as for a rejected contribution.
-  std::function<void(const std::string& id, const std::string& reason)> peerBanned;
+  std::function<void(const PeerId& peer, const std::string& reason)> peerBanned;
 };
 
 class Swarm {
  public:
   virtual ~Swarm() = default;
   virtual void setEvents(SwarmEvents events) = 0;  // called back on the node's thread
-  virtual std::string selfId() const = 0;
+  virtual PeerId selfId() const = 0;
   virtual std::string runId() const = 0;
   virtual Status announce(const Announcement& announcement) = 0;
   virtual std::vector<SwarmPeer> peers() const = 0;  // everyone else with a valid record
   // Seeds the file at `path`; `done` gets its content id (or why not) later, on the node's thread,
   // never from inside the call: hashing a snapshot takes seconds and must not stall the thread
   // that pumps the network (docs/ARCHITECTURE.md, "Threads").
-  using Published = std::function<void(Expected<std::string> contentId)>;
+  using Published = std::function<void(Expected<ContentId> content)>;
   virtual void publish(const std::string& path, Published done) = 0;
   // Into `dir` (the caller gives every fetch its own folder: a torrent's file name is the
   // sender's choice and must not reach another fetch's file).
-  virtual Status fetch(const std::string& contentId, const std::string& dir, const FetchLimits& limits) = 0;
-  virtual void retire(const std::string& contentId, bool deleteFile) = 0;
+  virtual Status fetch(const ContentId& content, const std::string& dir, const FetchLimits& limits) = 0;
+  virtual void retire(const ContentId& content, bool deleteFile) = 0;
   // Experts to claim: fewest live owners first, deterministic per peer (p2p/leases.h).
   virtual std::vector<int> chooseClaims(const ClaimRequest& request) const = 0;
   virtual int connections() const = 0;

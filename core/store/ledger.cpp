@@ -184,7 +184,7 @@ void Ledger::addContribution(const std::string& runId, const ContributionRow& c)
     return db.run(
         "INSERT OR REPLACE INTO contributions(run_id, round, peer_id, info_hash, bytes, verdict, reason) "
         "VALUES(?, ?, ?, ?, ?, ?, ?)",
-        runId, c.round, c.peerId, c.infoHash, c.bytes, c.verdict, c.reason);
+        runId, c.round, c.peerId, c.contentId, c.bytes, c.verdict, c.reason);
   });
 }
 
@@ -207,13 +207,13 @@ void Ledger::setClaims(const std::string& runId, std::int64_t round, const std::
   });
 }
 
-void Ledger::addTransfer(const std::string& runId, const std::string& infoHash, const std::string& kind,
+void Ledger::addTransfer(const std::string& runId, const std::string& contentId, const std::string& kind,
                          std::int64_t round, std::int64_t bytes, const std::string& direction, std::int64_t at) {
-  enqueue(describe("addTransfer", runId, "info-hash " + safeQuote(infoHash) + ", " + direction), [=](Db& db) {
+  enqueue(describe("addTransfer", runId, "content " + safeQuote(contentId) + ", " + direction), [=](Db& db) {
     return db.run(
         "INSERT OR REPLACE INTO transfers(run_id, info_hash, kind, round, bytes, direction, finished_at) "
         "VALUES(?, ?, ?, ?, ?, ?, ?)",
-        runId, infoHash, kind, round, bytes, direction, at);
+        runId, contentId, kind, round, bytes, direction, at);
   });
 }
 

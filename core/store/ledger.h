@@ -43,7 +43,7 @@ struct RoundRow {
 
 struct ContributionRow {
   std::int64_t round = 0;
-  std::string peerId, infoHash;
+  std::string peerId, contentId;  // contentId: the info_hash column (a v2 info-hash)
   std::int64_t bytes = 0;
   std::string verdict, reason;
 };
@@ -101,7 +101,7 @@ class Ledger {
   void addSample(const std::string& runId, const SampleRow& sample);
   // Replaces the peer's claims for that round.
   void setClaims(const std::string& runId, std::int64_t round, const std::string& peerId, std::vector<int> experts);
-  void addTransfer(const std::string& runId, const std::string& infoHash, const std::string& kind, std::int64_t round,
+  void addTransfer(const std::string& runId, const std::string& contentId, const std::string& kind, std::int64_t round,
                    std::int64_t bytes, const std::string& direction, std::int64_t at);
   // The durability point of a round: the queue is FIFO and a burst commits whole, so the round row
   // becomes durable together with (or after) everything queued before it — never without it.

@@ -60,12 +60,12 @@ inline node::IncomingContribution trainRound(node::SpesPeer& peer, const QString
   const auto written = peer.writeContribution(round, path);
   if (!written) qFatal("writeContribution: %s", written.error().c_str());
   const auto experts = peer.localExperts();
-  return {name.toStdString(), path, std::set<int>(experts.begin(), experts.end())};
+  return {PeerId(name.toStdString()), path, std::set<int>(experts.begin(), experts.end())};
 }
 
 // A peer that only announces: `bytes` of junk published as its contribution to each of `rounds`,
-// claiming expert 0. Returns the content id ("" on failure).
-inline std::string announceJunk(node::MemorySwarm& swarm, const QString& path, int bytes, std::vector<qint64> rounds) {
+// claiming expert 0. Returns the content id (empty on failure).
+inline ContentId announceJunk(node::MemorySwarm& swarm, const QString& path, int bytes, std::vector<qint64> rounds) {
   QFile junk(path);
   if (!junk.open(QIODevice::WriteOnly) || junk.write(QByteArray(bytes, 'j')) != bytes) return {};
   junk.close();
@@ -76,7 +76,7 @@ inline std::string announceJunk(node::MemorySwarm& swarm, const QString& path, i
   a.claims = {0};
   a.leaseUntil = rounds.front() + 3;  // lease_rounds (3): a longer lease counts for nothing
   for (auto r : rounds) a.contrib[r] = *id;
-  return swarm.announce(a).ok() ? *id : std::string();
+  return swarm.announce(a).ok() ? *id : ContentId();
 }
 
 }  // namespace es::test
