@@ -280,6 +280,10 @@ int Engine::startRun() {
   runInfo.nExperts = data.manifest.model.nExperts;
   runInfo.nLayers = data.manifest.model.nLayers;
   runInfo.syncEvery = config.policy.syncEvery;
+  runInfo.aggregate = data.manifest.swarm.aggregate;
+  runInfo.outerLr = data.manifest.swarm.outerLr;
+  runInfo.outerMomentum = data.manifest.swarm.outerMomentum;
+  runInfo.outerOn = data.manifest.swarm.outerOn;
   setInfoSink({});  // from here on the node's messages are the log
   Q_EMIT started(runInfo);
   p.node->start();

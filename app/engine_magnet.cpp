@@ -31,6 +31,7 @@ int Engine::fetchManifest() {
       fail(1, error.toStdString());
       return;
     }
+    Q_EMIT noted(QStringLiteral("manifest"), {{"run", hash}, {"state", "fetched"}});
     continueWithManifest(dir);
   };
   connect(session, &p2p::SwarmSession::transferFinished, this,
@@ -50,6 +51,7 @@ int Engine::fetchManifest() {
   if (auto s = session->fetch(hash.toStdString(), dir.toStdString()); !s) return fail(1, s.error());
   manifestDeadline_.start(kManifestDeadlineMs);
   info("Fetching the manifest of run " + hash.toStdString() + " from its peers");
+  Q_EMIT noted(QStringLiteral("manifest"), {{"run", hash}, {"state", "fetching"}});
   return 0;
 }
 

@@ -17,7 +17,11 @@ QJsonObject startedEvent(const node::RunInfo& run) {
           {"device", QString::fromStdString(run.device)},
           {"experts", run.nExperts},
           {"layers", run.nLayers},
-          {"sync_every", run.syncEvery}};
+          {"sync_every", run.syncEvery},
+          {"merge", QJsonObject{{"aggregate", QString::fromStdString(run.aggregate)},
+                                {"outer_lr", run.outerLr},
+                                {"outer_momentum", run.outerMomentum},
+                                {"outer_on", QString::fromStdString(run.outerOn)}}}};
 }
 
 QJsonObject roundEvent(const node::RoundSummary& s) {

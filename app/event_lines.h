@@ -4,13 +4,16 @@
 // absent, never a value repeated from earlier. Every object has "event" (its kind) and "t"
 // (milliseconds since the Unix epoch, when it was printed).
 //
-//   started  run, name, peer, listen, device, experts, layers, sync_every
+//   started  run, name, peer, listen, device, experts, layers, sync_every, merge {aggregate,
+//            outer_lr, outer_momentum, outer_on}
 //   round    round, peers, expected, loss, val_loss (eval rounds only), tok_s, merged (shared
 //            tensors' fingerprint), state (the whole merged state's), deadline, repaired,
 //            updated_experts
 //   summary  rounds, trainer_busy_fraction, mean_round_seconds, bytes_sent_per_round,
 //            bytes_received_per_round, transfers, refused_fetches, transfer_files
-//   claims, ban, deadline, snapshot   what the node notes (core/node/node.h, Node::noted)
+//   claims, ban, deadline, resync, snapshot, resumed   what the node notes (core/node/node.h,
+//            Node::noted)
+//   manifest run, state ("fetching" | "fetched"): joining by magnet link, before "started"
 #pragma once
 
 #include "app/engine.h"

@@ -262,30 +262,17 @@ Expected<std::string> signRecord(const PeerRecord& record, const Identity& ident
   return bytes;
 }
 
-ParsedRecord parseRecord(std::string_view bytes, std::string_view expectedRun, const PublicKey* expectedKey,
-                         int minWorkBits) {
-  if (bytes.size() > kMaxRecordBytes) {
-    return reject(RecordError::Oversize,
-                  std::to_string(bytes.size()) + " bytes, limit " + std::to_string(kMaxRecordBytes));
-  }
-  lt::error_code ec;
-  int errorPos = 0;
-  // A record nests two levels (dict → stats/claims); 1000 bytes hold at most ~500 tokens.
-  const lt::bdecode_node root = lt::bdecode({bytes.data(), static_cast<std::ptrdiff_t>(bytes.size())}, ec, &errorPos, 4,
-                                            static_cast<int>(kMaxRecordBytes));
-  if (ec)
-    return reject(RecordError::Garbage, "not bencode (" + ec.message() + " at byte " + std::to_string(errorPos) + ")");
-  if (root.type() != lt::bdecode_node::dict_t) return reject(RecordError::Garbage, "not a dictionary");
-  if (static_cast<std::size_t>(root.data_section().size()) != bytes.size())
-    return reject(RecordError::Garbage, "trailing bytes after the dictionary");
+namespace {
 
-  Reader in;
+// Every field of a decoded record; the first problem lands in `in.error` (the fields after it
+// are still read, harmlessly).
+PeerRecord readFields(Reader& in, const lt::bdecode_node& root, std::int64_t& version, Signature& sig) {
   in.onlyKeys(root,
               {"v", "run", "pk", "seq", "round", "claims", "lease", "contrib", "snapshot", "merged", "sets", "stats",
                "mem", "work", "sig"},
               "");
   PeerRecord r;
-  const std::int64_t version = in.integer(root, "v");
+  version = in.integer(root, "v");
   r.run = in.string(root, "run");
   r.pk = in.fixedBytes<32>(root, "pk");
   r.seq = in.integer(root, "seq");
@@ -304,7 +291,33 @@ ParsedRecord parseRecord(std::string_view bytes, std::string_view expectedRun, c
   }
   r.freeMemory = in.integer(root, "mem");
   r.work = in.integer(root, "work");
-  const Signature sig = in.fixedBytes<64>(root, "sig");
+  sig = in.fixedBytes<64>(root, "sig");
+  return r;
+}
+
+}  // namespace
+
+ParsedRecord parseRecord(std::string_view bytes, std::string_view expectedRun, const PublicKey* expectedKey,
+                         int minWorkBits) {
+  if (bytes.size() > kMaxRecordBytes) {
+    return reject(RecordError::Oversize,
+                  std::to_string(bytes.size()) + " bytes, limit " + std::to_string(kMaxRecordBytes));
+  }
+  lt::error_code ec;
+  int errorPos = 0;
+  // A record nests two levels (dict → stats/claims); 1000 bytes hold at most ~500 tokens.
+  const lt::bdecode_node root = lt::bdecode({bytes.data(), static_cast<std::ptrdiff_t>(bytes.size())}, ec, &errorPos, 4,
+                                            static_cast<int>(kMaxRecordBytes));
+  if (ec)
+    return reject(RecordError::Garbage, "not bencode (" + ec.message() + " at byte " + std::to_string(errorPos) + ")");
+  if (root.type() != lt::bdecode_node::dict_t) return reject(RecordError::Garbage, "not a dictionary");
+  if (static_cast<std::size_t>(root.data_section().size()) != bytes.size())
+    return reject(RecordError::Garbage, "trailing bytes after the dictionary");
+
+  Reader in;
+  std::int64_t version = 0;
+  Signature sig{};
+  PeerRecord r = readFields(in, root, version, sig);
   if (in.error.empty()) in.error = invalidValue(r);
   if (!in.error.empty()) return reject(RecordError::Garbage, in.error);
 

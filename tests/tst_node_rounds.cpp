@@ -353,6 +353,58 @@ class NodeRounds : public QObject {
   // end as without the delay.
   void aSplitIsRepairedWhileContributionsAreHashed() { checkRepairedWithoutASnapshot("repair-slow-hash", 1500); }
 
+  // Issue 15: a split three ways. Each peer misses another's round-1 contribution (a misses c's,
+  // b misses a's, c misses b's), so round 1 closes by its deadline everywhere with a different
+  // pair: three states, each held by one peer, no majority. Every peer picks the same one (equal
+  // weights as they stood before the round, then the smallest fingerprint: swarmStateOf), the two
+  // others take its snapshot, and from round 3 all three merge every contribution into one state
+  // (measured: rounds 3 to 9). Before, each peer weighed with the round's own merge — its own
+  // state and its merge partner's outweighed the third — and each picked another winner; and after
+  // that, a peer that repaired a round was a round behind for good: the others closed every next
+  // round on its stale contribution, built before its repair, and never got the rewritten one.
+  void aSplitThreeWaysComesBackToOneState() {
+    MemorySwarmHub hub("tiny-run");
+    MemorySwarm swarmA(hub, "peer-a"), swarmB(hub, "peer-b"), swarmC(hub, "peer-c");
+    const auto misses = [](MemorySwarm& self, const char* from) {
+      self.withhold([&self, from](const es::ContentId& id) {
+        for (const auto& p : self.peers())
+          if (p.id.str() == from && p.announced.contrib.count(1) && p.announced.contrib.at(1) == id) return true;
+        return false;
+      });
+    };
+    misses(swarmA, "peer-c");
+    misses(swarmB, "peer-a");
+    misses(swarmC, "peer-b");
+    const auto run = runThree("three-way", {&swarmA, &swarmB, &swarmC}, [](NodeConfig& c) {
+      c.maxRounds = 5;
+      c.policy.snapshotEvery = 0;  // only the snapshots written on demand (checkAgreement)
+      c.policy.deadlineMinSeconds = 8;
+      c.policy.deadlineMaxSeconds = 20;
+    });
+    QVERIFY2(run.finished, "the nodes did not finish");
+    QVERIFY2(run.failure.isEmpty(), qPrintable(run.failure));
+    auto rounds = run.rounds;
+    std::set<std::string> splitStates;
+    for (const auto* name : {"peer-a", "peer-b", "peer-c"}) {
+      QVERIFY2(rounds[name].count(1), name);
+      QCOMPARE(rounds[name].at(1).peers, 2);
+      splitStates.insert(rounds[name].at(1).merge.fingerprint);
+    }
+    QCOMPARE(int(splitStates.size()), 3);
+    for (const auto* name : {"peer-a", "peer-b", "peer-c"})
+      for (const auto& [r, summary] : rounds[name])
+        qInfo("%s round %lld: %d contributions, state %s", name, static_cast<long long>(r), summary.peers,
+              summary.merge.fingerprint.c_str());
+    for (qint64 r = 3; r <= 5; ++r) {
+      for (const auto* name : {"peer-a", "peer-b", "peer-c"}) {
+        QVERIFY2(rounds[name].count(r), qPrintable(QString("%1 has no round %2").arg(name).arg(r)));
+        QCOMPARE(rounds[name].at(r).peers, 3);
+      }
+      QCOMPARE(rounds["peer-a"].at(r).merge.fingerprint, rounds["peer-b"].at(r).merge.fingerprint);
+      QCOMPARE(rounds["peer-c"].at(r).merge.fingerprint, rounds["peer-b"].at(r).merge.fingerprint);
+    }
+  }
+
   // Issue 12 (partition recovery): a peer that lags the others closes the round it gathers on
   // the set they merged, as soon as their records name it and it holds that set — not at its own
   // deadline with another set, to repair afterwards (the netlab: a cut peer gathered round 8 for

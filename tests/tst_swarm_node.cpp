@@ -72,9 +72,12 @@ class SwarmNode : public QObject {
     for (auto& p : peers) {
       QVERIFY2(p->finishedWith(0), qPrintable(p->name()));
       QCOMPARE(int(p->rounds().size()), kRounds);
-      const auto rule = p->log().filter(QStringLiteral("Merge rule: "));
-      QCOMPARE(rule.size(), 1);
-      QVERIFY2(rule[0].contains("outer Nesterov step lr 0.4, momentum 0.9 on the shared tensors"), qPrintable(rule[0]));
+      const auto started = p->events("started");
+      QCOMPARE(int(started.size()), 1);
+      const auto rule = started[0].value("merge").toObject();  // the run's rule, as the peer applies it
+      QCOMPARE(rule.value("outer_lr").toDouble(), 0.4);
+      QCOMPARE(rule.value("outer_momentum").toDouble(), 0.9);
+      QCOMPARE(rule.value("outer_on").toString(), QString("shared"));
     }
     // Same contributions, same merge: the merged shared tensors agree on every peer, every round.
     for (int r = 1; r <= kRounds; ++r) {

@@ -157,7 +157,12 @@ void Node::onReady(qint64 mergedRound, qint64 step, bool resumed, const QString&
   round_ = mergedRound + 1;
   mergedRound_ = mergedRound;
   steps_ = step;
-  if (resumed) Q_EMIT message(QStringLiteral("Resumed after round %1 (step %2)").arg(mergedRound).arg(step));
+  if (resumed) {
+    Q_EMIT message(QStringLiteral("Resumed after round %1 (step %2)").arg(mergedRound).arg(step));
+    QVariantMap fields{{"round", mergedRound}, {"step", step}};
+    if (!resumeNote.isEmpty()) fields.insert("note", resumeNote);
+    Q_EMIT noted(QStringLiteral("resumed"), fields);
+  }
   if (resumed && ledger_ && mergedRound > 0)  // durable state, maybe not yet committed when we died
     ledger_->ensureRound(swarm_.runId(), {mergedRound, QDateTime::currentMSecsSinceEpoch(), 0, 0, 0,
                                           baseFingerprint.toStdString(), config_.peer.stateDir});
@@ -309,7 +314,8 @@ void Node::resyncIfOutOfStep(const MergeResult& result) {
   for (const auto& [base, senders] : staleBases) largestStaleGroup = std::max(largestStaleGroup, senders.size());
   // Two peers that disagree see the same picture: only the larger id gives in.
   const bool tie = accepted.empty() && stale.size() == 1 && swarm_.selfId() < *stale.begin();
-  if (stale.empty() || totalWeight(standing_, stale) <= totalWeight(standing_, accepted) || tie) return;
+  const Standing& standing = standingFor(result.round);  // before this round's merge
+  if (stale.empty() || totalWeight(standing, stale) <= totalWeight(standing, accepted) || tie) return;
   Q_EMIT message(QStringLiteral("Out of step: %1 of %2 contributions of round %3 were built on another base; resyncing")
                      .arg(stale.size())
                      .arg(stale.size() + accepted.size())

@@ -126,7 +126,8 @@ class Node : public QObject {
   void message(const QString& line);  // human-readable log
   // The facts behind some of those lines, as fields (the headless client's `--events`): "claims"
   // {experts, change, round (the round a change applies from)}, "ban" {peer, reason}, "deadline" {round, seconds,
-  // arrived, expected}, "snapshot" {round, training}.
+  // arrived, expected}, "resync" {round, announcers} (a snapshot fetch starts), "snapshot" {round, training} (one
+  // adopted), "resumed" {round, step, note (only when a saved round was passed over: why)}.
   void noted(const QString& kind, const QVariantMap& fields);
   void roundClosed(const es::node::RoundSummary& summary);
   // The round closed last, merged again with the majority's set (node_repair.cpp): the state it ended in.
@@ -319,8 +320,14 @@ class Node : public QObject {
   std::vector<double> roundSeconds_;
   double lastLoss_ = 0, lastTokensPerSecond_ = 0;
   qint64 steps_ = 0;
-  Bans banned_;              // peer id → when and why (expired ones are ignored: isBanned)
-  Standing standing_;        // peer id → rounds we merged its contribution: its vote's weight
+  Bans banned_;        // peer id → when and why (expired ones are ignored: isBanned)
+  Standing standing_;  // peer id → rounds we merged its contribution: its vote's weight
+  // Round → the standing before that round's merge. A round's agreement and stale votes weigh
+  // with it: peers in step until the round hold the same standing, while the round's own merge
+  // differs between peers that merged different sets (a split three ways: each peer's own state
+  // and the one peer it merged with outweighed the third, and every peer picked another winner).
+  std::map<qint64, Standing> standingBefore_;
+  const Standing& standingFor(qint64 round) const;
   PeerSightings sightings_;  // which peers the ledger has seen, and when (peersChanged)
   RoundClaims roundClaims_;  // each peer's claims per round, from its records (peersChanged)
   void noteRoundClaims();
@@ -351,8 +358,11 @@ class Node : public QObject {
     std::set<PeerId> claimsGuessed;
     std::set<PeerId> givenUp;  // senders not waited for any more this round (their content was refused)
     std::map<PeerId, IncomingContribution> arrived;  // sender → contribution
-    std::map<ContentId, FetchLimits> transfers;      // content → the sizes its transfer was started with
-    std::map<ContentId, std::string> fetchedPath;    // content → file, once fetched
+    // Senders whose arrived contribution names another base than ours: it does not complete the
+    // round (gather), which waits for a newer one from them until the deadline (onContributionFetched).
+    std::set<PeerId> arrivedStale;
+    std::map<ContentId, FetchLimits> transfers;    // content → the sizes its transfer was started with
+    std::map<ContentId, std::string> fetchedPath;  // content → file, once fetched
     std::set<PeerId> expected;
     bool cutOffSaid = false;
     struct Progress {

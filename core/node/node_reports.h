@@ -136,6 +136,10 @@ struct RunInfo {
   int nExperts = 0;
   int nLayers = 0;
   int syncEvery = 0;
+  // The run's merge rule (its manifest's "swarm" policy; app/engine.cpp's "Merge rule" line).
+  std::string aggregate;  // "mean" | "centered_clip"
+  double outerLr = 1, outerMomentum = 0;
+  std::string outerOn;  // "shared" | "experts" | "all"
 };
 
 }  // namespace es::node

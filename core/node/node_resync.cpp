@@ -42,6 +42,7 @@ void Node::tryResync() {
   Q_EMIT message(QStringLiteral("Fetching the swarm's snapshot of round %1 (%2 peers announce it)")
                      .arg(chosen->first)
                      .arg(best ? best->second : 1));
+  Q_EMIT noted(QStringLiteral("resync"), {{"round", chosen->first}, {"announcers", best ? best->second : 1}});
   pendingDoneBytes_ = 0;
   startSnapshotFetch(chosen->first, chosen->second);  // refused by the quota: tried again on the next record
 }
@@ -168,14 +169,15 @@ std::optional<Node::StateGroup> Node::swarmStateOf(qint64 round, const std::stri
       gathering.insert(p.id);
     }
   }
-  const std::int64_t reached = totalWeight(standing_, reporting) + totalWeight(standing_, gathering);
+  const Standing& standing = standingFor(round);  // as it was before the round: the same on every peer in step
+  const std::int64_t reached = totalWeight(standing, reporting) + totalWeight(standing, gathering);
   if (groups.size() < 2) return std::nullopt;  // nobody disagrees (yet)
   // The heaviest group is the swarm's (votes weigh accepted work, core/node/standing.h: fresh keys
   // reporting a state of their own do not make us the odd one out); ties → smaller fingerprint.
   auto largest = groups.begin();
   for (auto it = groups.begin(); it != groups.end(); ++it)
-    if (totalWeight(standing_, it->second) > totalWeight(standing_, largest->second)) largest = it;
-  if (2 * totalWeight(standing_, largest->second) <= reached && !gathering.empty())
+    if (totalWeight(standing, it->second) > totalWeight(standing, largest->second)) largest = it;
+  if (2 * totalWeight(standing, largest->second) <= reached && !gathering.empty())
     return std::nullopt;  // not decided yet
   return StateGroup{largest->first, largest->second, groups[own].size()};
 }
