@@ -193,10 +193,12 @@ class FetchLimitsTest : public QObject {
   void nodeTrainsOnAtItsDiskQuota();
   void nodeFetchesWithinAQuotaJustAboveOneRoundsNeed();
   void aPeerStaleTwoRoundsInARowIsNotWaitedFor();
+  void aStalePeerCopyingOurStateDoesNotWinItsExpertsBack();
   void aContributionIsSizedWithItsRoundsClaims();
 
  private:
   NodeConfig configFor(const QString& name, int rounds) const;
+  void announceStaleContribution(MemorySwarm& sybil, const NodeConfig& config, qint64 round, bool claimOurState);
   struct NodeRun {
     std::vector<RoundSummary> rounds;
     QStringList log;
@@ -349,6 +351,26 @@ void FetchLimitsTest::nodeFetchesWithinAQuotaJustAboveOneRoundsNeed() {
   QVERIFY2(most <= quota, "the run folder went past its quota");
 }
 
+// "stale-z"'s contribution to `round`: well-formed, the predicted size for expert 1, on a base
+// nobody holds; with `claimOurState`, its record also copies the node's merged fingerprints.
+void FetchLimitsTest::announceStaleContribution(MemorySwarm& sybil, const NodeConfig& config, qint64 round,
+                                                bool claimOurState) {
+  const sync::ContributionHeader header{"tiny-run", round, "stale-z", "0123456789abcdef", config.peer.codec};
+  const auto path = dir_.filePath(QString("stale-%1-%2.safetensors").arg(claimOurState).arg(round)).toStdString();
+  QVERIFY(sync::saveContribution(path, header, deltasFor(config.peer.trainer.model, {1})).ok());
+  const auto id = sybil.publish(path);
+  QVERIFY(id.ok());
+  Announcement a;
+  a.round = round;
+  a.claims = {1};
+  a.leaseUntil = round + config.policy.leaseRounds;
+  a.contrib[round] = *id;
+  if (claimOurState)
+    for (const auto& p : sybil.peers())
+      if (p.id.str() == config.peer.selfId) a.merged = p.announced.merged;  // the lie
+  QVERIFY(sybil.announce(a).ok());
+}
+
 // Issue 15 item 1 (stale floods): "stale-z" claims expert 1 and announces, every round, a
 // well-formed contribution of the predicted size built on a base nobody holds. It is fetched
 // and skipped as stale (never a ban: a deadline can split honest peers); after kStaleRounds
@@ -358,19 +380,7 @@ void FetchLimitsTest::aPeerStaleTwoRoundsInARowIsNotWaitedFor() {
   MemorySwarmHub hub("tiny-run");
   MemorySwarm swarm(hub, "peer-a"), sybil(hub, "stale-z");  // the 1-against-1 rule: the larger id gives in
   const auto config = configFor("peer-a", 4);
-  const auto announceStale = [&](qint64 round) {
-    const sync::ContributionHeader header{"tiny-run", round, "stale-z", "0123456789abcdef", config.peer.codec};
-    const auto path = dir_.filePath(QString("stale-%1.safetensors").arg(round)).toStdString();
-    QVERIFY(sync::saveContribution(path, header, deltasFor(config.peer.trainer.model, {1})).ok());
-    const auto id = sybil.publish(path);
-    QVERIFY(id.ok());
-    Announcement a;
-    a.round = round;
-    a.claims = {1};
-    a.leaseUntil = round + config.policy.leaseRounds;
-    a.contrib[round] = *id;
-    QVERIFY(sybil.announce(a).ok());
-  };
+  const auto announceStale = [&](qint64 round) { announceStaleContribution(sybil, config, round, false); };
   announceStale(1);
   Node node(swarm, config, data_->train, data_->val);
   NodeRun run;
@@ -390,6 +400,30 @@ void FetchLimitsTest::aPeerStaleTwoRoundsInARowIsNotWaitedFor() {
   QCOMPARE(log.filter("built on another base than the swarm's 2 rounds in a row").size(), 1);
   QVERIFY(log.filter("peer banned").isEmpty());
   QVERIFY(log.filter("Out of step").isEmpty());
+}
+
+// The same liar, now copying the node's merged fingerprints into its own record — "I merged your
+// state" — which lifts a no-show's or stale peer's exclusion (liftInStepExclusions: an honest peer
+// back from a partition). The lift gets it waited for in that round only: its stale streak goes on,
+// so it stays out of the claims plan and the node takes expert 1 over. (When the lift ended the
+// streak, the liar won expert 1 back with every lift and kept it un-updated.)
+void FetchLimitsTest::aStalePeerCopyingOurStateDoesNotWinItsExpertsBack() {
+  MemorySwarmHub hub("tiny-run");
+  MemorySwarm swarm(hub, "peer-c"), sybil(hub, "stale-z");  // a state folder of its own
+  const auto config = configFor("peer-c", 4);
+  const auto announceStale = [&](qint64 round) { announceStaleContribution(sybil, config, round, true); };
+  announceStale(1);
+  Node node(swarm, config, data_->train, data_->val);
+  NodeRun run;
+  QVERIFY2(runToEnd(node, run, [&](const RoundSummary& s) { announceStale(s.round + 1); }), "the node did not finish");
+  const auto& [rounds, log] = run;
+  QCOMPARE(int(rounds.size()), 4);
+  QCOMPARE(log.filter("merged round 2 into our state: waiting for its contributions again").size(), 1);
+  QCOMPARE(rounds[2].expected, 2);  // round 3: the lift's round
+  QCOMPARE(rounds[3].expected, 1);  // round 4: out again (one lift in kNoShowLiftRounds)
+  const auto claims = node.claims();
+  QVERIFY2(std::find(claims.begin(), claims.end(), 1) != claims.end(), "the liar kept expert 1");
+  QVERIFY(log.filter("peer banned").isEmpty());
 }
 
 // A peer announces its contribution to round 1 trained with claims {1}, then moves on to round 2

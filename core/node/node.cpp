@@ -314,8 +314,7 @@ void Node::resyncIfOutOfStep(const MergeResult& result) {
   for (const auto& [base, senders] : staleBases) largestStaleGroup = std::max(largestStaleGroup, senders.size());
   // Two peers that disagree see the same picture: only the larger id gives in.
   const bool tie = accepted.empty() && stale.size() == 1 && swarm_.selfId() < *stale.begin();
-  const Standing& standing = standingFor(result.round);  // before this round's merge
-  if (stale.empty() || totalWeight(standing, stale) <= totalWeight(standing, accepted) || tie) return;
+  if (stale.empty() || totalWeight(standing_, stale) <= totalWeight(standing_, accepted) || tie) return;
   Q_EMIT message(QStringLiteral("Out of step: %1 of %2 contributions of round %3 were built on another base; resyncing")
                      .arg(stale.size())
                      .arg(stale.size() + accepted.size())

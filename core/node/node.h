@@ -320,14 +320,8 @@ class Node : public QObject {
   std::vector<double> roundSeconds_;
   double lastLoss_ = 0, lastTokensPerSecond_ = 0;
   qint64 steps_ = 0;
-  Bans banned_;        // peer id → when and why (expired ones are ignored: isBanned)
-  Standing standing_;  // peer id → rounds we merged its contribution: its vote's weight
-  // Round → the standing before that round's merge. A round's agreement and stale votes weigh
-  // with it: peers in step until the round hold the same standing, while the round's own merge
-  // differs between peers that merged different sets (a split three ways: each peer's own state
-  // and the one peer it merged with outweighed the third, and every peer picked another winner).
-  std::map<qint64, Standing> standingBefore_;
-  const Standing& standingFor(qint64 round) const;
+  Bans banned_;              // peer id → when and why (expired ones are ignored: isBanned)
+  Standing standing_;        // peer id → rounds we merged its contribution: its vote's weight
   PeerSightings sightings_;  // which peers the ledger has seen, and when (peersChanged)
   RoundClaims roundClaims_;  // each peer's claims per round, from its records (peersChanged)
   void noteRoundClaims();
@@ -358,11 +352,8 @@ class Node : public QObject {
     std::set<PeerId> claimsGuessed;
     std::set<PeerId> givenUp;  // senders not waited for any more this round (their content was refused)
     std::map<PeerId, IncomingContribution> arrived;  // sender → contribution
-    // Senders whose arrived contribution names another base than ours: it does not complete the
-    // round (gather), which waits for a newer one from them until the deadline (onContributionFetched).
-    std::set<PeerId> arrivedStale;
-    std::map<ContentId, FetchLimits> transfers;    // content → the sizes its transfer was started with
-    std::map<ContentId, std::string> fetchedPath;  // content → file, once fetched
+    std::map<ContentId, FetchLimits> transfers;      // content → the sizes its transfer was started with
+    std::map<ContentId, std::string> fetchedPath;    // content → file, once fetched
     std::set<PeerId> expected;
     bool cutOffSaid = false;
     struct Progress {

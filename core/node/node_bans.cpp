@@ -26,15 +26,8 @@ void Node::loadBans() {
 // Counted at merge time (the ledger's rows follow once the round is durable); a crash between
 // the two loses at most that round's increments, as it loses the round.
 void Node::noteStanding(const MergeResult& result) {
-  standingBefore_[result.round] = standing_;
-  while (standingBefore_.size() > 3) standingBefore_.erase(standingBefore_.begin());
   for (const auto& v : result.verdicts)
     if (v.accepted) ++standing_[v.sender];
-}
-
-const Standing& Node::standingFor(qint64 round) const {
-  const auto before = standingBefore_.find(round);
-  return before == standingBefore_.end() ? standing_ : before->second;
 }
 
 void Node::ban(const PeerId& id, const std::string& reason) {

@@ -3,7 +3,6 @@
 // closes once every expected one arrived, or at its deadline. Past the deadline a contribution is
 // waited for only while its bytes arrive fast enough to land before deadline.max_seconds; a
 // sender whose contribution never began to arrive kNoShowRounds rounds in a row is not waited for.
-#include "core/checkpoint/safetensors_format.h"
 #include "core/node/node.h"
 #include "core/node/node_util.h"
 
@@ -49,7 +48,7 @@ void Node::gather() {
   }
   if (closeOnSwarmSet()) return;
   for (const auto& id : gather_->expected)
-    if ((!gather_->arrived.count(id) || gather_->arrivedStale.count(id)) && !gather_->givenUp.count(id)) return;
+    if (!gather_->arrived.count(id) && !gather_->givenUp.count(id)) return;
   closeRound(false);
 }
 
@@ -102,7 +101,6 @@ void Node::dropSuperseded(const PeerId& sender, const ContentId& current) {
       continue;
     }
     gather_->arrived.erase(sender);
-    gather_->arrivedStale.erase(sender);
     it = gather_->fetching.erase(it);
     if (gather_->hasContent(id)) continue;  // another announcer still waits for those bytes
     gather_->inFlight.erase(id);
@@ -112,28 +110,13 @@ void Node::dropSuperseded(const PeerId& sender, const ContentId& current) {
 }
 
 // The bytes of `contentId` are here: a contribution of every sender that announced it (one
-// transfer serves all; validation keeps the one the file names). One built on another base than
-// ours (its header says so; read here, without the tensors) is stale: merged as such if nothing
-// newer comes, but it does not complete the round — a peer that just repaired or resynced to our
-// state sends its contribution again on it, and closing on the stale one left such a peer a round
-// behind for good (tst_node_rounds aSplitThreeWaysComesBackToOneState: it repaired every round, its
-// next contribution always built before the repair). A peer stale kStaleRounds in a row is no
-// longer expected, so a liar holds rounds to their normal deadline, not beyond, twice.
+// transfer serves all; validation keeps the one the file names).
 void Node::onContributionFetched(const ContentId& id, const std::string& path) {
   if (!gather_ || !gather_->transfers.count(id)) return;
   gather_->inFlight.erase(id);
   gather_->fetchedPath[id] = path;
-  const auto header = ckpt::readHeader(path);
-  const auto base = header ? header->metadata.find("base_hash") : ckpt::Metadata::const_iterator{};
-  const bool stale = header && base != header->metadata.end() && base->second != gather_->own.contribution.baseHash;
-  for (const auto& [key, claims] : gather_->fetching) {
-    if (key.second != id) continue;
-    gather_->arrived[key.first] = {key.first, path, claims};
-    if (stale)
-      gather_->arrivedStale.insert(key.first);
-    else
-      gather_->arrivedStale.erase(key.first);
-  }
+  for (const auto& [key, claims] : gather_->fetching)
+    if (key.second == id) gather_->arrived[key.first] = {key.first, path, claims};
   gather();
 }
 

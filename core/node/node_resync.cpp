@@ -169,15 +169,14 @@ std::optional<Node::StateGroup> Node::swarmStateOf(qint64 round, const std::stri
       gathering.insert(p.id);
     }
   }
-  const Standing& standing = standingFor(round);  // as it was before the round: the same on every peer in step
-  const std::int64_t reached = totalWeight(standing, reporting) + totalWeight(standing, gathering);
+  const std::int64_t reached = totalWeight(standing_, reporting) + totalWeight(standing_, gathering);
   if (groups.size() < 2) return std::nullopt;  // nobody disagrees (yet)
   // The heaviest group is the swarm's (votes weigh accepted work, core/node/standing.h: fresh keys
   // reporting a state of their own do not make us the odd one out); ties → smaller fingerprint.
   auto largest = groups.begin();
   for (auto it = groups.begin(); it != groups.end(); ++it)
-    if (totalWeight(standing, it->second) > totalWeight(standing, largest->second)) largest = it;
-  if (2 * totalWeight(standing, largest->second) <= reached && !gathering.empty())
+    if (totalWeight(standing_, it->second) > totalWeight(standing_, largest->second)) largest = it;
+  if (2 * totalWeight(standing_, largest->second) <= reached && !gathering.empty())
     return std::nullopt;  // not decided yet
   return StateGroup{largest->first, largest->second, groups[own].size()};
 }
