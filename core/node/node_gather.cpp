@@ -240,8 +240,9 @@ void Node::countNoShows() {
 // (a record arrived) and at each close. A no-show's count starts again; a stale peer's streak does
 // not: it is waited for in the round of the lift only (livePeers: on probation), and stays out of
 // the claims plan until one of its contributions is merged — a sender that copies our fingerprint
-// into its record and names another base in every contribution (tst_swarm_adversary's "stale"
-// client) would otherwise win its experts back, to leave them un-updated, with every lift.
+// into its record and names another base in every contribution would otherwise win its experts
+// back, to leave them un-updated, with every lift (tst_fetch_limits
+// aStalePeerCopyingOurStateDoesNotWinItsExpertsBack).
 void Node::liftInStepExclusions() {
   const auto ours = fingerprints_.find(mergedRound_);
   if (ours == fingerprints_.end() || !gather_) return;
