@@ -198,13 +198,13 @@ class FetchLimitsTest : public QObject {
 
  private:
   NodeConfig configFor(const QString& name, int rounds) const;
-  void announceStaleContribution(MemorySwarm& sybil, const NodeConfig& config, qint64 round, bool claimOurState);
   struct NodeRun {
     std::vector<RoundSummary> rounds;
     QStringList log;
   };
   // Runs `node` to its last round, keeping its rounds and messages; `onRound` sees each round.
   bool runToEnd(Node& node, NodeRun& run, const std::function<void(const RoundSummary&)>& onRound = {});
+  bool runBesideStaleSender(const QString& name, bool claimOurState, NodeRun& run, std::vector<int>& finalClaims);
 };
 
 bool FetchLimitsTest::runToEnd(Node& node, NodeRun& run, const std::function<void(const RoundSummary&)>& onRound) {
@@ -351,24 +351,36 @@ void FetchLimitsTest::nodeFetchesWithinAQuotaJustAboveOneRoundsNeed() {
   QVERIFY2(most <= quota, "the run folder went past its quota");
 }
 
-// "stale-z"'s contribution to `round`: well-formed, the predicted size for expert 1, on a base
-// nobody holds; with `claimOurState`, its record also copies the node's merged fingerprints.
-void FetchLimitsTest::announceStaleContribution(MemorySwarm& sybil, const NodeConfig& config, qint64 round,
-                                                bool claimOurState) {
-  const sync::ContributionHeader header{"tiny-run", round, "stale-z", "0123456789abcdef", config.peer.codec};
-  const auto path = dir_.filePath(QString("stale-%1-%2.safetensors").arg(claimOurState).arg(round)).toStdString();
-  QVERIFY(sync::saveContribution(path, header, deltasFor(config.peer.trainer.model, {1})).ok());
-  const auto id = sybil.publish(path);
-  QVERIFY(id.ok());
-  Announcement a;
-  a.round = round;
-  a.claims = {1};
-  a.leaseUntil = round + config.policy.leaseRounds;
-  a.contrib[round] = *id;
-  if (claimOurState)
-    for (const auto& p : sybil.peers())
-      if (p.id.str() == config.peer.selfId) a.merged = p.announced.merged;  // the lie
-  QVERIFY(sybil.announce(a).ok());
+// A node `name` (4 rounds, a state folder of its own) beside "stale-z", which claims expert 1 and
+// announces, every round, a well-formed contribution of the predicted size on a base nobody holds;
+// with `claimOurState`, its record also copies the node's merged fingerprints. The node's rounds
+// and log in `run`, its claims at the end in `finalClaims`; false if it did not finish.
+bool FetchLimitsTest::runBesideStaleSender(const QString& name, bool claimOurState, NodeRun& run,
+                                           std::vector<int>& finalClaims) {
+  MemorySwarmHub hub("tiny-run");
+  MemorySwarm swarm(hub, name.toStdString()), sybil(hub, "stale-z");  // the 1-against-1 rule: the larger id gives in
+  const auto config = configFor(name, 4);
+  const auto announceStale = [&](qint64 round) {
+    const sync::ContributionHeader header{"tiny-run", round, "stale-z", "0123456789abcdef", config.peer.codec};
+    const auto path = dir_.filePath(QString("stale-%1-%2.safetensors").arg(name).arg(round)).toStdString();
+    QVERIFY(sync::saveContribution(path, header, deltasFor(config.peer.trainer.model, {1})).ok());
+    const auto id = sybil.publish(path);
+    QVERIFY(id.ok());
+    Announcement a;
+    a.round = round;
+    a.claims = {1};
+    a.leaseUntil = round + config.policy.leaseRounds;
+    a.contrib[round] = *id;
+    if (claimOurState)
+      for (const auto& p : sybil.peers())
+        if (p.id.str() == config.peer.selfId) a.merged = p.announced.merged;  // the lie
+    QVERIFY(sybil.announce(a).ok());
+  };
+  announceStale(1);
+  Node node(swarm, config, data_->train, data_->val);
+  const bool finished = runToEnd(node, run, [&](const RoundSummary& s) { announceStale(s.round + 1); });
+  finalClaims = node.claims();
+  return finished;
 }
 
 // Issue 15 item 1 (stale floods): "stale-z" claims expert 1 and announces, every round, a
@@ -377,14 +389,9 @@ void FetchLimitsTest::announceStaleContribution(MemorySwarm& sybil, const NodeCo
 // rounds in a row — while the node holds the swarm's state — it is not waited for (round 3
 // expects the node alone), and the node never resyncs to it.
 void FetchLimitsTest::aPeerStaleTwoRoundsInARowIsNotWaitedFor() {
-  MemorySwarmHub hub("tiny-run");
-  MemorySwarm swarm(hub, "peer-a"), sybil(hub, "stale-z");  // the 1-against-1 rule: the larger id gives in
-  const auto config = configFor("peer-a", 4);
-  const auto announceStale = [&](qint64 round) { announceStaleContribution(sybil, config, round, false); };
-  announceStale(1);
-  Node node(swarm, config, data_->train, data_->val);
   NodeRun run;
-  QVERIFY2(runToEnd(node, run, [&](const RoundSummary& s) { announceStale(s.round + 1); }), "the node did not finish");
+  std::vector<int> claims;
+  QVERIFY2(runBesideStaleSender("peer-a", false, run, claims), "the node did not finish");
   const auto& [rounds, log] = run;
   QCOMPARE(int(rounds.size()), 4);
   for (int r = 0; r < 2; ++r) {  // waited for, arrived, skipped as stale
@@ -408,20 +415,14 @@ void FetchLimitsTest::aPeerStaleTwoRoundsInARowIsNotWaitedFor() {
 // so it stays out of the claims plan and the node takes expert 1 over. (When the lift ended the
 // streak, the liar won expert 1 back with every lift and kept it un-updated.)
 void FetchLimitsTest::aStalePeerCopyingOurStateDoesNotWinItsExpertsBack() {
-  MemorySwarmHub hub("tiny-run");
-  MemorySwarm swarm(hub, "peer-c"), sybil(hub, "stale-z");  // a state folder of its own
-  const auto config = configFor("peer-c", 4);
-  const auto announceStale = [&](qint64 round) { announceStaleContribution(sybil, config, round, true); };
-  announceStale(1);
-  Node node(swarm, config, data_->train, data_->val);
   NodeRun run;
-  QVERIFY2(runToEnd(node, run, [&](const RoundSummary& s) { announceStale(s.round + 1); }), "the node did not finish");
+  std::vector<int> claims;
+  QVERIFY2(runBesideStaleSender("peer-c", true, run, claims), "the node did not finish");
   const auto& [rounds, log] = run;
   QCOMPARE(int(rounds.size()), 4);
   QCOMPARE(log.filter("merged round 2 into our state: waiting for its contributions again").size(), 1);
   QCOMPARE(rounds[2].expected, 2);  // round 3: the lift's round
   QCOMPARE(rounds[3].expected, 1);  // round 4: out again (one lift in kNoShowLiftRounds)
-  const auto claims = node.claims();
   QVERIFY2(std::find(claims.begin(), claims.end(), 1) != claims.end(), "the liar kept expert 1");
   QVERIFY(log.filter("peer banned").isEmpty());
 }
