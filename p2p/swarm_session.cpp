@@ -233,6 +233,12 @@ void SwarmSession::Impl::dispatch(lt::alert* a) {
       onTransferError(e->handle, e->error.message() + " (" + e->filename() + ")");
       return;
     }
+    case lt::torrent_deleted_alert::alert_type:
+      onFilesDeleted(static_cast<lt::torrent_deleted_alert*>(a)->info_hashes);
+      return;
+    case lt::torrent_delete_failed_alert::alert_type:  // nothing left to delete, or it could not be
+      onFilesDeleted(static_cast<lt::torrent_delete_failed_alert*>(a)->info_hashes);
+      return;
     case lt::session_stats_alert::alert_type:
       onSessionStats(*static_cast<lt::session_stats_alert*>(a));
       return;

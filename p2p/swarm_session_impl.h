@@ -40,6 +40,12 @@ struct Transfer {
   std::chrono::steady_clock::time_point lastAnnounce;  // our last forced DHT announce of it
 };
 
+// A fetch asked for while its content's files are still being deleted (p2p/swarm_deletions.cpp).
+struct DeferredFetch {
+  std::string saveDir;
+  node::FetchLimits limits;
+};
+
 struct SwarmSession::Impl {
   SwarmSession* owner = nullptr;
   SwarmSettings settings;
@@ -114,6 +120,14 @@ struct SwarmSession::Impl {
   void onStateUpdate(const std::vector<lt::torrent_status>& statuses);
   Transfer* findTransfer(const lt::torrent_handle& handle, std::string* hash = nullptr);
   void reconcileTransfers();  // after alerts were dropped: each transfer's state read, not told
+  // swarm_deletions.cpp: a fetch of content whose files are still being deleted waits for that.
+  std::map<std::string, std::chrono::steady_clock::time_point> deleting;            // hash → removed at
+  std::map<std::string, DeferredFetch> deferredFetches;                             // hash → the fetch asked for
+  void removeWithFiles(const std::string& hash, const lt::torrent_handle& handle);  // erases it from `transfers`
+  bool deferWhileDeleting(const std::string& hash, const std::string& saveDir, const node::FetchLimits& limits);
+  void onFilesDeleted(const lt::info_hash_t& hashes);
+  void filesDeleted(const std::string& hash);  // starts the fetch deferred for it, if any
+  void releaseOverdueDeletions();              // deletions whose alert never came (kickTransfers)
 };
 
 std::string v2Hex(const lt::info_hash_t& hashes);

@@ -120,6 +120,7 @@ Status SwarmSession::fetch(const std::string& infoHash, const std::string& saveD
     }
     return {};
   }
+  if (d.deferWhileDeleting(hash, saveDir, limits)) return {};  // started once its old files are gone
   std::error_code fsError;
   std::filesystem::create_directories(saveDir, fsError);
   if (fsError) return makeError("cannot create \"" + saveDir + "\": " + fsError.message());
@@ -153,9 +154,11 @@ Status SwarmSession::fetch(const std::string& infoHash, const std::string& saveD
 
 void SwarmSession::retire(const std::string& infoHash, bool deleteFile) {
   auto& d = *impl_;
+  d.deferredFetches.erase(infoHash);
   auto it = d.transfers.find(infoHash);
   if (it == d.transfers.end()) return;
-  d.session->remove_torrent(it->second.handle, deleteFile ? lt::session::delete_files : lt::remove_flags_t{});
+  if (deleteFile) return d.removeWithFiles(infoHash, it->second.handle);
+  d.session->remove_torrent(it->second.handle);
   d.transfers.erase(it);
 }
 
@@ -226,8 +229,7 @@ void SwarmSession::Impl::onMetadata(const lt::torrent_handle& handle) {
   const auto ti = handle.torrent_file();
   std::string problem = ti ? contentProblem(*ti, t->sizes) : "no metadata";
   if (!problem.empty()) {
-    session->remove_torrent(handle, lt::session::delete_files);
-    transfers.erase(hash);
+    removeWithFiles(hash, handle);
     ++counters.refusedFetches;
     Q_EMIT owner->transferRefused(QString::fromStdString(hash), QString::fromStdString(problem));
     return;
@@ -287,6 +289,7 @@ void SwarmSession::Impl::kickTransfers() {
   if (connectNow) lastPeerKick = now;
   if (connectNow && dialBacks) dialBacks->retryDue();  // the reachability probes' retries (dial_back.h)
   if (connectNow) relinkRun(now);
+  releaseOverdueDeletions();
   const auto runPeers = connectNow ? runLinks.targets() : std::vector<lt::tcp::endpoint>{};
   for (auto& [hash, t] : transfers) {
     if (!t.handle.is_valid()) continue;

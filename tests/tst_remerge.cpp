@@ -87,6 +87,24 @@ class RemergeTest : public QObject {
     QVERIFY2(oldFileStale, "the round-2 file written on the odd state was not stale");
   }
 
+  // A contribution whose file is gone from our disk (removed under its transfer) is lost, not
+  // judged: neither accepted nor rejected, so the node bans nobody for it (Node::onMerged); one
+  // whose bytes are there and wrong is rejected as before.
+  void aContributionFileGoneFromOurDiskIsLostNotRejected() {
+    auto a = makePeer("peer-d", {0, 1});
+    auto b = makePeer("peer-e", {2, 3});
+    const auto fromA = trainRound(*a, "peer-d", 1);
+    auto gone = trainRound(*b, "peer-e", 1);
+    QVERIFY(QFile::remove(QString::fromStdString(gone.path)));
+    auto merged = a->merge(1, {fromA, gone});
+    QVERIFY2(merged.ok(), merged ? "" : merged.error().c_str());
+    QCOMPARE(merged->accepted, 1);
+    bool lost = false;
+    for (const auto& v : merged->verdicts)
+      if (v.sender.str() == "peer-e") lost = v.lost && !v.accepted && !v.stale;
+    QVERIFY2(lost, "the missing file was not reported lost");
+  }
+
   // Only the round just merged, and only with the base it was merged from: after a resume there
   // is none (nothing is guessed).
   void onlyTheNewestRoundFromItsOwnBase() {

@@ -211,6 +211,8 @@ void SwarmAdversary::honestPeersHoldAgainstEveryAttackAtOnce() {
   QVERIFY2(peakRssMiB_ > 0 && peakRssMiB_ < 2048, qPrintable(QString::number(peakRssMiB_)));
   checkOneStatePerRound();
   checkRoundsAndExperts(honest_[0]->runId(), baseline);
+  if (QTest::currentTestFailed())  // the honest peers' whole timelines, to see why (CI runs are seen once)
+    for (const auto& p : honest_) qInfo().noquote() << p->name() << "\n  " << p->timedLog().join("\n  ");
 }
 
 // Every round closes well before the maximum that ghosts and endless claims would hold it to.

@@ -138,6 +138,49 @@ class SwarmFetch : public QObject {
     alertsDroppedByLibtorrentLoseNothing(node, exact, huge, size);
   }
 
+  // Content retired with its file and fetched again at once (a snapshot or contribution whose
+  // transfer failed is fetched again 0.5 s later) arrives whole and stays: libtorrent deletes the
+  // old file on its disk threads after remove_torrent returned, and before the fetch waited for
+  // that deletion (p2p/swarm_deletions.cpp) it could remove the new download's file — at afd6a98
+  // a newcomer found its fetched snapshot gone and banned the five honest peers that announced it.
+  void aFetchRightAfterARetireKeepsItsFile() {
+    Probe boot("boot", {"--listen", "127.0.0.1:0", "--key", dir_.filePath("rboot.key")});
+    const auto node = readyEndpoint(boot);
+    Probe a("a", {"--listen", "127.0.0.1:0", "--bootstrap", node, "--key", dir_.filePath("ra.key")});
+    Probe b("b", {"--listen", "127.0.0.1:0", "--bootstrap", node, "--key", dir_.filePath("rb.key")});
+    QVERIFY(!readyEndpoint(a).isEmpty() && !readyEndpoint(b).isEmpty());
+    const QByteArray bytes = randomBytes(32 << 20);
+    const QString expected = QCryptographicHash::hash(bytes, QCryptographicHash::Sha256).toHex();
+    QVERIFY(writeFile(dir_.filePath("ra/snapshot.safetensors"), bytes));
+    const auto hash =
+        ask(a, "publish " + dir_.filePath("ra/snapshot.safetensors"), "published", 60000).value("hash").toString();
+    QCOMPARE(hash.size(), 64);
+    const QString into = dir_.filePath("rb/incoming");
+    const QString file = into + "/snapshot.safetensors";
+    auto doneBytes = [&] {
+      const auto transfers = ask(b, "status", "status").value("transfers").toArray();
+      return transfers.isEmpty() ? qint64(0) : transfers.first().toObject().value("done").toInteger();
+    };
+    // Served at 8 MiB/s: each fetch is retired part-way, its partial file still being written.
+    a.send(QString("limit %1 %2").arg(hash).arg(8 << 20));
+    b.send(QString("fetch %1 %2").arg(hash, into));
+    for (int attempt = 1; attempt <= 6; ++attempt) {
+      QVERIFY2(waitUntil([&] { return doneBytes() > (attempt % 3) * (8 << 20); }, 60000),
+               qPrintable(QString("fetch %1 made no progress").arg(attempt)));
+      b.send(QString("refetch %1 %2").arg(hash, into));
+    }
+    a.send(QString("limit %1 0").arg(hash));
+    auto finished = [&] {
+      return b.find([&](const QJsonObject& e) { return isEvent(e, "finished") && e.value("hash") == hash; });
+    };
+    // Well within the 30 s after which a deletion whose alert never came is taken as done: the
+    // deferred fetches started on libtorrent's word (torrent_deleted_alert), not on that timeout.
+    QVERIFY2(waitUntil([&] { return !finished().isEmpty(); }, 20000), "the last fetch did not finish within 20 s");
+    QCOMPARE(finished().value("sha256").toString(), expected);  // whole when reported
+    QCOMPARE(ask(b, "status", "status").value("transfers").toArray().size(), 1);
+    QCOMPARE(QFileInfo(file).size(), qint64(bytes.size()));  // and still there after a round trip
+  }
+
   // Issue 13 item 6: a peer whose libtorrent alert queue holds one alert (most alerts dropped,
   // among them the metadata and finished alerts the transfers wait for) still refuses the 10×
   // file and fetches the exact one whole: on alerts_dropped_alert every transfer is re-checked

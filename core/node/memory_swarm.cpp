@@ -122,6 +122,7 @@ Status MemorySwarm::fetch(const ContentId& contentId, const std::string& dir, co
         return;
       }
       delivered = copies_[contentId] = to.toStdString();
+      if (lost_ && lost_(contentId)) QFile::remove(to);
     }
     if (events_.fetched) events_.fetched(contentId, delivered);
   });

@@ -61,6 +61,9 @@ class MemorySwarm : public Swarm {
   // Tests: fetches of content for which `never` says true never complete (a contribution that
   // cannot reach this peer in time, as after a partition).
   void withhold(std::function<bool(const ContentId& content)> never) { withheld_ = std::move(never); }
+  // Tests: fetches of content for which `lose` says true are reported fetched, but their copy is
+  // not on disk (removed under the transfer: the disk's fault, not the content's).
+  void loseCopies(std::function<bool(const ContentId& content)> lose) { lost_ = std::move(lose); }
   // Tests: the withheld fetches `withhold` now lets through are delivered (a partition healed).
   void deliverWithheld();
   // Tests: a cut link. While cut, this member sees the records it saw when cut, nobody sees its
@@ -74,7 +77,7 @@ class MemorySwarm : public Swarm {
   MemorySwarmHub& hub_;
   PeerId selfId_;
   SwarmEvents events_;
-  std::function<bool(const ContentId&)> withheld_;
+  std::function<bool(const ContentId&)> withheld_, lost_;
   std::function<SwarmTraffic()> traffic_;
   std::set<ContentId> retired_;
   std::map<ContentId, std::string> copies_;  // content → the fetched copy

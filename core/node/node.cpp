@@ -257,7 +257,7 @@ void Node::closeRound(bool deadline, const std::set<ContentId>* only) {
 void Node::onMerged(const RoundMerged& merged) {
   const RoundSummary s = summarize(merged);
   for (const auto& v : merged.result.verdicts)
-    if (!v.accepted && !v.stale && v.sender != swarm_.selfId()) banSender(v.sender, v.reason);
+    if (!v.accepted && !v.stale && !v.lost && v.sender != swarm_.selfId()) banSender(v.sender, v.reason);
   unrecorded_[s.round] = captureForLedger(s, merged.step);  // committed once its state is durable
   noteStanding(merged.result);
   keepClosedRound(merged.result);

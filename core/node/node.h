@@ -195,9 +195,10 @@ class Node : public QObject {
   std::optional<std::pair<std::pair<qint64, ContentId>, int>> bestAnnouncedSnapshot() const;
   bool hasAnnouncers() const;
   qint64 newestAdoptableRound() const;  // node_resync.cpp
-  void onSnapshotAdopted(qint64 round, const QString& fingerprint, const QString& error);
-  void checkAgreement();  // node_resync.cpp: is the state we merged the swarm's?
-  void watchResync();     // node_resync.cpp: arm the watchdog that keeps a resync from waiting forever
+  void onSnapshotAdopted(qint64 round, const QString& fingerprint, const QString& error, bool contentAtFault);
+  void fetchSnapshotAgain(const QString& why);  // at most twice per snapshot, then the next candidate
+  void checkAgreement();                        // node_resync.cpp: is the state we merged the swarm's?
+  void watchResync();  // node_resync.cpp: arm the watchdog that keeps a resync from waiting forever
   void onResyncWatchdog();
   void dropPendingSnapshot(const QString& why, bool never);
   void giveUpResync();

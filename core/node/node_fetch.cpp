@@ -146,13 +146,8 @@ void Node::onFetchFailed(const ContentId& id, const std::string& reason, bool re
   // from scratch, twice at most, as a contribution is: libtorrent 2.0.8 fails a hybrid download
   // now and then with "v1 and v2 hashes do not describe the same data" (a newcomer then fell back
   // to an older round's snapshot: 2 of 11 tst_swarm_adversary runs). Then the next candidate.
-  if (!pendingSnapshot_.empty() && id == pendingSnapshot_) {
-    const bool again = ++fetchRetries_[id] <= 2;
-    dropPendingSnapshot(QStringLiteral("its fetch failed") + (again ? QStringLiteral("; trying it again") : QString()),
-                        !again);
-    if (again) return void(QTimer::singleShot(500, this, [this] { tryResync(); }));
-    return tryResync();
-  }
+  if (!pendingSnapshot_.empty() && id == pendingSnapshot_)
+    return fetchSnapshotAgain(QStringLiteral("its fetch failed"));
   // Drop the transfer and its partial file; the next gather() starts it afresh — at most 3 times,
   // then the content is given up for the round (it stays in `fetching`: never started again).
   if (!gather_ || !gather_->transfers.count(id)) return;
@@ -161,6 +156,13 @@ void Node::onFetchFailed(const ContentId& id, const std::string& reason, bool re
   if (++fetchRetries_[id] > 3) return;  // stays in `transfers`: never started again
   gather_->transfers.erase(id);
   QTimer::singleShot(500, this, [this] { gather(); });
+}
+
+void Node::fetchSnapshotAgain(const QString& why) {
+  const bool again = ++fetchRetries_[pendingSnapshot_] <= 2;
+  dropPendingSnapshot(why + (again ? QStringLiteral("; trying it again") : QString()), !again);
+  if (again) return void(QTimer::singleShot(500, this, [this] { tryResync(); }));
+  tryResync();
 }
 
 // The content broke its limits (more files, another size): removed by the swarm layer before its

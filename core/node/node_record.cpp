@@ -53,7 +53,7 @@ void Node::recordRound(const UnrecordedRound& u) {
   const auto now = QDateTime::currentMSecsSinceEpoch();
   const RoundSummary& s = u.summary;
   for (const auto& v : s.merge.verdicts) {
-    const char* verdict = v.accepted ? "accepted" : v.stale ? "stale" : "rejected";
+    const char* verdict = v.accepted ? "accepted" : v.stale ? "stale" : v.lost ? "lost" : "rejected";
     const auto content = u.contentOf.find(v.sender);
     ledger_->addContribution(
         run, {s.round, v.sender.str(), content == u.contentOf.end() ? std::string() : content->second.str(), v.bytes,

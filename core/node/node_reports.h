@@ -39,6 +39,7 @@ struct ContributionVerdict {
   std::string staleBase;  // that base's hash, when stale
   std::string reason;
   std::int64_t bytes = 0;
+  bool lost = false;  // its file could not be opened here: this disk's fault, not judged
 };
 
 // What a merged model writes: the greedy continuation of the run's fixed prompt (merged_sample.h).

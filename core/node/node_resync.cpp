@@ -108,7 +108,11 @@ std::optional<std::pair<qint64, ContentId>> Node::convergeOnLowestId() {
   return newest;
 }
 
-void Node::onSnapshotAdopted(qint64 round, const QString& fingerprint, const QString& error) {
+void Node::onSnapshotAdopted(qint64 round, const QString& fingerprint, const QString& error, bool contentAtFault) {
+  if (!error.isEmpty() && !contentAtFault) {
+    Q_EMIT message(QStringLiteral("Snapshot unreadable here: %1").arg(error));
+    return fetchSnapshotAgain(QStringLiteral("its file could not be read"));
+  }
   if (!error.isEmpty()) {
     Q_EMIT message(QStringLiteral("Snapshot refused: %1").arg(error));
     // An honest peer announces only the snapshot it wrote of its own merged state, which is

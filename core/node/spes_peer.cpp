@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
@@ -118,6 +119,15 @@ std::vector<sync::RoundEntry> readEntries(const std::vector<IncomingContribution
     v.sender = c.sender;
     std::error_code ec;
     v.bytes = static_cast<std::int64_t>(fs::file_size(c.path, ec));
+    // A file that is not there (removed under its transfer) says nothing of its sender: lost, and
+    // nobody is banned for it (the fetched snapshot that was gone at afd6a98 got five honest peers
+    // banned). Bytes that are there and wrong are the sender's.
+    if (ec || !std::ifstream(c.path, std::ios::binary)) {
+      v.lost = true;
+      v.reason = "its file could not be read here: " + (ec ? ec.message() : std::string("cannot open"));
+      verdicts.push_back(std::move(v));
+      continue;
+    }
     // The header now; the deltas when the merge's passes read them, one file at a time.
     auto header = sync::readContributionHeader(c.path);
     if (!header)

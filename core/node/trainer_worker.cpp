@@ -1,6 +1,7 @@
 #include "core/node/trainer_worker.h"
 
 #include <QDateTime>
+#include <QFileInfo>
 #include <QTimer>
 
 #include <algorithm>
@@ -129,13 +130,17 @@ void TrainerWorker::merge(qint64 round, const std::vector<IncomingContribution>&
 
 void TrainerWorker::adoptSnapshot(const QString& path, qint64 expectedRound) {
   if (!peer_) return;
+  // A fetched file we cannot open is this disk's problem, never its announcers' lie (at afd6a98 a
+  // newcomer's snapshot was gone when read, and it banned the five honest peers that announced it).
+  if (!QFileInfo(path).isReadable())
+    return Q_EMIT snapshotAdopted(0, {}, QStringLiteral("cannot read \"%1\"").arg(path), false);
   auto round = peer_->adoptSnapshot(path.toStdString(), expectedRound);
-  if (!round) return Q_EMIT snapshotAdopted(0, {}, QString::fromStdString(round.error()));
+  if (!round) return Q_EMIT snapshotAdopted(0, {}, QString::fromStdString(round.error()), true);
   awaitingMerge_ = 0;
   contributionDue_ = false;
   roundLoss_ = roundSeconds_ = 0;
   roundTokens_ = roundSteps_ = 0;
-  Q_EMIT snapshotAdopted(*round, QString::fromStdString(peer_->baseFingerprint()), {});
+  Q_EMIT snapshotAdopted(*round, QString::fromStdString(peer_->baseFingerprint()), {}, false);
   if (!ticking_ && !stopping_) {
     ticking_ = true;
     QTimer::singleShot(0, this, &TrainerWorker::tick);

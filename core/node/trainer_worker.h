@@ -66,7 +66,9 @@ class TrainerWorker : public QObject {
   void roundTrained(const es::node::RoundTrained& round);
   void merged(const es::node::RoundMerged& merged);
   void stopped();
-  void snapshotAdopted(qint64 round, const QString& fingerprint, const QString& error);
+  // `contentAtFault`: the error is in the snapshot's bytes (its announcers lied), not that this
+  // disk could not give them back (a file removed under the fetch).
+  void snapshotAdopted(qint64 round, const QString& fingerprint, const QString& error, bool contentAtFault);
   // `sharedFingerprint` and `accepted` as in MergeResult; error: nothing changed.
   void remerged(qint64 round, const QString& fingerprint, const QString& sharedFingerprint, int accepted,
                 const QString& error);

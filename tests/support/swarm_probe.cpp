@@ -210,6 +210,9 @@ int main(int argc, char** argv) {
       if (words.size() == 4)
         for (const auto& size : words[3].split(',', Qt::SkipEmptyParts)) limits.sizes.push_back(size.toLongLong());
       if (auto s = swarm.fetch(words[1].toStdString(), words[2].toStdString(), limits); !s) fail(cmd, s.error());
+    } else if (cmd == "refetch" && words.size() == 3) {  // retire with its file, and fetch again at once
+      swarm.retire(words[1].toStdString(), true);
+      if (auto s = swarm.fetch(words[1].toStdString(), words[2].toStdString()); !s) fail(cmd, s.error());
     } else if (cmd == "inject" && words.size() == 2) {
       swarm.injectRawGossip(QByteArray::fromHex(words[1].toLatin1()).toStdString());
     } else if (cmd == "flood" && words.size() == 3) {
