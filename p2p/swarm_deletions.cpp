@@ -9,7 +9,6 @@
 
 #include <vector>
 
-
 namespace es::p2p {
 namespace {
 

@@ -34,7 +34,7 @@ std::vector<std::size_t> validatePass(const NamedTensors& base, const RoundConte
     if (deltas)
       checks.push_back(checkContribution(entries[i].header, *deltas, base, entries[i].claims, context));
     else
-      checks.push_back({"unreadable: " + deltas.error(), 0.0, {}});
+      checks.push_back({"unreadable: " + deltas.error(), 0.0, {}, {}});
     candidates.push_back(i);
   }
   const auto verdicts = judgeRound(checks, policy);

@@ -115,12 +115,15 @@ double lowMedian(std::vector<double> values) {
   return values[(values.size() - 1) / 2];
 }
 
-std::string checkTensorNorm(const std::string& name, double norm, double median, const ValidationPolicy& policy) {
-  if (!(median > 0.0)) return {};  // nobody changed it: the global bound covers it
-  const double bound = policy.relativeNormBound * median;
+// `reference`: the tensor's median, or for an expert's tensor the round's scale at its size when
+// that is larger (`what` says which).
+std::string checkTensorNorm(const std::string& name, double norm, double reference, const char* what,
+                            const ValidationPolicy& policy) {
+  if (!(reference > 0.0)) return {};  // nobody changed it: the global bound covers it
+  const double bound = policy.relativeNormBound * reference;
   if (norm <= bound) return {};
   return "norm " + number(norm) + " of " + safeQuote(name) + " > bound " + number(bound) + " (" +
-         number(policy.relativeNormBound) + " x its median " + number(median) + ")";
+         number(policy.relativeNormBound) + " x " + what + " " + number(reference) + ")";
 }
 
 std::unordered_map<std::string, const at::Tensor*> indexOf(const NamedTensors& tensors) {
@@ -169,28 +172,41 @@ ContributionCheck checkContribution(const ContributionHeader& header, const Name
   if (!check.reason.empty()) return check;
   const std::vector<double> norms = perTensorNorms(deltas);
   check.norm = combinedNorm(norms);
-  for (std::size_t t = 0; t < deltas.size(); ++t) check.tensorNorms.emplace_back(deltas[t].first, norms[t]);
+  for (std::size_t t = 0; t < deltas.size(); ++t) {
+    check.tensorNorms.emplace_back(deltas[t].first, norms[t]);
+    check.tensorElements.push_back(deltas[t].second.numel());
+  }
   return check;
 }
 
 std::vector<Verdict> judgeRound(const std::vector<ContributionCheck>& checks, const ValidationPolicy& policy) {
-  std::vector<double> passing;
+  std::vector<double> passing, scales;  // scales: each passing contribution's norm per √element
   std::map<std::string, std::vector<double>> passingByTensor;
   for (const auto& check : checks) {
     if (!check.reason.empty()) continue;
     passing.push_back(check.norm);
+    std::int64_t elements = 0;
+    for (const auto n : check.tensorElements) elements += n;
+    scales.push_back(elements > 0 ? check.norm / std::sqrt(double(elements)) : 0.0);
     for (const auto& [name, norm] : check.tensorNorms) passingByTensor[name].push_back(norm);
   }
   std::map<std::string, double> tensorMedians;
   for (auto& [name, values] : passingByTensor) tensorMedians[name] = lowMedian(std::move(values));
   const double median = passing.empty() ? 0.0 : lowMedian(std::move(passing));
+  const double scale = scales.empty() ? 0.0 : lowMedian(std::move(scales));
   std::vector<Verdict> verdicts;
   for (const auto& check : checks) {
     std::string reason = check.reason;
     if (reason.empty()) reason = checkNorm(check.norm, median, policy);
     for (std::size_t t = 0; reason.empty() && t < check.tensorNorms.size(); ++t) {
       const auto& [name, norm] = check.tensorNorms[t];
-      reason = checkTensorNorm(name, norm, tensorMedians.at(name), policy);
+      const double median = tensorMedians.at(name);
+      // validate.h: an expert's owner may have seen no tokens for it; its co-owner is not an outlier for that.
+      const double floor = model::expertOf(name) && t < check.tensorElements.size()
+                               ? scale * std::sqrt(double(check.tensorElements[t]))
+                               : 0.0;
+      reason = floor > median ? checkTensorNorm(name, norm, floor, "the round's scale at its size", policy)
+                              : checkTensorNorm(name, norm, median, "its median", policy);
     }
     verdicts.push_back(verdictOf(std::move(reason)));
   }

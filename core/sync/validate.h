@@ -49,6 +49,7 @@ struct ContributionCheck {
   std::string reason;                                       // non-empty: rejected already
   double norm = 0;                                          // L2 over all its deltas
   std::vector<std::pair<std::string, double>> tensorNorms;  // per tensor, in the contribution's order
+  std::vector<std::int64_t> tensorElements;                 // each tensor's element count, in that order
 };
 ContributionCheck checkContribution(const ContributionHeader& header, const NamedTensors& deltas,
                                     const NamedTensors& base, const std::set<int>& senderClaims,
@@ -65,6 +66,12 @@ std::vector<Verdict> judgeRound(const std::vector<ContributionCheck>& checks, co
 // where 10 × the whole update's median is a huge relative change. A tensor whose median is 0
 // (nobody changed it) has no per-tensor bound; the global bound and the absolute cap still apply. It is the low median
 // (the lower middle value for an even count), so a single outlier cannot raise its own bound even in a round of two.
+// An expert's tensor is carried only by the expert's owners, often one or two, and an owner whose
+// batches routed (next to) no tokens to the expert moves it by weight decay alone: at afd6a98 honest
+// expert updates 100-500 × a co-owner's were refused and their senders banned (a newcomer, by all,
+// and an honest peer, by the newcomer), which split the swarm for good. So an expert tensor's bound
+// is never below relativeNormBound × the round's typical update scale at its size: the low median,
+// over the contributions, of their norm per √element, × √(its elements).
 // Verdicts in input order; vectors of different lengths are a caller error (std::invalid_argument).
 std::vector<Verdict> validateRound(const std::vector<ContributionHeader>& headers,
                                    const std::vector<NamedTensors>& deltas, const NamedTensors& base,
