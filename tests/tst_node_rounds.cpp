@@ -396,9 +396,9 @@ class NodeRounds : public QObject {
   // the latest merge added left out; the fresh-keys test still passed) made the round-1 winner the same
   // on all three (b and c took a's state) — but 1 run of 4 passed: a stayed a round behind; then
   // also not closing a slot whose sender's record names another state for the round before (a
-  // rewrite follows its repair): one state in round 3, and a re-split in round 4 (a merged 2, b
-  // and c 3) in 5 of 5 runs. Reverted. So this runs only with ES_THREE_WAY_SPLIT=1, as the
-  // reproduction for that work.
+  // rewrite follows its repair): 5 of 5 runs failed on one state per round from round 3 (in the
+  // one read through: one state in round 3, a re-split in round 4, a merged 2 and b and c 3).
+  // Reverted. So this runs only with ES_THREE_WAY_SPLIT=1, as the reproduction for that work.
   void aSplitThreeWaysComesBackToOneState() {
     if (!qEnvironmentVariableIsSet("ES_THREE_WAY_SPLIT"))
       QSKIP("the open three-way split (issue 15): ES_THREE_WAY_SPLIT=1 runs its reproduction");
