@@ -2,7 +2,7 @@
 // remove_torrent returned, and says when (torrent_deleted_alert, or torrent_delete_failed_alert).
 // A fetch of the same content started before then downloads into the same path, and the old
 // deletion may remove the new file after it was reported whole. The likely cause (not reproduced
-// on its own: without this wait tst_swarm_fetch aFetchRightAfterARetireKeepsItsFile passed 7 of 7
+// on its own: without this wait tst_swarm_fetch aFetchRightAfterARetireKeepsItsFile passed 10 of 10
 // runs here) of what tst_swarm_adversary showed at afd6a98 under load: a newcomer's snapshot,
 // fetched again after libtorrent's "v1 and v2 hashes do not describe the same data", was gone when
 // the trainer opened it. So such a fetch waits for the deletion.
