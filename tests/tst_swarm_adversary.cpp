@@ -304,8 +304,10 @@ void SwarmAdversary::checkExpertsMerged(const QString& name, es::store::LedgerRe
       if (c.peerId == newcomerId && r < newcomerInStepFrom_) catchingUp.insert(c.expert);
     }
     std::set<int> covered = merged;
-    if (r < kRounds) covered.insert(hostage.begin(), hostage.end());
-    if (r < kRounds) covered.insert(catchingUp.begin(), catchingUp.end());
+    if (r < kRounds) {
+      covered.insert(hostage.begin(), hostage.end());
+      covered.insert(catchingUp.begin(), catchingUp.end());
+    }
     qInfo("%s round %d: %d experts merged, %d held by the stale peer", qPrintable(name), r, int(merged.size()),
           int(hostage.size()));
     QVERIFY2(int(covered.size()) == kExperts,
