@@ -193,6 +193,25 @@ void SwarmSession::Impl::onSessionStats(const lt::session_stats_alert& stats) {
   if (nodes >= 0) network->tick(int(values[nodes]), Clock::now());  // the self-test's grace runs from here
 }
 
+// Announce and look up at once: the first traversals, started before the routing table held
+// anyone, found nobody (the netlab: first records ~31 s after the start; with this, 15-17 s, the
+// bootstrap's own ~15 s of timeouts towards unreachable nodes).
+void SwarmSession::Impl::onDhtBootstrapped() {
+  if (settings.log) settings.log("DHT bootstrapped");
+  retryMs = settings.firstRetryMs;
+  announceRun();
+}
+
+// The queue overflowed (a burst of peers or records): the alerts our transfers wait for (metadata,
+// finished, errors) may be among the lost. Their handlers are idempotent, so each transfer's state
+// is read and handled as if its alert had come. Records need nothing: BEP44 polls and gossip
+// resend them.
+void SwarmSession::Impl::onAlertsDropped() {
+  ++counters.droppedAlerts;
+  if (settings.log) settings.log("libtorrent dropped alerts (queue full); transfers re-checked from their state");
+  reconcileTransfers();
+}
+
 void SwarmSession::Impl::dispatch(lt::alert* a) {
   switch (a->type()) {
     case lt::dht_mutable_item_alert::alert_type:
@@ -202,12 +221,7 @@ void SwarmSession::Impl::dispatch(lt::alert* a) {
       onRendezvousPeers(*static_cast<lt::dht_get_peers_reply_alert*>(a));
       return;
     case lt::dht_bootstrap_alert::alert_type:
-      // Announce and look up at once: the first traversals, started before the routing table
-      // held anyone, found nobody (the netlab: first records ~31 s after the start; with this,
-      // 15-17 s, the bootstrap's own ~15 s of timeouts towards unreachable nodes).
-      if (settings.log) settings.log("DHT bootstrapped");
-      retryMs = settings.firstRetryMs;
-      announceRun();
+      onDhtBootstrapped();
       return;
     case lt::hash_failed_alert::alert_type:
       ++counters.hashFailures;
@@ -243,13 +257,7 @@ void SwarmSession::Impl::dispatch(lt::alert* a) {
       onSessionStats(*static_cast<lt::session_stats_alert*>(a));
       return;
     case lt::alerts_dropped_alert::alert_type:
-      // The queue overflowed (a burst of peers or records): the alerts our transfers wait for
-      // (metadata, finished, errors) may be among the lost. Their handlers are idempotent, so
-      // each transfer's state is read and handled as if its alert had come. Records need nothing:
-      // BEP44 polls and gossip resend them.
-      ++counters.droppedAlerts;
-      if (settings.log) settings.log("libtorrent dropped alerts (queue full); transfers re-checked from their state");
-      reconcileTransfers();
+      onAlertsDropped();
       return;
     case lt::state_update_alert::alert_type:
       onStateUpdate(static_cast<lt::state_update_alert*>(a)->status);

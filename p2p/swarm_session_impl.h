@@ -84,6 +84,8 @@ struct SwarmSession::Impl {
   void onDhtItem(const lt::dht_mutable_item_alert& item);              // a BEP44 record
   void onRendezvousPeers(const lt::dht_get_peers_reply_alert& reply);  // the run's peers: dialled
   void onSessionStats(const lt::session_stats_alert& stats);           // traffic, DHT size
+  void onDhtBootstrapped();                                            // announce and look up at once
+  void onAlertsDropped();  // the queue overflowed: transfers re-checked from their state
   void drainGossip();
   void offerRecord(const std::string& bytes, const std::string& sender, const PublicKey* expectedKey);
   void announceRun();

@@ -11,6 +11,7 @@
 #include "core/store/ledger.h"
 #include "support/swarm_clients.h"
 
+#include <QJsonArray>
 #include <QTemporaryDir>
 
 #include <set>
@@ -97,11 +98,18 @@ class SwarmNode : public QObject {
     }
     for (auto& p : peers) QVERIFY(*p->rounds().at(4).valLoss < *p->rounds().at(1).valLoss - 0.3);
     // The claims split the 8 experts: no expert left out, none twice.
-    std::set<QString> claimed;
-    for (auto& p : peers)
-      for (const auto& line : p->log())
-        if (line.startsWith("Claimed experts ")) claimed.insert(line.section(' ', 2, 2));
-    QCOMPARE(int(claimed.size()), kPeers);
+    std::set<int> claimed;
+    int claims = 0;
+    for (auto& p : peers) {
+      const auto events = p->events("claims");
+      QVERIFY2(!events.empty(), qPrintable(p->name() + " printed no claims event"));
+      for (const auto& e : events.front().value("experts").toArray()) {
+        claimed.insert(e.toInt());
+        ++claims;
+      }
+    }
+    QCOMPARE(claims, 8);
+    QCOMPARE(int(claimed.size()), 8);
 
     const auto runId = peers[0]->runId().toStdString();
     QCOMPARE(runId.size(), std::size_t(64));

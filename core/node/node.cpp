@@ -242,8 +242,12 @@ void Node::closeRound(bool deadline, const std::set<ContentId>* only) {
   countNoShows();
   contentOf_[swarm_.selfId()] = contrib_[gather_->round];
   std::vector<IncomingContribution> list;
+  gather_->mergedClaims.clear();
   for (const auto& [sender, c] : gather_->arrived)
-    if (!only || only->count(contentOf_[sender])) list.push_back(c);
+    if (!only || only->count(contentOf_[sender])) {
+      list.push_back(c);
+      gather_->mergedClaims[sender] = c.claims;
+    }
   const qint64 r = gather_->round;
   nextClaims_ = plannedClaims(r + 1);
   QMetaObject::invokeMethod(

@@ -353,8 +353,11 @@ class Node : public QObject {
     std::set<PeerId> claimsGuessed;
     std::set<PeerId> givenUp;  // senders not waited for any more this round (their content was refused)
     std::map<PeerId, IncomingContribution> arrived;  // sender → contribution
-    std::map<ContentId, FetchLimits> transfers;      // content → the sizes its transfer was started with
-    std::map<ContentId, std::string> fetchedPath;    // content → file, once fetched
+    // Each merged sender's claims, taken as the round closes (closeRound): a contribution that
+    // arrives during the merge joins `arrived` (a repair may use it) but not the ledger's rows.
+    std::map<PeerId, std::set<int>> mergedClaims;
+    std::map<ContentId, FetchLimits> transfers;    // content → the sizes its transfer was started with
+    std::map<ContentId, std::string> fetchedPath;  // content → file, once fetched
     std::set<PeerId> expected;
     bool cutOffSaid = false;
     struct Progress {

@@ -1,8 +1,9 @@
-// Node: what the ledger records of a round, and when. The rows are captured when the round is
-// merged (captureForLedger) — the claims and content ids that held for *that* round — and written
-// once the round's state folder is durable (onPersisted), which comes after the next round's
-// claims are already in force: reading them at write time recorded round N with round N+1's
-// claims (issue 13, item 3; tst_node_rounds checks the rows).
+// Node: what the ledger records of a round, and when. The rows are captured from what the round
+// closed with (closeRound; captureForLedger) — the claims and content ids that held for *that*
+// round, of the senders it merged — and written once the round's state folder is durable
+// (onPersisted), which comes after the next round's claims are already in force: reading them at
+// write time recorded round N with round N+1's claims (issue 13, item 3; tst_node_rounds checks
+// the rows).
 #include "core/node/node.h"
 
 #include <QDateTime>
@@ -14,8 +15,8 @@ Node::UnrecordedRound Node::captureForLedger(const RoundSummary& s, qint64 step)
       s, step, contentOf_, {}, lastStep_.loss, lastStep_.lr, lastStep_.step == step ? lastStep_.gpu : std::nullopt};
   u.claimsOf[swarm_.selfId()] = claims_;  // still this round's: advanceRound changes them after
   if (gather_)
-    for (const auto& [sender, c] : gather_->arrived)
-      if (sender != swarm_.selfId()) u.claimsOf[sender].assign(c.claims.begin(), c.claims.end());
+    for (const auto& [sender, claims] : gather_->mergedClaims)
+      if (sender != swarm_.selfId()) u.claimsOf[sender].assign(claims.begin(), claims.end());
   return u;
 }
 

@@ -68,12 +68,13 @@ NamedTensors aggregate(const NamedTensors& base, const std::vector<Contribution>
 Expected<NamedTensors> aggregateStream(const NamedTensors& base, const std::vector<SenderDeltas>& senders,
                                        const Ownership& owners, const AggregatePolicy& policy = {});
 
-// SPES's expert-merging warm-up.
+// SPES's expert-merging warm-up. No defaults of its own (zero = off): the run's are in
+// train::SwarmPolicy (merge_warmup), the one place the manifest's defaults live.
 struct WarmupConfig {
-  std::int64_t interval = 50;      // steps between warm-up merges
-  double alpha0 = 0.5;             // blend factor at step 0
-  std::int64_t decaySteps = 1000;  // alpha reaches 0 here
-  int topk = 4;                    // donors per expert (capped at n_experts - 1)
+  std::int64_t interval = 0;    // steps between warm-up merges
+  double alpha0 = 0;            // blend factor at step 0
+  std::int64_t decaySteps = 0;  // alpha reaches 0 here
+  int topk = 0;                 // donors per expert (capped at n_experts - 1)
 };
 
 // alpha0 · (1 − step / decaySteps) at multiples of `interval`; 0 elsewhere and once it is ≤ 0.
