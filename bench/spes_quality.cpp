@@ -25,7 +25,7 @@
 //                     [--shards contiguous|interleaved]
 //                     [--alpha0 X] [--warmup-interval N] [--warmup-decay N] [--topk K] [--runs a,b,..]
 //                     [--outer-lr X --outer-momentum X --outer-on all|shared|experts]  (see SimConfig)
-//                     [--run-dir DIR] [--no-files]
+//                     [--seed N] [--run-dir DIR] [--no-files]
 #include "core/common/openmp_policy.h"
 #include "core/sim/simulated_swarm.h"
 #include "core/train/corpus_prep.h"
@@ -69,6 +69,7 @@ struct Args {
   double outerMomentum = 0.0;
   std::string outerOn = "all";  // or "shared" / "experts"
   std::string runs = "centralized,spes,spes_warmup,spes_int8,fedavg";
+  std::uint64_t seed = 0;  // model initialisation and data sampling; 0 = the run's (run.json)
   std::string runDir;
   bool files = true;  // contributions round-trip through contribution files
 };
@@ -118,6 +119,8 @@ bool parseArgs(int argc, char** argv, Args& a) {
       a.outerOn = v;
     else if (arg == "--runs" && next())
       a.runs = v;
+    else if (arg == "--seed" && next())
+      a.seed = std::strtoull(v.c_str(), nullptr, 10);
     else if (arg == "--run-dir" && next())
       a.runDir = v;
     else if (arg == "--no-files")
@@ -161,8 +164,8 @@ es::sim::SimConfig makeConfig(const Args& a, const es::train::RunData& data) {
   c.evalEvery = a.evalEvery;
   c.shardBlockTokens = a.shards == "interleaved" ? 32768 : 0;
   if (a.lr > 0) c.train.lr = a.lr;
-  c.seed = data.manifest.seed;
-  c.dataSeed = data.manifest.seed;
+  c.seed = a.seed ? a.seed : data.manifest.seed;
+  c.dataSeed = c.seed;
   // run.json's merge warm-up (interval = sync_every, decay over the first 20% of the run),
   // scaled to this run's length.
   c.warmupConfig.interval = a.warmupInterval > 0 ? a.warmupInterval : a.syncEvery;
@@ -209,7 +212,7 @@ int main(int argc, char** argv) {
                  "[--warmup-interval N] [--warmup-decay N] [--topk K] [--outer-lr X] [--outer-momentum X] [--outer-on "
                  "all|shared|experts] [--runs "
                  "centralized,spes,spes_warmup,spes_int8,fedavg] "
-                 "[--run-dir DIR] [--no-files]\n",
+                 "[--seed N] [--run-dir DIR] [--no-files]\n",
                  argv[0]);
     return 2;
   }
@@ -244,6 +247,7 @@ int main(int argc, char** argv) {
   print("batch_centralized", base.centralBatch > 0 ? base.centralBatch : base.peers * base.train.batchSize, 0);
   print("lr", base.train.lr, 4);
   print("threads", args.threads, 0);
+  print("seed", double(base.seed), 0);
   printText("shards", args.shards);
   print("eval_windows", args.evalWindows, 0);
   if (!base.outer.plain()) {
