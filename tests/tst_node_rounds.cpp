@@ -380,28 +380,18 @@ class NodeRounds : public QObject {
   // end as without the delay.
   void aSplitIsRepairedWhileContributionsAreHashed() { checkRepairedWithoutASnapshot("repair-slow-hash", 1500); }
 
-  // Issue 15, open: a split three ways. Each peer misses another's round-1 contribution (a misses
-  // c's, b misses a's, c misses b's), so round 1 closes by its deadline everywhere with a different
-  // pair: three states, each held by one peer, no majority. Wanted: one state with all three
-  // contributions from round 3. It fails today, on two causes found on 2026-12-04 (both
-  // mutation-checked): (1) the agreement vote weighs standing including the judged round's own
-  // merge, so each peer's own state and its merge partner's outweigh the third and every peer
-  // picks another winner; (2) a peer that repaired a round stays a round behind for good: the
-  // others close each next round on its stale contribution, built before the repair, and never get
-  // the rewritten one. Weighing with the standing from before the round and not letting a stale
-  // arrival complete a round made this pass (rounds 3 to 9 in one state), but broke
-  // freshKeysReportingAnotherStateDoNotPullTheSwarm (round 1 has no earlier standing) and, in the
-  // full suite, tst_swarm_adversary (more deadline closes, a split in round 3): reverted. Tried
-  // again at 7901705: weighing the vote with the standing from before our latest merge only (what
-  // the latest merge added left out; the fresh-keys test still passed) made the round-1 winner the same
-  // on all three (b and c took a's state) — but 1 run of 4 passed: a stayed a round behind; then
-  // also not closing a slot whose sender's record names another state for the round before (a
-  // rewrite follows its repair): 5 of 5 runs failed on one state per round from round 3 (in the
-  // one read through: one state in round 3, a re-split in round 4, a merged 2 and b and c 3).
-  // Reverted. So this runs only with ES_THREE_WAY_SPLIT=1, as the reproduction for that work.
+  // Issue 15: a split three ways. Each peer misses another's round-1 contribution for good (a
+  // misses c's, b misses a's, c misses b's), so round 1 closes by its deadline everywhere with a
+  // different pair: three states, each held by one peer, no majority by head count. Wanted: one
+  // state with all three contributions from round 3. Four rules make it (each one's removal failed
+  // this twice in two runs, 2026-12-04): the vote on a round weighs standing from before that round
+  // (Node::standingBefore: all three pick the same winner — with the round's own merge counted,
+  // each picked another); a peer whose base changed withdraws the contributions it built on the
+  // state it left (Node::forgetContributionsAfter) and the others drop a withdrawn one
+  // (Node::gather) and do not count a contribution whose sender's record names another base
+  // (Node::builtOnAnotherState) — without those, the repaired peer stayed a round behind: the
+  // others closed each round on its stale contribution and never merged the rewrite.
   void aSplitThreeWaysComesBackToOneState() {
-    if (!qEnvironmentVariableIsSet("ES_THREE_WAY_SPLIT"))
-      QSKIP("the open three-way split (issue 15): ES_THREE_WAY_SPLIT=1 runs its reproduction");
     MemorySwarmHub hub("tiny-run");
     MemorySwarm swarmA(hub, "peer-a"), swarmB(hub, "peer-b"), swarmC(hub, "peer-c");
     const auto misses = [](MemorySwarm& self, const char* from) {

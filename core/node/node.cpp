@@ -263,7 +263,7 @@ void Node::onMerged(const RoundMerged& merged) {
   for (const auto& v : merged.result.verdicts)
     if (!v.accepted && !v.stale && !v.lost && v.sender != swarm_.selfId()) banSender(v.sender, v.reason);
   unrecorded_[s.round] = captureForLedger(s, merged.step);  // committed once its state is durable
-  noteStanding(merged.result);
+  noteStanding(s.round, merged.result);
   keepClosedRound(merged.result);
   mergedRound_ = s.round;
   noteFingerprint(s.round, s.merge.fingerprint);

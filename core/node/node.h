@@ -251,9 +251,12 @@ class Node : public QObject {
   // rounds in a row, or were stale kStaleRounds rounds in a row while we held the majority's
   // state, are left out too (they are still fetched from, so they come back at once).
   std::vector<SwarmPeer> livePeers(qint64 round, bool withNoShows = false) const;
+  bool builtOnAnotherState(const PeerId& sender) const;  // node_gather.cpp: its record's base is not ours
+  void forgetContributionsAfter(qint64 round);           // node_resync.cpp: built on a state we left
   bool staleOut(const PeerId& peer) const;  // stale kStaleRounds rounds in a row (or more), none merged since
   void loadBans();  // node_bans.cpp: the run's bans in force and the peers' standing, from the ledger
-  void noteStanding(const MergeResult& result);  // node_bans.cpp: accepted contributions add weight
+  void noteStanding(qint64 round, const MergeResult& result);  // node_bans.cpp: accepted contributions add weight
+  const Standing& standingBefore(qint64 round) const;          // node_bans.cpp: the weights of a vote on `round`
   void ban(const PeerId& peer, const std::string& reason);
   bool isBanned(const PeerId& peer) const;  // and the ban has not expired
 
@@ -321,10 +324,11 @@ class Node : public QObject {
   std::vector<double> roundSeconds_;
   double lastLoss_ = 0, lastTokensPerSecond_ = 0;
   qint64 steps_ = 0;
-  Bans banned_;              // peer id → when and why (expired ones are ignored: isBanned)
-  Standing standing_;        // peer id → rounds we merged its contribution: its vote's weight
-  PeerSightings sightings_;  // which peers the ledger has seen, and when (peersChanged)
-  RoundClaims roundClaims_;  // each peer's claims per round, from its records (peersChanged)
+  Bans banned_;                            // peer id → when and why (expired ones are ignored: isBanned)
+  Standing standing_;                      // peer id → rounds we merged its contribution: its vote's weight
+  std::map<qint64, Standing> standingAt_;  // round → standing_ before we merged it (the last 3 rounds)
+  PeerSightings sightings_;                // which peers the ledger has seen, and when (peersChanged)
+  RoundClaims roundClaims_;                // each peer's claims per round, from its records (peersChanged)
   void noteRoundClaims();
   // Peer id → the round we first saw it claiming: the grace of the silent rule (peer_rules.h).
   // Filled as livePeers meets them, hence mutable. Peers may differ by a round on a newcomer's

@@ -25,9 +25,23 @@ void Node::loadBans() {
 
 // Counted at merge time (the ledger's rows follow once the round is durable); a crash between
 // the two loses at most that round's increments, as it loses the round.
-void Node::noteStanding(const MergeResult& result) {
+void Node::noteStanding(qint64 round, const MergeResult& result) {
+  standingAt_[round] = standing_;
+  while (standingAt_.size() > 3) standingAt_.erase(standingAt_.begin());
   for (const auto& v : result.verdicts)
     if (v.accepted) ++standing_[v.sender];
+}
+
+// A vote on the state `round` was merged into weighs each voter by the work we merged *before*
+// that round (swarmStateOf). Counting the round itself tilts a split in it: in a split three ways
+// each peer had merged one partner's contribution in the round, so its own state and that
+// partner's outweighed the third and each peer picked another winner (tst_node_rounds
+// aSplitThreeWaysComesBackToOneState). Peers that worked together until the split weigh the
+// voters alike, so they pick alike. (A round we did not merge — a snapshot's — has no entry: the
+// standing of now.)
+const Standing& Node::standingBefore(qint64 round) const {
+  const auto it = standingAt_.find(round);
+  return it == standingAt_.end() ? standing_ : it->second;
 }
 
 void Node::ban(const PeerId& id, const std::string& reason) {

@@ -196,6 +196,7 @@ void Node::onRemerged(qint64 round, const QString& fingerprint, const QString& s
   // again, on this one.
   held_.reset();
   ++baseEpoch_;
+  forgetContributionsAfter(round);
   endResync();
   noteFingerprint(round, fingerprint.toStdString());
   announce();

@@ -131,6 +131,7 @@ void Node::onSnapshotAdopted(qint64 round, const QString& fingerprint, const QSt
   repair_.reset();
   held_.reset();  // built on the state we left
   ++baseEpoch_;   // and so is a contribution still being hashed
+  forgetContributionsAfter(round);
   endResync();
   mergedRound_ = round;
   fingerprints_.clear();  // what we merged before was not the swarm's state
@@ -144,6 +145,12 @@ void Node::onSnapshotAdopted(qint64 round, const QString& fingerprint, const QSt
   announce();
 }
 
+// Our contributions of the rounds after `round` were built on the state we just left. Our record
+// must not name them beside the new state: the others would take them for the rewrite and close
+// the round on a stale contribution (tst_node_rounds aSplitThreeWaysComesBackToOneState). The
+// trainer sends those rounds again on the new base.
+void Node::forgetContributionsAfter(qint64 round) { contrib_.erase(contrib_.upper_bound(round), contrib_.end()); }
+
 void Node::noteFingerprint(qint64 round, const std::string& fingerprint) {
   fingerprints_[round] = fingerprint;
   while (fingerprints_.size() > 2) fingerprints_.erase(fingerprints_.begin());
@@ -154,8 +161,10 @@ void Node::noteFingerprint(qint64 round, const std::string& fingerprint) {
 // merged it group by fingerprint. A group holds the swarm's state once it has more than half of
 // the weight of those peers plus those still gathering that round (us included), or, when none is
 // still gathering it, if it is the heaviest (a tie goes to the smaller fingerprint). Weight is
-// standing (core/node/standing.h): 1 + the rounds we merged the peer's work; among peers we
-// merged equally often this is a head count, so every peer picks the same group. Deciding on fewer was wrong in the
+// standing (core/node/standing.h): 1 + the rounds we merged the peer's work before the judged
+// round (standingBefore); among peers we merged equally often this is a head count, so every
+// peer picks the same group. A reporter with neither a contribution to the round nor such work
+// has no say. Deciding on fewer was wrong in the
 // netlab: a cut peer saw only the other cut peer's record, took the tie and adopted that peer's odd state. Both rounds,
 // because a peer whose deadline hit early has merged the next round before the others report the one it merged alone. A
 // peer that skipped the round (it took a later snapshot) or is behind it has no say.
@@ -163,24 +172,29 @@ std::optional<Node::StateGroup> Node::swarmStateOf(qint64 round, const std::stri
   std::map<std::string, std::set<PeerId>> groups;  // fingerprint → peers (ordered: ties → smaller)
   groups[own].insert(swarm_.selfId());
   std::set<PeerId> reporting{swarm_.selfId()}, gathering;
+  const Standing& standing = standingBefore(round);
   for (const auto& p : swarm_.peers()) {
     const Announcement& a = p.announced;
     if (isBanned(p.id) || a.claims.empty()) continue;
     if (auto m = a.merged.find(round); m != a.merged.end()) {
+      // A say on the round: a contribution to it, or work of ours merged before it. Weighed by
+      // the standing from before the round, fresh keys that report a state of their own would
+      // otherwise outvote the peers of a fresh run, who have only the round itself to show.
+      if (!a.contrib.count(round) && voteWeight(standing, p.id) <= 1) continue;
       groups[m->second].insert(p.id);
       reporting.insert(p.id);
     } else if (a.round == round) {
       gathering.insert(p.id);
     }
   }
-  const std::int64_t reached = totalWeight(standing_, reporting) + totalWeight(standing_, gathering);
+  const std::int64_t reached = totalWeight(standing, reporting) + totalWeight(standing, gathering);
   if (groups.size() < 2) return std::nullopt;  // nobody disagrees (yet)
   // The heaviest group is the swarm's (votes weigh accepted work, core/node/standing.h: fresh keys
   // reporting a state of their own do not make us the odd one out); ties → smaller fingerprint.
   auto largest = groups.begin();
   for (auto it = groups.begin(); it != groups.end(); ++it)
-    if (totalWeight(standing_, it->second) > totalWeight(standing_, largest->second)) largest = it;
-  if (2 * totalWeight(standing_, largest->second) <= reached && !gathering.empty())
+    if (totalWeight(standing, it->second) > totalWeight(standing, largest->second)) largest = it;
+  if (2 * totalWeight(standing, largest->second) <= reached && !gathering.empty())
     return std::nullopt;  // not decided yet
   return StateGroup{largest->first, largest->second, groups[own].size()};
 }
