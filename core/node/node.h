@@ -251,8 +251,8 @@ class Node : public QObject {
   // rounds in a row, or were stale kStaleRounds rounds in a row while we held the majority's
   // state, are left out too (they are still fetched from, so they come back at once).
   std::vector<SwarmPeer> livePeers(qint64 round, bool withNoShows = false) const;
-  bool builtOnAnotherState(const PeerId& sender) const;  // node_gather.cpp: its record's base is not ours
-  void forgetContributionsAfter(qint64 round);           // node_resync.cpp: built on a state we left
+  bool builtOnAnotherState(const SwarmPeer& sender) const;  // node_gather.cpp: its record's base is not ours
+  void forgetContributionsAfter(qint64 round);              // node_resync.cpp: built on a state we left
   bool staleOut(const PeerId& peer) const;  // stale kStaleRounds rounds in a row (or more), none merged since
   void loadBans();  // node_bans.cpp: the run's bans in force and the peers' standing, from the ledger
   void noteStanding(qint64 round, const MergeResult& result);  // node_bans.cpp: accepted contributions add weight

@@ -35,7 +35,9 @@ void Node::gather() {
   gather_->expected = {swarm_.selfId()};
   for (const auto& p : livePeers(r)) gather_->expected.insert(p.id);
   // No-shows are fetched from all the same (not waited for): one that delivers is back at once.
+  std::set<PeerId> onAnotherBase;
   for (const auto& p : livePeers(r, true)) {
+    if (builtOnAnotherState(p)) onAnotherBase.insert(p.id);
     auto c = p.announced.contrib.find(r);
     if (c == p.announced.contrib.end()) {
       // Withdrawn: built on a state its sender left (forgetContributionsAfter); the rewrite follows.
@@ -52,7 +54,7 @@ void Node::gather() {
   }
   if (closeOnSwarmSet()) return;
   for (const auto& id : gather_->expected)
-    if ((!gather_->arrived.count(id) || builtOnAnotherState(id)) && !gather_->givenUp.count(id)) return;
+    if ((!gather_->arrived.count(id) || onAnotherBase.count(id)) && !gather_->givenUp.count(id)) return;
   closeRound(false);
 }
 
@@ -61,15 +63,10 @@ void Node::gather() {
 // (dropSuperseded takes the new one), so its slot is not filled yet — closing on the stale one
 // merged the round without it while it merged its rewrite: a split again, every round
 // (tst_node_rounds aSplitThreeWaysComesBackToOneState). Still only until the deadline.
-bool Node::builtOnAnotherState(const PeerId& sender) const {
+bool Node::builtOnAnotherState(const SwarmPeer& sender) const {
   const auto ours = fingerprints_.find(gather_->round - 1);
-  if (ours == fingerprints_.end() || sender == swarm_.selfId()) return false;
-  for (const auto& p : swarm_.peers())
-    if (p.id == sender) {
-      const auto theirs = p.announced.merged.find(gather_->round - 1);
-      return theirs != p.announced.merged.end() && theirs->second != ours->second;
-    }
-  return false;
+  const auto theirs = sender.announced.merged.find(gather_->round - 1);
+  return ours != fingerprints_.end() && theirs != sender.announced.merged.end() && theirs->second != ours->second;
 }
 
 // A contribution names its sender in its header, so no other peer's can have our content id: a
