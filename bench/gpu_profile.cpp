@@ -1,6 +1,6 @@
 // Where a training step's time goes on a device (issue 16: MFU), through LibTorch's own profiler
 // (Kineto; CUPTI on a GPU), so a lent GPU's few minutes bring back what to change next:
-//   gpu_profile [--device DEVICE] [--model default|gpu-1b] [--dispatch auto|loop|batched] [--steps N]
+//   gpu_profile [--device DEVICE] [--model default|gpu-1b] [--dispatch auto|loop|batched|grouped] [--steps N]
 //               [--run-dir DIR]
 // Prints `name: value unit` lines: the step's wall time, the device's busy time in it (the sum of
 // its kernels' and copies' durations — busy well under wall means the host, not the GPU, sets
@@ -75,10 +75,10 @@ void printTopKernels(const std::map<std::string, Totals>& kernels, double busyNs
 int main(int argc, char** argv) {
   Args args;
   if (!parseArgs(argc, argv, args)) {
-    std::fprintf(
-        stderr,
-        "usage: %s [--device D] [--model default|gpu-1b] [--dispatch auto|loop|batched] [--steps N] [--run-dir DIR]\n",
-        argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s [--device D] [--model default|gpu-1b] [--dispatch auto|loop|batched|grouped] [--steps N] "
+                 "[--run-dir DIR]\n",
+                 argv[0]);
     return 2;
   }
   auto log = [](const std::string& line) { std::fprintf(stderr, "gpu_profile: %s\n", line.c_str()); };

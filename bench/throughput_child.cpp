@@ -22,6 +22,8 @@ Expected<std::unique_ptr<train::Trainer>> makeBenchTrainer(const ChildOptions& o
     return makeError("no model preset \"" + o.model + "\"");
   model::ExpertDispatch dispatch{};
   if (!parseExpertDispatch(o.dispatch, dispatch)) return makeError("no expert dispatch \"" + o.dispatch + "\"");
+  if (dispatch == model::ExpertDispatch::Grouped && !model::groupedExpertsAvailable())
+    return makeError("--dispatch grouped needs LibTorch >= 2.9 (at::_grouped_mm)");
   options.seed = data->manifest.seed;
   options.dataSeed = data->manifest.seed;
   options.localExperts = o.localExperts;

@@ -148,6 +148,8 @@ bool parseExpertDispatch(const std::string& name, model::ExpertDispatch& dispatc
     dispatch = model::ExpertDispatch::Loop;
   else if (name == "batched")
     dispatch = model::ExpertDispatch::Batched;
+  else if (name == "grouped")
+    dispatch = model::ExpertDispatch::Grouped;
   else
     return false;
   return true;

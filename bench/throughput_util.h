@@ -58,8 +58,8 @@ std::int64_t frozenExpertSavingBytes(const model::ModelConfig& config, int train
 // stays the run's (its tokenizer made the data). False for an unknown name.
 bool applyModelPreset(const std::string& name, model::ModelConfig& model, int& batchSize);
 
-// --dispatch auto|loop|batched (core/model/moe_layer.h): how the experts' products are launched.
-// False for another name.
+// --dispatch auto|loop|batched|grouped (core/model/moe_layer.h): how the experts' products are
+// launched. False for another name.
 bool parseExpertDispatch(const std::string& name, model::ExpertDispatch& dispatch);
 
 }  // namespace es::bench

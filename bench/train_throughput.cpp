@@ -5,12 +5,13 @@
 //   (train_throughput_ref.py) for a C++/Python ratio.
 //
 // Usage: train_throughput [--threads N] [--steps N] [--warmup N] [--run-dir DIR] [--device DEVICE]
-//                         [--model default|gpu-1b] [--dispatch auto|loop|batched]
+//                         [--model default|gpu-1b] [--dispatch auto|loop|batched|grouped]
 //                         [--python PATH | --no-python]
 // --device cuda: the same model on the GPU, its peak measured as a bf16 GEMM, MFU against it
 // (issue 16; the Python reference is CPU-only and is skipped). --model gpu-1b: the GPU-sized
 // config (throughput_util.h) instead of the run's; the Python reference is skipped for it too.
-// --dispatch: how the experts run (core/model/moe_layer.h; auto: batched on a GPU, looped on a CPU).
+// --dispatch: how the experts run (core/model/moe_layer.h; auto: batched on a GPU, looped on a CPU;
+// grouped: one at::_grouped_mm per product, LibTorch >= 2.9).
 // Hidden: --child all|two  (measure one configuration; used by the parent on itself)
 #include "bench/throughput_child.h"
 #include "bench/throughput_util.h"
@@ -119,7 +120,7 @@ int main(int argc, char** argv) {
   if (!parseArgs(argc, argv, args)) {
     std::fprintf(stderr,
                  "usage: %s [--threads N] [--steps N] [--warmup N] [--run-dir DIR] [--device DEVICE] "
-                 "[--model default|gpu-1b] [--dispatch auto|loop|batched] [--python PATH | --no-python]\n",
+                 "[--model default|gpu-1b] [--dispatch auto|loop|batched|grouped] [--python PATH | --no-python]\n",
                  argv[0]);
     return 2;
   }

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <set>
+#include <stdexcept>
 
 using namespace es::model;
 
@@ -137,6 +138,31 @@ class MoeModelTest : public QObject {
       QVERIFY2(torch::equal(automatic[i], looped[i]), what.c_str());
     }
     QCOMPARE(idle, 3);  // w1, w3, w2 of expert 3
+  }
+
+  // The grouped way (at::_grouped_mm) computes what the loop computes where LibTorch has it
+  // (>= 2.9; tests/device checks training with it); elsewhere it refuses with the reason rather
+  // than run something else under its name.
+  void groupedExpertsMatchTheLoopOrSayWhyNot() {
+    torch::manual_seed(5);
+    const auto config = smallConfig();
+    MoeLayer layer(config);
+    const auto x = torch::randn({37, config.dModel});
+    const auto ones = torch::ones({config.nExperts});
+    layer->dispatch = ExpertDispatch::Loop;
+    const auto looped = layer->forward(x, ones).y;
+    layer->dispatch = ExpertDispatch::Grouped;
+    if (!groupedExpertsAvailable()) {
+      try {
+        layer->forward(x, ones);
+        QFAIL("the grouped way ran on a LibTorch without it");
+      } catch (const std::invalid_argument& e) {
+        QVERIFY2(std::string(e.what()).find("2.9") != std::string::npos, e.what());
+      }
+      return;
+    }
+    const double diff = (layer->forward(x, ones).y - looped).abs().max().item<double>();
+    QVERIFY2(diff <= 1e-5, std::to_string(diff).c_str());
   }
 
   void outputsAreCausal() {

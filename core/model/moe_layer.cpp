@@ -1,10 +1,12 @@
 #include "core/model/moe_layer.h"
 
 #include "core/model/model_config.h"
+#include "core/model/torch_compat.h"
 
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace es::model {
 
@@ -44,13 +46,9 @@ MoeOutput MoeLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& lbW
   auto tokenOf = torch::div(order, topK_, "floor");                      // [n·k]
   auto gateSorted = gates.reshape({-1}).index_select(0, order);          // [n·k]
   auto counts = torch::bincount(flatExpert, /*weights=*/{}, nExperts_);  // [E]
-  auto countsCpu = counts.to(torch::kCPU);  // the one wait for the device per layer: sizes below
-  const auto* countPtr = countsCpu.data_ptr<int64_t>();
-
-  auto xSorted = x.index_select(0, tokenOf);  // [n·k, d]
-  auto expertOut = batched(x, countPtr, flatExpert.numel()) ? expertsBatched(xSorted, expertSorted, counts, countPtr)
-                                                            : expertsLooped(xSorted, countPtr);
-  auto ySorted = expertOut * gateSorted.unsqueeze(1);  // [n·k, d]
+  auto xSorted = x.index_select(0, tokenOf);                             // [n·k, d]
+  auto expertOut = runExperts(x, xSorted, expertSorted, counts);         // [n·k, d]
+  auto ySorted = expertOut * gateSorted.unsqueeze(1);                    // [n·k, d]
   // Under bf16 autocast the experts' products are bf16; the residual stream stays f32.
   auto y = torch::zeros_like(x).index_add(0, tokenOf, ySorted.to(x.scalar_type()));  // [n, d]
 
@@ -60,6 +58,15 @@ MoeOutput MoeLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& lbW
   auto loadBalance = nExperts_ * (lbWeights * fraction * meanProb).sum();
   auto zLoss = torch::logsumexp(logits, -1).pow(2).mean();
   return {y, loadBalance, zLoss, counts};
+}
+
+torch::Tensor MoeLayerImpl::runExperts(const torch::Tensor& x, const torch::Tensor& xSorted,
+                                       const torch::Tensor& expertSorted, const torch::Tensor& counts) {
+  if (dispatch == ExpertDispatch::Grouped) return expertsGrouped(xSorted, expertSorted, counts);
+  auto countsCpu = counts.to(torch::kCPU);  // the one wait for the device per layer: sizes below
+  const auto* countPtr = countsCpu.data_ptr<int64_t>();
+  return batched(x, countPtr, xSorted.size(0)) ? expertsBatched(xSorted, expertSorted, counts, countPtr)
+                                               : expertsLooped(xSorted, countPtr);
 }
 
 bool MoeLayerImpl::batched(const torch::Tensor& x, const std::int64_t* counts, std::int64_t assignments) const {
@@ -103,6 +110,50 @@ torch::Tensor MoeLayerImpl::expertsBatched(const torch::Tensor& xSorted, const t
   auto up = torch::bmm(block, torch::stack(w3).transpose(1, 2));
   auto out = torch::bmm(gate * up, torch::stack(w2).transpose(1, 2));  // [E, C, d]
   return out.view({nExperts_ * capacity, d}).index_select(0, row);     // [n·k, d]
+}
+
+bool groupedExpertsAvailable() { return ES_HAVE_GROUPED_MM; }
+
+// Expert e's sorted assignments fill rows [start_e, start_e + count_e) of a block whose groups are
+// rounded up to kGroupRows rows (so every group starts 16-byte aligned in any layout the backward
+// takes: torchtitan pads its groups for the same kernel). The block has a size known without the
+// counts, n·k + E·(kGroupRows − 1); the last group runs to its end. Padding rows are zero: they
+// add nothing to a weight gradient and are never read back. Idle experts' weights get a zero
+// gradient, as batched. Casts to autocast's type itself when autocast is on (whether a LibTorch
+// lists the op for autocast varies by version).
+torch::Tensor MoeLayerImpl::expertsGrouped(const torch::Tensor& xSorted, const torch::Tensor& expertSorted,
+                                           const torch::Tensor& counts) {
+#if ES_HAVE_GROUPED_MM
+  constexpr int64_t kGroupRows = 16;
+  const int64_t rows = xSorted.size(0) + nExperts_ * (kGroupRows - 1), d = xSorted.size(1);
+  auto padded = torch::div(counts + (kGroupRows - 1), kGroupRows, "floor") * kGroupRows;  // [E]
+  auto ends = padded.cumsum(0);
+  auto position =
+      torch::arange(xSorted.size(0), counts.options()) - (counts.cumsum(0) - counts).index_select(0, expertSorted);
+  auto row = (ends - padded).index_select(0, expertSorted) + position;  // [n·k]
+  auto offsets = ends.to(torch::kInt);
+  offsets.narrow(0, nExperts_ - 1, 1).fill_(rows);  // on the device: no wait
+
+  const auto device = xSorted.device().type();
+  const auto type = autocastEnabled(device) ? autocastDtype(device) : xSorted.scalar_type();
+  auto block = torch::zeros({rows, d}, xSorted.options().dtype(type)).index_copy(0, row, xSorted.to(type));
+  std::vector<torch::Tensor> w1, w3, w2;
+  for (const auto& expert : expertList_) {
+    w1.push_back(expert->w1);
+    w3.push_back(expert->w3);
+    w2.push_back(expert->w2);
+  }
+  // [E, out, in] stacked, transposed to [E, in, out]: the column-major layout the kernel takes.
+  auto product = [&](const torch::Tensor& a, std::vector<torch::Tensor>& w) {
+    return at::_grouped_mm(a, torch::stack(w).to(type).transpose(1, 2), offsets);
+  };
+  auto gate = torch::silu(product(block, w1));        // [rows, hidden]
+  auto out = product(gate * product(block, w3), w2);  // [rows, d]
+  return out.index_select(0, row);                    // [n·k, d]
+#else
+  (void)xSorted, (void)expertSorted, (void)counts;
+  throw std::invalid_argument("grouped experts need LibTorch >= 2.9 (at::_grouped_mm); this is " TORCH_VERSION);
+#endif
 }
 
 }  // namespace es::model

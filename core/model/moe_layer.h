@@ -13,6 +13,9 @@
 // in an [E, C, d] block padded to the busiest expert's count C, three bmm — the same function,
 // summed in another order. Only while padding at most doubles the experts' work (a router that
 // sends most tokens to one expert falls back to the loop).
+// Grouped (LibTorch >= 2.9, asked for by name only until a GPU has measured it): every expert's
+// product in one at::_grouped_mm launch, its groups laid out and bounded on the device — no wait
+// for the host per layer and no padding to the busiest expert.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -42,7 +45,10 @@ struct MoeOutput {
 
 // How the experts' products are launched. Auto: batched on a GPU (when padding allows), the loop
 // on the CPU, where arithmetic is the cost and padding would only add to it.
-enum class ExpertDispatch { Auto, Loop, Batched };
+enum class ExpertDispatch { Auto, Loop, Batched, Grouped };
+
+// Whether this LibTorch has the grouped product (ExpertDispatch::Grouped throws without it).
+bool groupedExpertsAvailable();
 
 class MoeLayerImpl : public torch::nn::Module {
  public:
@@ -54,7 +60,7 @@ class MoeLayerImpl : public torch::nn::Module {
 
   torch::nn::Linear router{nullptr};  // d -> E, no bias
   torch::nn::ModuleList experts{nullptr};
-  ExpertDispatch dispatch = ExpertDispatch::Auto;  // benches and tests compare the two
+  ExpertDispatch dispatch = ExpertDispatch::Auto;  // benches and tests compare the ways
 
  private:
   bool batched(const torch::Tensor& x, const std::int64_t* counts, std::int64_t assignments) const;
@@ -62,6 +68,11 @@ class MoeLayerImpl : public torch::nn::Module {
   torch::Tensor expertsLooped(const torch::Tensor& xSorted, const std::int64_t* counts);
   torch::Tensor expertsBatched(const torch::Tensor& xSorted, const torch::Tensor& expertSorted,
                                const torch::Tensor& counts, const std::int64_t* hostCounts);
+  // counts stay on the device: the groups' bounds are computed there.
+  torch::Tensor expertsGrouped(const torch::Tensor& xSorted, const torch::Tensor& expertSorted,
+                               const torch::Tensor& counts);
+  torch::Tensor runExperts(const torch::Tensor& x, const torch::Tensor& xSorted, const torch::Tensor& expertSorted,
+                           const torch::Tensor& counts);
 
   int nExperts_;
   int topK_;

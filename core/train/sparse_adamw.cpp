@@ -1,7 +1,7 @@
 #include "core/train/sparse_adamw.h"
 
+#include "core/model/torch_compat.h"
 #include "core/train/adamw_kernel.h"
-#include "core/train/torch_compat.h"
 
 #include <torch/torch.h>
 

@@ -3,7 +3,7 @@
 
 #include "core/checkpoint/training_state.h"
 #include "core/model/tensor_names.h"
-#include "core/train/torch_compat.h"
+#include "core/model/torch_compat.h"
 #include "core/train/trainer_impl.h"
 
 #include <torch/torch.h>
@@ -148,7 +148,7 @@ StepStats Trainer::trainStep() {
   for (const auto& slot : s.optimizer->slots()) slot.param.mutable_grad() = torch::Tensor();
   model::ForwardOutput out;
   {
-    Bf16Autocast autocast(s.bf16, s.device.type());  // the forward only: backward follows its casts
+    model::Bf16Autocast autocast(s.bf16, s.device.type());  // the forward only: backward follows its casts
     out = s.model->forward(inputs, lbWeights);
   }
   auto ce = torch::nn::functional::cross_entropy(out.logits.to(torch::kFloat).reshape({-1, out.logits.size(-1)}),
@@ -186,7 +186,7 @@ double Trainer::evaluate() {
     if (!batch.inputs.defined()) break;
     torch::Tensor logits;
     {
-      Bf16Autocast autocast(s.bf16, s.device.type());
+      model::Bf16Autocast autocast(s.bf16, s.device.type());
       logits = s.model->forward(batch.inputs.to(s.device)).logits.to(torch::kFloat);
     }
     auto ce = torch::nn::functional::cross_entropy(

@@ -90,19 +90,34 @@ void threeStepsMatchTheCpu() {
   ES_CHECK(rel <= (g_device == "cpu" ? 0.0 : 1e-3), "relative difference " + std::to_string(rel));
 }
 
+// With every way of running the experts: a stacked weight (batched, grouped) must not carry a
+// frozen expert's gradient into its tensor.
 void frozenExpertsStayBitIdentical() {
-  auto dev = makeTrainer(tinyOptions(g_device, {1}));
-  const auto before = train::trainerWeights(*dev);
-  for (int i = 0; i < 3; ++i) dev->trainStep();
-  const auto after = train::trainerWeights(*dev);
-  int frozen = 0;
-  for (std::size_t i = 0; i < after.size(); ++i) {
-    const auto expert = model::expertOf(after[i].first);
-    if (!expert || expert->expert == 1) continue;
-    ES_CHECK(torch::equal(after[i].second, before[i].second), after[i].first);
-    ++frozen;
+  std::vector<model::ExpertDispatch> ways{model::ExpertDispatch::Auto, model::ExpertDispatch::Loop,
+                                          model::ExpertDispatch::Batched};
+  if (model::groupedExpertsAvailable()) ways.push_back(model::ExpertDispatch::Grouped);
+  for (const auto way : ways) {
+    auto dev = makeTrainer(tinyOptions(g_device, {1}));
+    dev->impl().model->setExpertDispatch(way);
+    const auto before = train::trainerWeights(*dev);
+    for (int i = 0; i < 3; ++i) dev->trainStep();
+    const auto after = train::trainerWeights(*dev);
+    int frozen = 0, trainedMoved = 0;
+    for (std::size_t i = 0; i < after.size(); ++i) {
+      const auto expert = model::expertOf(after[i].first);
+      if (!expert) continue;
+      if (expert->expert == 1) {
+        trainedMoved += !torch::equal(after[i].second, before[i].second);
+        continue;
+      }
+      ES_CHECK(torch::equal(after[i].second, before[i].second),
+               after[i].first + " (dispatch " + std::to_string(int(way)) + ")");
+      ++frozen;
+    }
+    // 2 layers × 3 experts × w1, w2, w3
+    ES_CHECK(frozen == 2 * 3 * 3, std::to_string(frozen) + " frozen tensors checked");
+    ES_CHECK(trainedMoved == 2 * 3, std::to_string(trainedMoved) + " of expert 1's 6 tensors moved");
   }
-  ES_CHECK(frozen == 2 * 3 * 3, std::to_string(frozen) + " frozen tensors checked");  // 2 layers × 3 experts × w1,w2,w3
 }
 
 // The merge runs on the CPU in float64 whatever the device; what a device peer adds is the copy of
@@ -142,26 +157,34 @@ void bf16TrainsLikeF32() {
            "an unknown precision is refused");
 }
 
-// The experts batched (three bmm over a padded block: a GPU's default) train like the per-expert
-// loop (the CPU's) on the same device: f32 to rounding, bf16 (autocast casts the stacked weights
-// and the padded block) to bf16's precision. Both ways are forced, so the CPU checks them too.
+// The experts batched (three bmm over a padded block: a GPU's default) and grouped (one
+// at::_grouped_mm per product, LibTorch >= 2.9) train like the per-expert loop (the CPU's) on the
+// same device: f32 to rounding, bf16 (autocast casts the stacked weights and the block) to bf16's
+// precision. Every way is forced, so the CPU checks them too.
 void batchedExpertsTrainLikeTheLoop() {
-  for (const std::string precision : {"f32", "bf16"}) {
-    auto looped = makeTrainer(tinyOptions(g_device, {}, precision));
-    auto batched = makeTrainer(tinyOptions(g_device, {}, precision));
-    looped->impl().model->setExpertDispatch(model::ExpertDispatch::Loop);
-    batched->impl().model->setExpertDispatch(model::ExpertDispatch::Batched);
-    const double tolerance = precision == "f32" ? 1e-5 : 1e-2;
-    for (int i = 0; i < 3; ++i) {
-      const double a = looped->trainStep().loss, b = batched->trainStep().loss;
-      ES_CHECK(std::abs(a - b) <= tolerance * std::abs(a),
-               precision + " step " + std::to_string(i) + ": " + std::to_string(a) + " vs " + std::to_string(b));
+  std::vector<std::pair<const char*, model::ExpertDispatch>> ways{{"batched", model::ExpertDispatch::Batched}};
+  if (model::groupedExpertsAvailable())
+    ways.emplace_back("grouped", model::ExpertDispatch::Grouped);
+  else
+    std::printf("       grouped experts: not in this LibTorch (needs 2.9)\n");
+  for (const auto& [way, dispatch] : ways)
+    for (const std::string precision : {"f32", "bf16"}) {
+      auto looped = makeTrainer(tinyOptions(g_device, {}, precision));
+      auto other = makeTrainer(tinyOptions(g_device, {}, precision));
+      looped->impl().model->setExpertDispatch(model::ExpertDispatch::Loop);
+      other->impl().model->setExpertDispatch(dispatch);
+      const double tolerance = precision == "f32" ? 1e-5 : 1e-2;
+      const std::string what = std::string(way) + ", " + precision;
+      for (int i = 0; i < 3; ++i) {
+        const double a = looped->trainStep().loss, b = other->trainStep().loss;
+        ES_CHECK(std::abs(a - b) <= tolerance * std::abs(a),
+                 what + " step " + std::to_string(i) + ": " + std::to_string(a) + " vs " + std::to_string(b));
+      }
+      const double rel = relativeDifference(train::trainerWeights(*other), train::trainerWeights(*looped));
+      std::printf("INFO   : %s experts against the loop after 3 steps: relative weight difference %.3g\n", what.c_str(),
+                  rel);
+      ES_CHECK(rel <= (precision == "f32" ? 1e-4 : 1e-2), what + ": relative difference " + std::to_string(rel));
     }
-    const double rel = relativeDifference(train::trainerWeights(*batched), train::trainerWeights(*looped));
-    std::printf("INFO   : %s, batched experts against the loop after 3 steps: relative weight difference %.3g\n",
-                precision.c_str(), rel);
-    ES_CHECK(rel <= (precision == "f32" ? 1e-4 : 1e-2), precision + ": relative difference " + std::to_string(rel));
-  }
 }
 
 // The multi-tensor AdamW (at::_fused_adamw_, what a GPU trainer uses on LibTorch >= 2.4) updates
