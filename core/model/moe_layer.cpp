@@ -43,12 +43,16 @@ MoeOutput MoeLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& lbW
   // Sort the n·k assignments by expert; token_of[i] is the token of sorted assignment i.
   auto flatExpert = chosen.reshape({-1});  // [n·k]
   auto [expertSorted, order] = torch::sort(flatExpert, /*stable=*/true, /*dim=*/0, /*descending=*/false);
-  auto tokenOf = torch::div(order, topK_, "floor");                      // [n·k]
-  auto gateSorted = gates.reshape({-1}).index_select(0, order);          // [n·k]
-  auto counts = torch::bincount(flatExpert, /*weights=*/{}, nExperts_);  // [E]
-  auto xSorted = x.index_select(0, tokenOf);                             // [n·k, d]
-  auto expertOut = runExperts(x, xSorted, expertSorted, counts);         // [n·k, d]
-  auto ySorted = expertOut * gateSorted.unsqueeze(1);                    // [n·k, d]
+  auto tokenOf = torch::div(order, topK_, "floor");              // [n·k]
+  auto gateSorted = gates.reshape({-1}).index_select(0, order);  // [n·k]
+  // Assignments per expert. Not bincount: on a GPU it reads the input's min and max back to the
+  // host (two waits per layer); a scatter of ones needs nothing from the host, and integer sums
+  // do not depend on their order.
+  auto counts =
+      torch::zeros({nExperts_}, flatExpert.options()).scatter_add_(0, flatExpert, torch::ones_like(flatExpert));
+  auto xSorted = x.index_select(0, tokenOf);                      // [n·k, d]
+  auto expertOut = runExperts(x, xSorted, expertSorted, counts);  // [n·k, d]
+  auto ySorted = expertOut * gateSorted.unsqueeze(1);             // [n·k, d]
   // Under bf16 autocast the experts' products are bf16; the residual stream stays f32.
   auto y = torch::zeros_like(x).index_add(0, tokenOf, ySorted.to(x.scalar_type()));  // [n, d]
 
