@@ -4,7 +4,9 @@
 //               [--run-dir DIR]
 // Prints `name: value unit` lines: the step's wall time, the device's busy time in it (the sum of
 // its kernels' and copies' durations — busy well under wall means the host, not the GPU, sets
-// the pace), kernels and host-side operators per step, then the kernels that took the most time.
+// the pace), kernels and host-side operators per step, on a GPU the copies back to the host and
+// the host's synchronizations per step (each a wait for the queue to drain), then the kernels that
+// took the most time.
 // On the CPU (no CUDA activity) only the operator counts are meaningful. Torch-only build, 2.4+.
 #include "bench/throughput_child.h"
 #include "bench/throughput_util.h"
@@ -105,12 +107,16 @@ int main(int argc, char** argv) {
 
   std::map<std::string, Totals> kernels;
   double busyNs = 0;
-  long hostOps = 0, deviceEvents = 0;
+  long hostOps = 0, deviceEvents = 0, readsBack = 0, hostWaits = 0;
   for (const auto& e : result->events()) {
     if (e.deviceType() == c10::DeviceType::CPU) {
       ++hostOps;
+      // The CUDA runtime's calls are host-side events: each synchronize is the host waiting.
+      hostWaits += e.name().find("Synchronize") != std::string::npos;
       continue;
     }
+    // Every value the host reads from the device (.item(), a count, a norm) is one such copy.
+    readsBack += e.name().rfind("Memcpy DtoH", 0) == 0;
     auto& t = kernels[e.name()];
     t.ns += double(e.durationNs());
     ++t.count;
@@ -125,6 +131,10 @@ int main(int argc, char** argv) {
   std::printf("device_busy_fraction: %.3f\n", wallNs > 0 ? busyNs / wallNs : 0.0);
   std::printf("device_events_per_step: %ld\n", deviceEvents / n);
   std::printf("host_ops_per_step: %ld\n", hostOps / n);  // operators and their nested calls
+  if (gpu) {
+    std::printf("device_to_host_copies_per_step: %.1f\n", double(readsBack) / n);
+    std::printf("host_synchronizations_per_step: %.1f\n", double(hostWaits) / n);
+  }
   if (busyNs > 0) printTopKernels(kernels, busyNs, n);
   return 0;
 }
