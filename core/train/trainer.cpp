@@ -4,6 +4,7 @@
 #include "core/checkpoint/training_state.h"
 #include "core/model/tensor_names.h"
 #include "core/model/torch_compat.h"
+#include "core/train/grad_clip.h"
 #include "core/train/trainer_impl.h"
 
 #include <torch/torch.h>
@@ -158,7 +159,7 @@ StepStats Trainer::trainStep() {
 
   std::vector<torch::Tensor> params;
   for (const auto& slot : s.optimizer->slots()) params.push_back(slot.param);
-  const double gradNorm = torch::nn::utils::clip_grad_norm_(params, cfg.gradClip);
+  const auto gradNorm = clipGradNorm(params, cfg.gradClip);  // read below, with the other figures
   const double lr = learningRateAt(cfg, s.step);
   s.optimizer->step(lr, s.step + 1);
   s.step += 1;
@@ -170,7 +171,7 @@ StepStats Trainer::trainStep() {
   stats.loadBalance = out.loadBalance.item<double>();
   stats.zLoss = out.zLoss.item<double>();
   stats.lr = lr;
-  stats.gradNorm = gradNorm;
+  stats.gradNorm = gradNorm.defined() ? gradNorm.item<double>() : 0.0;
   stats.tokens = batch.inputs.numel();
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return stats;

@@ -7,6 +7,7 @@
 // Exit 77 (skipped) when the device is not here.
 #include "core/model/tensor_names.h"
 #include "core/sync/validate.h"
+#include "core/train/grad_clip.h"
 #include "core/train/sparse_adamw.h"
 #include "core/train/trainer.h"
 #include "core/train/trainer_impl.h"
@@ -187,6 +188,41 @@ void batchedExpertsTrainLikeTheLoop() {
     }
 }
 
+// Clipping without a host read (core/train/grad_clip.h) scales like LibTorch's clip_grad_norm_:
+// the same norm and gradients, clipped (max 0.5) and not (max 1e6), a parameter without a gradient
+// left alone. On the CPU exactly; on a GPU the multi-tensor norm sums in another order.
+void clippingMatchesLibTorch() {
+  torch::manual_seed(6);
+  const auto on = torch::TensorOptions().dtype(torch::kFloat).device(torch::Device(g_device));
+  const std::vector<std::vector<std::int64_t>> shapes{{64, 32}, {32}, {16, 16}, {96, 64}};
+  for (const double maxNorm : {0.5, 1e6}) {
+    std::vector<torch::Tensor> ours, theirs;
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      ours.push_back(torch::zeros(shapes[i], on).requires_grad_());
+      theirs.push_back(torch::zeros(shapes[i], on).requires_grad_());
+      if (i == 2) continue;  // no gradient
+      const auto g = torch::randn(shapes[i], on);
+      ours[i].mutable_grad() = g.clone();
+      theirs[i].mutable_grad() = g.clone();
+    }
+    const double norm = train::clipGradNorm(ours, maxNorm).item<double>();
+    const double reference = torch::nn::utils::clip_grad_norm_(theirs, maxNorm);
+    const bool exact = g_device == "cpu";
+    const auto what = "max " + std::to_string(maxNorm) + ": ";
+    ES_CHECK(exact ? norm == reference : std::abs(norm - reference) <= 1e-6 * reference,
+             what + std::to_string(norm) + " vs " + std::to_string(reference));
+    ES_CHECK(!ours[2].grad().defined(), what + "a gradient appeared");
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      if (i == 2) continue;
+      const double diff = (ours[i].grad() - theirs[i].grad()).abs().max().item<double>();
+      ES_CHECK(exact ? diff == 0.0 : diff <= 1e-6, what + "tensor " + std::to_string(i) + ": " + std::to_string(diff));
+    }
+    ES_CHECK(maxNorm < 1 ? reference > maxNorm : reference < maxNorm, what + "not the case meant");
+  }
+  std::printf("       gradient clipping (%s) as LibTorch's clip_grad_norm_\n",
+              train::multiTensorClipAvailable() ? "multi-tensor" : "per tensor");
+}
+
 // The multi-tensor AdamW (at::_fused_adamw_, what a GPU trainer uses on LibTorch >= 2.4) updates
 // like the per-tensor path: decayed matrices, undecayed vectors, and a tensor without a gradient
 // (an idle expert, which takes the per-tensor path inside it). Before 2.4 it must fall back exactly.
@@ -239,5 +275,6 @@ int main(int argc, char** argv) {
                                 {"aMergedStateLandsBitExact", aMergedStateLandsBitExact},
                                 {"bf16TrainsLikeF32", bf16TrainsLikeF32},
                                 {"batchedExpertsTrainLikeTheLoop", batchedExpertsTrainLikeTheLoop},
-                                {"multiTensorAdamWMatchesPerTensor", multiTensorAdamWMatchesPerTensor}});
+                                {"multiTensorAdamWMatchesPerTensor", multiTensorAdamWMatchesPerTensor},
+                                {"clippingMatchesLibTorch", clippingMatchesLibTorch}});
 }
