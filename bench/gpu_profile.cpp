@@ -62,6 +62,15 @@ struct Totals {
   long count = 0;
 };
 
+// The host's operators by calls a step (nested calls counted too: aten::linear and its aten::mm):
+// where a launch-bound step's host time goes.
+void printTopHostOps(const std::map<std::string, long>& calls, int steps) {
+  std::vector<std::pair<std::string, long>> sorted(calls.begin(), calls.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  for (std::size_t i = 0; i < sorted.size() && i < 15; ++i)
+    std::printf("host op %2zu: %5ld/step  %.110s\n", i + 1, sorted[i].second / steps, sorted[i].first.c_str());
+}
+
 void printTopKernels(const std::map<std::string, Totals>& kernels, double busyNs, int steps) {
   std::vector<std::pair<std::string, Totals>> sorted(kernels.begin(), kernels.end());
   std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
@@ -108,9 +117,11 @@ int main(int argc, char** argv) {
   std::map<std::string, Totals> kernels;
   double busyNs = 0;
   long hostOps = 0, deviceEvents = 0, readsBack = 0, hostWaits = 0;
+  std::map<std::string, long> hostCalls;
   for (const auto& e : result->events()) {
     if (e.deviceType() == c10::DeviceType::CPU) {
       ++hostOps;
+      ++hostCalls[e.name()];
       // The CUDA runtime's calls are host-side events: each synchronize is the host waiting.
       hostWaits += e.name().find("Synchronize") != std::string::npos;
       continue;
@@ -135,6 +146,7 @@ int main(int argc, char** argv) {
     std::printf("device_to_host_copies_per_step: %.1f\n", double(readsBack) / n);
     std::printf("host_synchronizations_per_step: %.1f\n", double(hostWaits) / n);
   }
+  printTopHostOps(hostCalls, n);
   if (busyNs > 0) printTopKernels(kernels, busyNs, n);
   return 0;
 }
