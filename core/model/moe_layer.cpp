@@ -119,9 +119,10 @@ torch::Tensor MoeLayerImpl::expertsBatched(const torch::Tensor& xSorted, const t
 bool groupedExpertsAvailable() { return ES_HAVE_GROUPED_MM; }
 
 // Expert e's sorted assignments fill rows [start_e, start_e + count_e) of a block whose groups are
-// rounded up to kGroupRows rows (so every group starts 16-byte aligned in any layout the backward
-// takes: torchtitan pads its groups for the same kernel). The block has a size known without the
-// counts, n·k + E·(kGroupRows − 1); the last group runs to its end. Padding rows are zero: they
+// rounded up to kGroupRows rows, and an idle expert's group is kGroupRows rows too (so every group
+// starts 16-byte aligned in any layout the backward takes, and none is empty: torchtitan pads its
+// groups alike for the same kernel). The block has a size known without the counts,
+// n·k + E·kGroupRows; the last group runs to its end. Padding rows are zero: they
 // add nothing to a weight gradient and are never read back. Idle experts' weights get a zero
 // gradient, as batched. Casts to autocast's type itself when autocast is on (whether a LibTorch
 // lists the op for autocast varies by version).
@@ -129,8 +130,8 @@ torch::Tensor MoeLayerImpl::expertsGrouped(const torch::Tensor& xSorted, const t
                                            const torch::Tensor& counts) {
 #if ES_HAVE_GROUPED_MM
   constexpr int64_t kGroupRows = 16;
-  const int64_t rows = xSorted.size(0) + nExperts_ * (kGroupRows - 1), d = xSorted.size(1);
-  auto padded = torch::div(counts + (kGroupRows - 1), kGroupRows, "floor") * kGroupRows;  // [E]
+  const int64_t rows = xSorted.size(0) + nExperts_ * kGroupRows, d = xSorted.size(1);
+  auto padded = (torch::div(counts + (kGroupRows - 1), kGroupRows, "floor") * kGroupRows).clamp_min(kGroupRows);
   auto ends = padded.cumsum(0);
   auto position =
       torch::arange(xSorted.size(0), counts.options()) - (counts.cumsum(0) - counts).index_select(0, expertSorted);

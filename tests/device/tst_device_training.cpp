@@ -6,6 +6,7 @@
 // run on the CPU (CI and `scripts/gpu-check --device cpu`): there they must agree exactly.
 // Exit 77 (skipped) when the device is not here.
 #include "core/model/tensor_names.h"
+#include "core/model/torch_compat.h"
 #include "core/sync/validate.h"
 #include "core/train/grad_clip.h"
 #include "core/train/sparse_adamw.h"
@@ -19,6 +20,7 @@
 #include <cstdlib>
 #include <memory>
 #include <random>
+#include <tuple>
 
 using namespace es;
 
@@ -188,6 +190,59 @@ void batchedExpertsTrainLikeTheLoop() {
     }
 }
 
+// The grouped way at the layer, with an idle expert (its group is padding only) and frozen ones:
+// output and input gradient as the loop's (f32: to rounding; autocast bf16: to its precision),
+// the idle expert's weights a zero gradient, frozen experts none.
+void groupedExpertsWithAnIdleExpertMatchTheLoop() {
+  if (!model::groupedExpertsAvailable()) return (void)std::printf("       grouped experts: not in this LibTorch\n");
+  const auto options = tinyOptions(g_device);
+  torch::manual_seed(4);
+  model::MoeLayer layer(options.model);
+  layer->to(torch::Device(g_device));
+  {
+    torch::NoGradGuard g;
+    for (auto& p : layer->parameters()) p.normal_(0, 0.2);
+    layer->router->weight.fill_(0.05);
+    layer->router->weight[3].fill_(-1.0);  // on all-positive inputs expert 3 gets no token
+    layer->router->weight.add_(0.01 * torch::randn_like(layer->router->weight));
+    for (const char* name : {"w1", "w3", "w2"}) layer->experts[2]->named_parameters()[name].set_requires_grad(false);
+  }
+  const auto on = torch::TensorOptions().device(torch::Device(g_device));
+  const auto x = torch::rand({53, options.model.dModel}, on) + 0.1;
+  const auto upstream = torch::randn({53, options.model.dModel}, on);
+  for (const bool bf16 : {false, true}) {
+    auto run = [&](model::ExpertDispatch dispatch) {
+      layer->dispatch = dispatch;
+      layer->zero_grad(/*set_to_none=*/true);
+      auto input = x.clone().requires_grad_();
+      model::MoeOutput out;
+      {
+        model::Bf16Autocast autocast(bf16, input.device().type());
+        out = layer->forward(input, torch::ones({options.model.nExperts}, on));
+      }
+      (out.y * upstream).sum().backward();
+      ES_CHECK(out.tokensPerExpert[3].item<int64_t>() == 0, "expert 3 got tokens");
+      return std::make_pair(out.y.detach(), input.grad());
+    };
+    const auto looped = run(model::ExpertDispatch::Loop);
+    const auto grouped = run(model::ExpertDispatch::Grouped);
+    const double tolerance = bf16 ? 2e-2 : 1e-5;
+    for (const auto& [what, a, b] : {std::make_tuple("output", grouped.first, looped.first),
+                                     std::make_tuple("input gradient", grouped.second, looped.second)}) {
+      const double diff = (a - b).abs().max().item<double>(), scale = b.abs().max().item<double>();
+      ES_CHECK(diff <= tolerance * std::max(1.0, scale),
+               std::string(what) + (bf16 ? " (bf16): " : ": ") + std::to_string(diff) + " of " + std::to_string(scale));
+    }
+    for (const auto& item : layer->named_parameters()) {
+      const auto& grad = item.value().grad();
+      if (item.key().rfind("experts.2.", 0) == 0)
+        ES_CHECK(!grad.defined(), item.key() + ": a frozen expert's gradient");
+      if (item.key().rfind("experts.3.", 0) == 0)
+        ES_CHECK(grad.defined() && grad.abs().max().item<double>() == 0.0, item.key() + ": idle, not a zero gradient");
+    }
+  }
+}
+
 // Clipping without a host read (core/train/grad_clip.h) scales like LibTorch's clip_grad_norm_:
 // the same norm and gradients, clipped (max 0.5) and not (max 1e6), a parameter without a gradient
 // left alone. On the CPU exactly; on a GPU the multi-tensor norm sums in another order.
@@ -269,12 +324,13 @@ int main(int argc, char** argv) {
     std::printf("SKIP   : no %s device here (%s)\n", g_device.c_str(), train::checkDevice(g_device).error().c_str());
     return 77;
   }
-  return device_test::runCases("DeviceTraining",
-                               {{"threeStepsMatchTheCpu", threeStepsMatchTheCpu},
-                                {"frozenExpertsStayBitIdentical", frozenExpertsStayBitIdentical},
-                                {"aMergedStateLandsBitExact", aMergedStateLandsBitExact},
-                                {"bf16TrainsLikeF32", bf16TrainsLikeF32},
-                                {"batchedExpertsTrainLikeTheLoop", batchedExpertsTrainLikeTheLoop},
-                                {"multiTensorAdamWMatchesPerTensor", multiTensorAdamWMatchesPerTensor},
-                                {"clippingMatchesLibTorch", clippingMatchesLibTorch}});
+  return device_test::runCases(
+      "DeviceTraining", {{"threeStepsMatchTheCpu", threeStepsMatchTheCpu},
+                         {"frozenExpertsStayBitIdentical", frozenExpertsStayBitIdentical},
+                         {"aMergedStateLandsBitExact", aMergedStateLandsBitExact},
+                         {"bf16TrainsLikeF32", bf16TrainsLikeF32},
+                         {"batchedExpertsTrainLikeTheLoop", batchedExpertsTrainLikeTheLoop},
+                         {"multiTensorAdamWMatchesPerTensor", multiTensorAdamWMatchesPerTensor},
+                         {"groupedExpertsWithAnIdleExpertMatchTheLoop", groupedExpertsWithAnIdleExpertMatchTheLoop},
+                         {"clippingMatchesLibTorch", clippingMatchesLibTorch}});
 }
