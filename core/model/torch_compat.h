@@ -6,17 +6,17 @@
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>
 
-// The per-device autocast API (set_autocast_enabled(device_type, …)) arrived in 2.4.
 #define ES_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
-// at::_grouped_mm (one launch for every expert's product, offsets on the device) came in 2.8;
-// its CPU path and backward are used here from 2.9 on, a margin: the oldest run is 2.15's (CPU).
+// at::_grouped_mm (every expert's product in one launch, the groups' offsets on the device) came
+// in 2.8; it is asked for from 2.9, a margin, as nothing older was tried (it ran here on 2.15, CPU).
 #define ES_HAVE_GROUPED_MM ES_TORCH_AT_LEAST(2, 9)
 
 namespace es::model {
 
-// What autocast does on `device` right now (on, and to which type).
+// What autocast does on `device` right now (on, and to which type). The per-device API
+// (set_autocast_enabled(device_type, …)) arrived in 2.4.
 #if ES_TORCH_AT_LEAST(2, 4)
 inline bool autocastEnabled(c10::DeviceType device) { return at::autocast::is_autocast_enabled(device); }
 inline at::ScalarType autocastDtype(c10::DeviceType device) { return at::autocast::get_autocast_dtype(device); }
