@@ -1,7 +1,8 @@
 #include "core/model/moe_transformer.h"
 
+#include "core/model/torch_compat.h"
+
 #include <torch/torch.h>
-#include <torch/version.h>
 
 #include <cmath>
 #include <stdexcept>
@@ -43,7 +44,7 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const tor
   auto q = applyRope(qkv[0], cos, sin);
   auto k = applyRope(qkv[1], cos, sin);
   auto v = qkv[2];
-#if TORCH_VERSION_MAJOR >= 2
+#if ES_TORCH_AT_LEAST(2, 0)
   (void)mask;
   auto y = at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
 #else
