@@ -123,6 +123,7 @@ int main(int argc, char** argv) {
       ++hostOps;
       ++hostCalls[e.name()];
       // The CUDA runtime's calls are host-side events: each synchronize is the host waiting.
+      // (Written for the next lent GPU: what Kineto names them there is not yet seen.)
       hostWaits += e.name().find("Synchronize") != std::string::npos;
       continue;
     }

@@ -7,8 +7,33 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 namespace es::model {
+namespace {
+
+// Each sorted assignment's index within its expert's run: i − (first sorted assignment of e).
+torch::Tensor positionInExpert(const torch::Tensor& expertSorted, const torch::Tensor& counts) {
+  const auto start = counts.cumsum(0) - counts;  // [E]
+  return torch::arange(expertSorted.size(0), counts.options()) - start.index_select(0, expertSorted);
+}
+
+// Every expert's w1, w3 and w2 stacked to [E, out, in]; the gradients flow back to each expert's
+// own tensors (a frozen expert's nowhere).
+struct StackedWeights {
+  torch::Tensor w1, w3, w2;
+};
+StackedWeights stackWeights(const std::vector<Expert>& experts) {
+  std::vector<torch::Tensor> w1, w3, w2;
+  for (const auto& expert : experts) {
+    w1.push_back(expert->w1);
+    w3.push_back(expert->w3);
+    w2.push_back(expert->w2);
+  }
+  return {torch::stack(w1), torch::stack(w3), torch::stack(w2)};
+}
+
+}  // namespace
 
 ExpertImpl::ExpertImpl(int dModel, int hidden) {
   w1 = register_parameter("w1", torch::empty({hidden, dModel}));
@@ -99,21 +124,14 @@ torch::Tensor MoeLayerImpl::expertsBatched(const torch::Tensor& xSorted, const t
                                            const torch::Tensor& counts, const std::int64_t* hostCounts) {
   const int64_t capacity = *std::max_element(hostCounts, hostCounts + nExperts_);
   const int64_t d = xSorted.size(1);
-  auto start = counts.cumsum(0) - counts;  // [E] first sorted assignment of each expert
-  auto position = torch::arange(xSorted.size(0), counts.options()) - start.index_select(0, expertSorted);
-  auto row = expertSorted * capacity + position;  // [n·k]
+  auto row = expertSorted * capacity + positionInExpert(expertSorted, counts);  // [n·k]
   auto block = torch::zeros({nExperts_ * capacity, d}, xSorted.options()).index_copy(0, row, xSorted);
   block = block.view({nExperts_, capacity, d});
-  std::vector<torch::Tensor> w1, w3, w2;
-  for (const auto& expert : expertList_) {
-    w1.push_back(expert->w1);
-    w3.push_back(expert->w3);
-    w2.push_back(expert->w2);
-  }
-  auto gate = torch::silu(torch::bmm(block, torch::stack(w1).transpose(1, 2)));  // [E, C, hidden]
-  auto up = torch::bmm(block, torch::stack(w3).transpose(1, 2));
-  auto out = torch::bmm(gate * up, torch::stack(w2).transpose(1, 2));  // [E, C, d]
-  return out.view({nExperts_ * capacity, d}).index_select(0, row);     // [n·k, d]
+  const auto w = stackWeights(expertList_);
+  auto gate = torch::silu(torch::bmm(block, w.w1.transpose(1, 2)));  // [E, C, hidden]
+  auto up = torch::bmm(block, w.w3.transpose(1, 2));
+  auto out = torch::bmm(gate * up, w.w2.transpose(1, 2));           // [E, C, d]
+  return out.view({nExperts_ * capacity, d}).index_select(0, row);  // [n·k, d]
 }
 
 bool groupedExpertsAvailable() { return ES_HAVE_GROUPED_MM; }
@@ -133,28 +151,21 @@ torch::Tensor MoeLayerImpl::expertsGrouped(const torch::Tensor& xSorted, const t
   const int64_t rows = xSorted.size(0) + nExperts_ * kGroupRows, d = xSorted.size(1);
   auto padded = (torch::div(counts + (kGroupRows - 1), kGroupRows, "floor") * kGroupRows).clamp_min(kGroupRows);
   auto ends = padded.cumsum(0);
-  auto position =
-      torch::arange(xSorted.size(0), counts.options()) - (counts.cumsum(0) - counts).index_select(0, expertSorted);
-  auto row = (ends - padded).index_select(0, expertSorted) + position;  // [n·k]
+  auto row = (ends - padded).index_select(0, expertSorted) + positionInExpert(expertSorted, counts);  // [n·k]
   auto offsets = ends.to(torch::kInt);
   offsets.narrow(0, nExperts_ - 1, 1).fill_(rows);  // on the device: no wait
 
   const auto device = xSorted.device().type();
   const auto type = autocastEnabled(device) ? autocastDtype(device) : xSorted.scalar_type();
   auto block = torch::zeros({rows, d}, xSorted.options().dtype(type)).index_copy(0, row, xSorted.to(type));
-  std::vector<torch::Tensor> w1, w3, w2;
-  for (const auto& expert : expertList_) {
-    w1.push_back(expert->w1);
-    w3.push_back(expert->w3);
-    w2.push_back(expert->w2);
-  }
-  // [E, out, in] stacked, transposed to [E, in, out]: the column-major layout the kernel takes.
-  auto product = [&](const torch::Tensor& a, std::vector<torch::Tensor>& w) {
-    return at::_grouped_mm(a, torch::stack(w).to(type).transpose(1, 2), offsets);
+  const auto w = stackWeights(expertList_);
+  // [E, out, in] transposed to [E, in, out]: the column-major layout the kernel takes.
+  auto product = [&](const torch::Tensor& a, const torch::Tensor& stacked) {
+    return at::_grouped_mm(a, stacked.to(type).transpose(1, 2), offsets);
   };
-  auto gate = torch::silu(product(block, w1));        // [rows, hidden]
-  auto out = product(gate * product(block, w3), w2);  // [rows, d]
-  return out.index_select(0, row);                    // [n·k, d]
+  auto gate = torch::silu(product(block, w.w1));          // [rows, hidden]
+  auto out = product(gate * product(block, w.w3), w.w2);  // [rows, d]
+  return out.index_select(0, row);                        // [n·k, d]
 #else
   (void)xSorted, (void)expertSorted, (void)counts;
   throw std::invalid_argument("grouped experts need LibTorch >= 2.9 (at::_grouped_mm); this is " TORCH_VERSION);
