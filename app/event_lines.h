@@ -11,8 +11,8 @@
 //            updated_experts
 //   summary  rounds, trainer_busy_fraction, mean_round_seconds, bytes_sent_per_round,
 //            bytes_received_per_round, transfers, refused_fetches, transfer_files
-//   claims, ban, deadline, resync, snapshot, resumed   what the node notes (core/node/node.h,
-//            Node::noted)
+//   claims, ban, deadline, resync, snapshot, resumed, outOfStep, repair, … every decision the
+//            node notes, with its fields (core/node/node.h, Node::noted)
 //   manifest run, state ("fetching" | "fetched"): joining by magnet link, before "started"
 #pragma once
 

@@ -11,6 +11,7 @@
 #include "core/sync/fetch_size.h"
 #include "core/sync/outer_step.h"
 #include "core/train/corpus_prep.h"
+#include "support/node_notes.h"
 #include "support/tiny_node.h"
 #include "support/wait_until.h"
 
@@ -200,7 +201,7 @@ class FetchLimitsTest : public QObject {
   NodeConfig configFor(const QString& name, int rounds) const;
   struct NodeRun {
     std::vector<RoundSummary> rounds;
-    QStringList log;
+    test::NodeNotes notes;  // what the node decided (Node::noted)
   };
   // Runs `node` to its last round, keeping its rounds and messages; `onRound` sees each round.
   bool runToEnd(Node& node, NodeRun& run, const std::function<void(const RoundSummary&)>& onRound = {});
@@ -213,10 +214,8 @@ bool FetchLimitsTest::runToEnd(Node& node, NodeRun& run, const std::function<voi
     run.rounds.push_back(s);
     if (onRound) onRound(s);
   });
-  connect(&node, &Node::message, this, [&run](const QString& m) {
-    run.log << m;
-    qInfo("%s", qPrintable(m));
-  });
+  connect(&node, &Node::message, this, [](const QString& m) { qInfo("%s", qPrintable(m)); });
+  connect(&node, &Node::noted, this, [&run](const QString& kind, const QVariantMap& f) { run.notes.add(kind, f); });
   connect(&node, &Node::finished, this, [&finished] { finished = true; });
   node.start();
   return test::waitUntil([&] { return finished; }, 180000);
@@ -244,21 +243,21 @@ void FetchLimitsTest::nodeRefusesAWrongSizeAndBansItsSender() {
   const auto config = configFor("refuse", 1);
   Node node(swarm, config, data_->train, data_->val);
   std::vector<RoundSummary> rounds;
-  QStringList log;
+  test::NodeNotes notes;
   connect(&node, &Node::roundClosed, this, [&](const RoundSummary& s) {
     rounds.push_back(s);
     for (const auto& v : s.merge.verdicts)
       qInfo("verdict %s %d %s", v.sender.str().c_str(), v.accepted, v.reason.c_str());
   });
-  connect(&node, &Node::message, this, [&](const QString& m) {
-    log << m;
-    qInfo("%s", qPrintable(m));
-  });
+  connect(&node, &Node::message, this, [&](const QString& m) { qInfo("%s", qPrintable(m)); });
+  connect(&node, &Node::noted, this, [&](const QString& kind, const QVariantMap& f) { notes.add(kind, f); });
   node.start();
   QVERIFY2(test::waitUntil([&] { return !rounds.empty(); }, 120000), "round 1 did not close");
   QVERIFY(!rounds[0].deadlineHit);  // the refused contribution is not waited for
   QCOMPARE(rounds[0].peers, 1);
-  QVERIFY(log.filter("peer banned").join('|').contains("refused before download"));
+  QVERIFY(notes.any("ban", [](const QVariantMap& f) {
+    return f.value("peer").toString() == "liar" && f.value("reason").toString().startsWith("refused before download");
+  }));
   QVERIFY(swarm.fetchLimits().count(id));
   const sync::ContributionHeader header{"tiny-run", 1, "liar", std::string(16, '0'), "int8"};
   QCOMPARE(swarm.fetchLimits().at(id).sizes, sync::contributionSizes(config.peer.trainer.model, {0}, header));
@@ -276,13 +275,13 @@ void FetchLimitsTest::nodeTrainsOnAtItsDiskQuota() {
   Node node(swarm, config, data_->train, data_->val);
   NodeRun run;
   QVERIFY2(runToEnd(node, run), "the node did not finish");
-  const auto& [rounds, log] = run;
+  const auto& [rounds, notes] = run;
   QCOMPARE(int(rounds.size()), 2);
   for (const auto& r : rounds) {
     QCOMPARE(r.peers, 1);  // only its own: nothing was fetched
     QVERIFY(r.deadlineHit);
   }
-  QCOMPARE(log.filter("Disk quota reached").size(), 2);  // once per round
+  QCOMPARE(notes.count("quota"), 2);  // once per round
   QVERIFY(node.view().diskQuotaReached);
   QCOMPARE(node.view().diskQuotaBytes, std::int64_t(1));
   QVERIFY(swarm.fetchLimits().empty());  // no fetch was even started
@@ -339,7 +338,7 @@ void FetchLimitsTest::nodeFetchesWithinAQuotaJustAboveOneRoundsNeed() {
   sampler.stop();
   int both = 0;
   for (const auto& r : run.rounds) both += r.peers == 2 ? 1 : 0;
-  const int heldBack = int(run.log.filter("Disk quota reached").size());
+  const int heldBack = run.notes.count("quota");
   qInfo(
       "own files %lld B, reserve %lld B, contribution %lld B: quota %lld B; the run folder at most %lld B; "
       "rounds merging both: %d of %d; rounds held back by the quota: %d",
@@ -354,7 +353,7 @@ void FetchLimitsTest::nodeFetchesWithinAQuotaJustAboveOneRoundsNeed() {
 // A node `name` (4 rounds, a state folder of its own) beside "stale-z", which claims expert 1 and
 // announces, every round, a well-formed contribution of the predicted size on a base nobody holds;
 // with `claimOurState`, its record also copies the node's merged fingerprints. The node's rounds
-// and log in `run`, its claims at the end in `finalClaims`; false if it did not finish.
+// and decisions in `run`, its claims at the end in `finalClaims`; false if it did not finish.
 bool FetchLimitsTest::runBesideStaleSender(const QString& name, bool claimOurState, NodeRun& run,
                                            std::vector<int>& finalClaims) {
   MemorySwarmHub hub("tiny-run");
@@ -392,7 +391,7 @@ void FetchLimitsTest::aPeerStaleTwoRoundsInARowIsNotWaitedFor() {
   NodeRun run;
   std::vector<int> claims;
   QVERIFY2(runBesideStaleSender("peer-a", false, run, claims), "the node did not finish");
-  const auto& [rounds, log] = run;
+  const auto& [rounds, notes] = run;
   QCOMPARE(int(rounds.size()), 4);
   for (int r = 0; r < 2; ++r) {  // waited for, arrived, skipped as stale
     QCOMPARE(rounds[r].expected, 2);
@@ -404,9 +403,9 @@ void FetchLimitsTest::aPeerStaleTwoRoundsInARowIsNotWaitedFor() {
     QCOMPARE(rounds[r].expected, 1);  // not waited for
     QVERIFY(!rounds[r].deadlineHit);
   }
-  QCOMPARE(log.filter("built on another base than the swarm's 2 rounds in a row").size(), 1);
-  QVERIFY(log.filter("peer banned").isEmpty());
-  QVERIFY(log.filter("Out of step").isEmpty());
+  QCOMPARE(notes.count("stale", {{"peer", "stale-z"}, {"rounds", 2}}), 1);
+  QVERIFY(!notes.has("ban"));
+  QVERIFY(!notes.has("outOfStep"));
 }
 
 // The same liar, now copying the node's merged fingerprints into its own record — "I merged your
@@ -418,13 +417,13 @@ void FetchLimitsTest::aStalePeerCopyingOurStateDoesNotWinItsExpertsBack() {
   NodeRun run;
   std::vector<int> claims;
   QVERIFY2(runBesideStaleSender("peer-c", true, run, claims), "the node did not finish");
-  const auto& [rounds, log] = run;
+  const auto& [rounds, notes] = run;
   QCOMPARE(int(rounds.size()), 4);
-  QCOMPARE(log.filter("merged round 2 into our state: waiting for its contributions again").size(), 1);
+  QCOMPARE(notes.count("waitedForAgain", {{"peer", "stale-z"}, {"round", 2}}), 1);
   QCOMPARE(rounds[2].expected, 2);  // round 3: the lift's round
   QCOMPARE(rounds[3].expected, 1);  // round 4: out again (one lift in kNoShowLiftRounds)
   QVERIFY2(std::find(claims.begin(), claims.end(), 1) != claims.end(), "the liar kept expert 1");
-  QVERIFY(log.filter("peer banned").isEmpty());
+  QVERIFY(!notes.has("ban"));
 }
 
 // A peer announces its contribution to round 1 trained with claims {1}, then moves on to round 2
@@ -461,7 +460,7 @@ void FetchLimitsTest::aContributionIsSizedWithItsRoundsClaims() {
   QVERIFY(movedOn);
   QCOMPARE(int(run.rounds.size()), 1);
   QCOMPARE(swarm.fetchLimits().at(*id).sizes, sync::contributionSizes(config.peer.trainer.model, {1}, header));
-  QVERIFY(run.log.filter("peer banned").isEmpty());
+  QVERIFY(!run.notes.has("ban"));
   bool judged = false;
   for (const auto& v : run.rounds.at(0).merge.verdicts) judged = judged || v.sender.str() == "mover";
   QVERIFY2(judged, "the mover's contribution never arrived");

@@ -53,29 +53,31 @@ void Node::decideClaims() {
     ClaimRequest request{
         swarmRound(peers), e, capped(std::max(config_.policy.expertsPerPeer, share)), config_.policy.leaseRounds, {}};
     std::set<PeerId> live;
-    for (const auto& p : livePeers(request.round)) live.insert(p.id);
+    for (const auto& p : peers_.livePeers(request.round)) live.insert(p.id);
     for (const auto& p : peers)
       if (!live.count(p.id)) request.excluded.insert(p.id);  // banned, silent (or owning nothing anyway)
-    claims_ = swarm_.chooseClaims(request);
+    own_.claims = swarm_.chooseClaims(request);
     // The swarm has merged rounds already: start from its newest snapshot, not from the seed.
-    for (const auto& p : peers) resyncWanted_ = resyncWanted_ || p.announced.round > 1;
+    if (std::any_of(peers.begin(), peers.end(), [](const SwarmPeer& p) { return p.announced.round > 1; }))
+      agreement_.wantResync(false);
   } else {
     std::sort(fresh.begin(), fresh.end(), [](const PeerId& a, const PeerId& b) { return ranksBefore(1, a, b); });
     const int n = static_cast<int>(fresh.size());
     const int index = static_cast<int>(std::find(fresh.begin(), fresh.end(), swarm_.selfId()) - fresh.begin());
     const int k = capped(std::min(e, std::max(config_.policy.expertsPerPeer, (e + n - 1) / n)));
-    for (int j = 0; j < k; ++j) claims_.push_back((index * k + j) % e);
-    std::sort(claims_.begin(), claims_.end());
-    claims_.erase(std::unique(claims_.begin(), claims_.end()), claims_.end());
+    for (int j = 0; j < k; ++j) own_.claims.push_back((index * k + j) % e);
+    std::sort(own_.claims.begin(), own_.claims.end());
+    own_.claims.erase(std::unique(own_.claims.begin(), own_.claims.end()), own_.claims.end());
   }
   if (peers.empty())
     Q_EMIT message(QStringLiteral("No other peers found: training alone, all experts of this peer's claim"));
-  Q_EMIT message(QStringLiteral("Claimed experts %1 (%2 other peers seen)").arg(joinInts(claims_)).arg(peers.size()));
-  Q_EMIT noted(QStringLiteral("claims"), {{"experts", expertList(claims_)}, {"change", false}});
+  Q_EMIT message(
+      QStringLiteral("Claimed experts %1 (%2 other peers seen)").arg(joinInts(own_.claims)).arg(peers.size()));
+  Q_EMIT noted(QStringLiteral("claims"), {{"experts", expertList(own_.claims)}, {"change", false}});
 
   announce();  // claimed now: others count us as live while our trainer starts
   startTrainer();
-  if (resyncWanted_) tryResync();
+  if (agreement_.outOfStep()) agreement_.tryResync();
 }
 
 // Between rounds, claims drift toward an even split without a coordinator (planClaims,
@@ -83,8 +85,8 @@ void Node::decideClaims() {
 // contribution and the record that announces it always agree (a contribution that carries an
 // expert its record does not claim is rejected, and its sender banned).
 std::vector<int> Node::plannedClaims(qint64 nextRound) const {
-  if (stopping_ || claims_.empty()) return claims_;
-  return planClaims({swarm_.selfId(), claims_, livePeers(nextRound), nextRound, config_.nExperts,
+  if (stopping_ || own_.claims.empty()) return own_.claims;
+  return planClaims({swarm_.selfId(), own_.claims, peers_.livePeers(nextRound), nextRound, config_.nExperts,
                      config_.policy.expertsPerPeer, config_.maxExperts});
 }
 

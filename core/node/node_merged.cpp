@@ -1,5 +1,6 @@
 // After a round's merge (Node::onMerged): its summary, the verdicts' bans, the ledger's rows, the
 // agreement and out-of-step checks, old content retired, then on to the next round.
+#include "core/node/merged_set.h"
 #include "core/node/node.h"
 #include "core/node/node_util.h"
 
@@ -11,25 +12,29 @@ namespace es::node {
 
 using detail::expertList;
 using detail::joinInts;
+using detail::q;
 
 // The round is merged: its summary, verdicts, what the ledger will record, the agreement check,
-// then on to the next round. Each step is one function (below, and node_record.cpp).
+// then on to the next round. Each step is one function (below).
 void Node::onMerged(const RoundMerged& merged) {
   const RoundSummary s = summarize(merged);
   for (const auto& v : merged.result.verdicts)
     if (!v.accepted && !v.stale && !v.lost && v.sender != swarm_.selfId()) banSender(v.sender, v.reason);
-  unrecorded_[s.round] = captureForLedger(s, merged.step);  // committed once its state is durable
-  noteStanding(s.round, merged.result);
-  keepClosedRound(merged.result);
-  mergedRound_ = s.round;
-  noteFingerprint(s.round, s.merge.fingerprint);
+  recorder_.merged(captureForLedger(s, merged.step));  // committed once its state is durable
+  peers_.noteAccepted(s.round, merged.result.verdicts);
+  noteMergedSet(merged.result);
+  own_.mergedRound = s.round;
+  own_.noteFingerprint(s.round, s.merge.fingerprint);
   if (!merged.snapshotPath.isEmpty()) publishSnapshot(s.round, merged.snapshotPath);
   resyncIfOutOfStep(merged.result);
   countStale(merged.result);
-  retireUnarrived();
-  gather_.reset();
+  if (gather_) {
+    gather_->retireUnarrived();
+    agreement_.keepClosed(std::move(*gather_));  // a repair merges from it again
+    gather_.reset();
+  }
   retireOldContent(s.round);
-  cleanRunFolder(false);
+  folder_.clean(false, own_.mergedRound, agreement_.pendingSnapshot());
   advanceRound(s);
 }
 
@@ -43,22 +48,46 @@ RoundSummary Node::summarize(const RoundMerged& merged) const {
   if (!gather_) return s;
   std::set<int> updated;
   for (const auto& v : merged.result.verdicts) {
-    auto it = gather_->arrived.find(v.sender);
-    if (v.accepted && it != gather_->arrived.end()) updated.insert(it->second.claims.begin(), it->second.claims.end());
+    auto it = gather_->arrived().find(v.sender);
+    if (v.accepted && it != gather_->arrived().end())
+      updated.insert(it->second.claims.begin(), it->second.claims.end());
   }
   s.updatedExperts.assign(updated.begin(), updated.end());
-  s.expected = static_cast<int>(gather_->expected.size());
-  s.loss = gather_->own.meanLoss;
-  s.tokensPerSecond = gather_->own.tokensPerSecond;
-  s.gatherSeconds = gather_->gatherSecondsHint;
-  s.deadlineHit = gather_->deadlineHit;
+  s.expected = static_cast<int>(gather_->expected().size());
+  s.loss = gather_->own().meanLoss;
+  s.tokensPerSecond = gather_->own().tokensPerSecond;
+  s.gatherSeconds = gather_->gatherSeconds();
+  s.deadlineHit = gather_->deadlineHit();
   return s;
+}
+
+// What the ledger records of the round: the claims and content ids that held for *that* round
+// (round_recorder.h says why they are taken now).
+UnrecordedRound Node::captureForLedger(const RoundSummary& s, qint64 step) const {
+  const StepReport& last = trainerSteps_.last();
+  UnrecordedRound u{s, step, {}, {}, last.loss, last.lr, last.step == step ? last.gpu : std::nullopt};
+  u.claimsOf[swarm_.selfId()] = own_.claims;  // still this round's: advanceRound changes them after
+  if (!gather_) return u;
+  u.contentOf = gather_->contentOf();
+  for (const auto& [sender, claims] : gather_->mergedClaims())
+    if (sender != swarm_.selfId()) u.claimsOf[sender].assign(claims.begin(), claims.end());
+  return u;
+}
+
+// The digest of the set we merged, for our record (merged_set.h: a peer out of step finds it).
+void Node::noteMergedSet(const MergeResult& result) {
+  if (!gather_) return;
+  const auto contentOf = gather_->contentOf();
+  std::set<ContentId> accepted;
+  for (const auto& v : result.verdicts)
+    if (auto id = contentOf.find(v.sender); v.accepted && id != contentOf.end()) accepted.insert(id->second);
+  own_.noteSetDigest(result.round, mergedSetDigest(accepted));
 }
 
 // Most others built on a base we do not hold: we merged a different set of contributions (a
 // deadline hit us but not them). Take the majority's snapshot instead of drifting apart. "Most"
-// by weight (core/node/standing.h): contributions naming a base of their own from fresh keys do
-// not outweigh the peers we merged with, so a stale flood does not push us into resyncs.
+// by weight (standing.h): contributions naming a base of their own from fresh keys do not
+// outweigh the peers we merged with, so a stale flood does not push us into resyncs.
 void Node::resyncIfOutOfStep(const MergeResult& result) {
   std::set<PeerId> accepted, stale;
   std::map<std::string, std::set<PeerId>> staleBases;  // base hash → others that built on it
@@ -74,53 +103,59 @@ void Node::resyncIfOutOfStep(const MergeResult& result) {
   for (const auto& [base, senders] : staleBases) largestStaleGroup = std::max(largestStaleGroup, senders.size());
   // Two peers that disagree see the same picture: only the larger id gives in.
   const bool tie = accepted.empty() && stale.size() == 1 && swarm_.selfId() < *stale.begin();
-  if (stale.empty() || totalWeight(standing_, stale) <= totalWeight(standing_, accepted) || tie) return;
+  const Standing& standing = peers_.standing();
+  if (stale.empty() || totalWeight(standing, stale) <= totalWeight(standing, accepted) || tie) return;
   Q_EMIT message(QStringLiteral("Out of step: %1 of %2 contributions of round %3 were built on another base; resyncing")
                      .arg(stale.size())
                      .arg(stale.size() + accepted.size())
                      .arg(result.round));
-  resyncWanted_ = true;
+  Q_EMIT noted(QStringLiteral("outOfStep"), {{"by", "bases"},
+                                             {"round", qint64(result.round)},
+                                             {"stale", int(stale.size())},
+                                             {"contributions", int(stale.size() + accepted.size())}});
   // Two or more others agree on a state we do not hold: they are the swarm, we are the odd one
   // out, and their snapshot is what we wait for (never "keep ours as the reference").
-  majorityElsewhere_ = largestStaleGroup >= 2;
-  tryResync();
+  agreement_.wantResync(largestStaleGroup >= 2);
+  agreement_.tryResync();
+}
+
+// Out of step ourselves, we judge nobody (PeerBook::countStale says what a streak costs).
+void Node::countStale(const MergeResult& result) {
+  if (agreement_.outOfStep()) return;
+  for (const auto& sender : peers_.countStale(result.verdicts, swarm_.selfId())) {
+    Q_EMIT message(QStringLiteral("Peer %1 built on another base than the swarm's %2 rounds in a row; not waiting "
+                                  "for it (nor counting it as an owner) until one of its contributions is merged")
+                       .arg(q(sender).left(16))
+                       .arg(kStaleRounds));
+    Q_EMIT noted(QStringLiteral("stale"), {{"peer", q(sender)}, {"rounds", kStaleRounds}});
+  }
 }
 
 // Keep our last two contributions seeding for late fetchers; older ones are retired. Others'
-// contributions likewise: seeded two rounds (a peer catching up gathers them again), then removed
-// with their files, so incoming/ holds at most three rounds.
+// contributions likewise (RunFolder), so incoming/ holds at most three rounds.
 void Node::retireOldContent(qint64 mergedRound) {
-  for (auto it = contrib_.begin(); it != contrib_.end() && it->first + 2 <= mergedRound;) {
+  for (auto it = own_.contrib.begin(); it != own_.contrib.end() && it->first + 2 <= mergedRound;) {
     swarm_.retire(it->second, true);
-    it = contrib_.erase(it);
+    it = own_.contrib.erase(it);
   }
-  for (auto it = fetched_.begin(); it != fetched_.end() && it->first + 2 <= mergedRound;) {
-    for (const auto& id : it->second) {
-      swarm_.retire(id, true);
-      fetchRetries_.erase(id);
-    }
-    it = fetched_.erase(it);
-  }
+  folder_.retireFetchedBefore(mergedRound);
 }
 
 void Node::advanceRound(const RoundSummary& s) {
   lastSummary_ = s;
-  // "Heard since our last merge" counts record changes after it: changes made before it but not
-  // yet noted (noteHeard runs on gather events) are noted now, not in the next round (under load
-  // tst_node_rounds' cut-off peer counted the others' pre-merge records as heard and merged alone).
-  noteHeard();
-  heardThisRound_.clear();
-  round_ = s.round + 1;
-  if (!nextClaims_.empty() && nextClaims_ != claims_) {
+  peers_.startHearing();
+  own_.round = s.round + 1;
+  if (!nextClaims_.empty() && nextClaims_ != own_.claims) {
     Q_EMIT message(QStringLiteral("Claims change for round %1: %2 -> %3")
-                       .arg(round_)
-                       .arg(joinInts(claims_), joinInts(nextClaims_)));
-    claims_ = nextClaims_;
-    Q_EMIT noted(QStringLiteral("claims"), {{"round", round_}, {"experts", expertList(claims_)}, {"change", true}});
+                       .arg(own_.round)
+                       .arg(joinInts(own_.claims), joinInts(nextClaims_)));
+    own_.claims = nextClaims_;
+    Q_EMIT noted(QStringLiteral("claims"),
+                 {{"round", qint64(own_.round)}, {"experts", expertList(own_.claims)}, {"change", true}});
   }
   announce();
-  checkAgreement();  // the others may have merged this round already
-  ++roundsClosed_;
+  agreement_.checkAgreement();  // the others may have merged this round already
+  roundTimes_.merged();
   Q_EMIT roundClosed(s);
   if (config_.maxRounds > 0 && s.round >= config_.maxRounds) stop();
 }

@@ -12,8 +12,12 @@
 
 namespace es::node {
 
-using detail::median;
 using detail::q;
+
+void Node::announce() {
+  if (auto s = swarm_.announce(own_.announcement(stopping_, config_.policy.leaseRounds)); !s)
+    Q_EMIT message(QStringLiteral("Announce failed: %1").arg(q(s.error())));
+}
 
 void Node::publishContribution(const RoundTrained& trained) {
   const QPointer<Node> self(this);  // the callback may come after we are gone
@@ -25,16 +29,18 @@ void Node::publishContribution(const RoundTrained& trained) {
 void Node::onContributionPublished(const RoundTrained& trained, std::uint64_t epoch, Expected<ContentId> id) {
   if (!id) return Q_EMIT failed(QStringLiteral("publishing round %1: %2").arg(trained.round).arg(q(id.error())));
   if (stopping_) return;
-  const bool ours = std::any_of(contrib_.begin(), contrib_.end(), [&](const auto& c) { return c.second == *id; });
+  const bool ours =
+      std::any_of(own_.contrib.begin(), own_.contrib.end(), [&](const auto& c) { return c.second == *id; });
   if (epoch != baseEpoch_) {
     // Built on a state we left while it was hashed: never announced. The trainer sends the round
     // again on the repaired state, or trains the next one from the snapshot.
     Q_EMIT message(QStringLiteral("Dropped our round %1 contribution: the state under it changed while it was hashed")
                        .arg(trained.round));
+    Q_EMIT noted(QStringLiteral("contributionDropped"), {{"round", trained.round}});
     if (!ours) swarm_.retire(*id, true);  // its file too: the trainer writes every contribution anew
     return;
   }
-  if (resyncWanted_) {  // out of step since: hold it, as onRoundTrained does (published again if we give up)
+  if (agreement_.outOfStep()) {  // out of step since: hold it, as onRoundTrained does (published again if we give up)
     held_ = trained;
     if (!ours) swarm_.retire(*id, false);
     return;
@@ -44,24 +50,19 @@ void Node::onContributionPublished(const RoundTrained& trained, std::uint64_t ep
 
 void Node::startGathering(const RoundTrained& trained, const ContentId& id) {
   // A round trained again after a resync replaces the contribution built on the old base.
-  if (auto old = contrib_.find(trained.round); old != contrib_.end() && old->second != id)
+  if (auto old = own_.contrib.find(trained.round); old != own_.contrib.end() && old->second != id)
     swarm_.retire(old->second, true);
-  contrib_[trained.round] = id;
-  round_ = trained.round;
+  own_.contrib[trained.round] = id;
+  own_.round = trained.round;
   announce();
-  gather_.emplace();
-  gather_->round = trained.round;
-  gather_->own = trained;
-  gather_->arrived[swarm_.selfId()] = {swarm_.selfId(), trained.contribution.path,
-                                       std::set<int>(claims_.begin(), claims_.end())};
-  gather_->clock.start();
-  // Adaptive deadline: a multiple of the recent round time (not of the gather time — peers that
-  // train slower than us are not late yet), within the run's bounds. Before any history, our
-  // own training time for this round stands in (it reflects the machine's load).
-  const double typical = std::max(median(roundSeconds_), trained.seconds);
-  const double seconds = std::clamp(config_.policy.deadlineFactor * typical, config_.policy.deadlineMinSeconds,
-                                    config_.policy.deadlineMaxSeconds);
-  deadline_.start(static_cast<int>(seconds * 1000));
+  auto sizesOf = [this, round = trained.round, base = trained.contribution.baseHash](const PeerId& sender,
+                                                                                     const std::set<int>& claims) {
+    return contributionSizes(sender, claims, round, base);
+  };
+  gather_.emplace(swarm_, folder_, log_, trained, swarm_.selfId(), std::move(sizesOf),
+                  RoundGather::Deadline{config_.policy.deadlineMinSeconds, config_.policy.deadlineMaxSeconds});
+  gather_->arrive({swarm_.selfId(), trained.contribution.path, std::set<int>(own_.claims.begin(), own_.claims.end())});
+  deadline_.start(static_cast<int>(roundTimes_.deadlineSeconds(config_.policy, trained.seconds) * 1000));
   gather();
 }
 
@@ -75,10 +76,10 @@ void Node::publishSnapshot(qint64 round, const QString& path) {
 void Node::onSnapshotPublished(qint64 round, Expected<ContentId> id) {
   if (!id)
     return Q_EMIT message(QStringLiteral("Cannot publish the snapshot of round %1: %2").arg(round).arg(q(id.error())));
-  snapshots_[round] = *id;
-  while (snapshots_.size() > 2) {
-    swarm_.retire(snapshots_.begin()->second, true);
-    snapshots_.erase(snapshots_.begin());
+  own_.snapshots[round] = *id;
+  while (own_.snapshots.size() > 2) {
+    swarm_.retire(own_.snapshots.begin()->second, true);
+    own_.snapshots.erase(own_.snapshots.begin());
   }
   announce();
 }

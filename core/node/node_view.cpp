@@ -77,25 +77,25 @@ SwarmView Node::view() const {
   SwarmView v;
   v.runId = swarm_.runId();
   v.selfId = swarm_.selfId().str();
-  v.round = round_;
+  v.round = own_.round;
   v.nExperts = config_.nExperts;
   v.nLayers = config_.peer.trainer.model.nLayers;
   v.paused = paused_;
   PeerView self;
   self.id = v.selfId;
   self.self = true;
-  self.round = round_;
-  self.claims = stopping_ ? std::vector<int>{} : claims_;
-  self.leaseUntil = claims_.empty() ? 0 : round_ + config_.policy.leaseRounds;
-  self.steps = steps_;
-  self.loss = lastStep_.loss;
-  self.tokensPerSecond = lastStep_.tokensPerSecond;
+  self.round = own_.round;
+  self.claims = stopping_ ? std::vector<int>{} : own_.claims;
+  self.leaseUntil = own_.claims.empty() ? 0 : own_.round + config_.policy.leaseRounds;
+  self.steps = own_.steps;
+  self.loss = trainerSteps_.last().loss;
+  self.tokensPerSecond = trainerSteps_.last().tokensPerSecond;
   v.peers.push_back(self);
   KnownContent known;
-  for (const auto& [round, id] : contrib_) note(known, id, swarm_.selfId(), "contribution", round, true);
-  for (const auto& [round, id] : snapshots_) note(known, id, swarm_.selfId(), "snapshot", round, true);
+  for (const auto& [round, id] : own_.contrib) note(known, id, swarm_.selfId(), "contribution", round, true);
+  for (const auto& [round, id] : own_.snapshots) note(known, id, swarm_.selfId(), "snapshot", round, true);
   for (const auto& p : swarm_.peers()) {
-    v.peers.push_back(peerViewOf(p, isBanned(p.id)));
+    v.peers.push_back(peerViewOf(p, peers_.isBanned(p.id)));
     for (const auto& [round, id] : p.announced.contrib)
       if (!known.count(id)) note(known, id, p.id, "contribution", round, false);
     for (const auto& [round, id] : p.announced.snapshot)
@@ -106,9 +106,9 @@ SwarmView Node::view() const {
   v.bytesSent = traffic.bytesSent;
   v.bytesReceived = traffic.bytesReceived;
   v.connections = swarm_.connections();
-  v.diskUsedBytes = diskUsed_;
+  v.diskUsedBytes = folder_.usedBytes();
   v.diskQuotaBytes = config_.diskQuotaBytes;
-  v.diskQuotaReached = quotaReached_;
+  v.diskQuotaReached = folder_.quotaReached();
   return v;
 }
 

@@ -1,0 +1,34 @@
+// The weighted-majority vote on a round's merged state (docs/ARCHITECTURE.md, "Agreement"),
+// written once: the agreement check (is the state we merged the swarm's?) and closing a round on
+// the set the swarm merged it with both ask it. Votes weigh standing (standing.h), never head
+// count: fresh keys reporting a state of their own do not outvote the peers we merged with.
+// Pure: no Qt, no Torch.
+#pragma once
+
+#include "core/node/standing.h"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace es::node {
+
+struct StateBallot {
+  std::map<std::string, std::set<PeerId>> reports;  // fingerprint → the peers that merged the round into it
+  std::set<PeerId> gathering;                       // peers still gathering the round: they count against every group
+};
+
+struct StateGroup {
+  std::string fingerprint;
+  std::set<PeerId> members;
+};
+
+// The heaviest group (ties: the smaller fingerprint) once it holds more than half of the weight
+// of every reporter and gatherer; when `heaviestIfNoneGathers` and nobody is still gathering, the
+// heaviest group wins without a majority (nobody can still change the picture). Nothing when no
+// one reports, or no group is decided yet.
+std::optional<StateGroup> decideMajority(const StateBallot& ballot, const Standing& standing,
+                                         bool heaviestIfNoneGathers);
+
+}  // namespace es::node

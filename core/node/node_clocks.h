@@ -1,0 +1,87 @@
+// The node's two clocks, measured as they happen (never a stale value repeated): how long rounds
+// take (the adaptive deadline's input) and how much of the wall time the trainer spent in steps.
+// Header-only; owned by Node.
+#pragma once
+
+#include "core/node/node_config.h"
+#include "core/node/node_reports.h"
+#include "core/node/node_util.h"
+
+#include <QElapsedTimer>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+namespace es::node {
+
+class RoundTimes {
+ public:
+  // A round closes (by its deadline or not). The first round has no round time before it: its
+  // training plus gathering (`firstRoundSeconds`) stands in. Without it the next deadline was 1.5 ×
+  // our training time (the minimum, 30 s, on the netlab), and a peer that merged round 1 early
+  // closed round 2 alone before the others had even published. Deadline-closed rounds do not
+  // feed the deadline (they would only lengthen it).
+  void close(bool deadline, double firstRoundSeconds) {
+    if (sinceClosed_.isValid()) all_.push_back(sinceClosed_.elapsed() / 1000.0);
+    if (sinceClosed_.isValid() && !deadline) recent_.push_back(sinceClosed_.elapsed() / 1000.0);
+    if (!sinceClosed_.isValid() && !deadline) recent_.push_back(firstRoundSeconds);
+    if (recent_.size() > 8) recent_.erase(recent_.begin());
+    sinceClosed_.start();
+  }
+  // Adaptive deadline: a multiple of the recent round time (not of the gather time — peers that
+  // train slower than us are not late yet), within the run's bounds. Before any history, our own
+  // training time for this round stands in (it reflects the machine's load).
+  double deadlineSeconds(const RoundPolicy& policy, double trainedSeconds) const {
+    const double typical = std::max(detail::median(recent_), trainedSeconds);
+    return std::clamp(policy.deadlineFactor * typical, policy.deadlineMinSeconds, policy.deadlineMaxSeconds);
+  }
+  void merged() { ++merged_; }  // a round's merge landed
+  std::int64_t mergedCount() const { return merged_; }
+  double mean() const {
+    if (all_.empty()) return 0;
+    double sum = 0;
+    for (double v : all_) sum += v;
+    return sum / double(all_.size());
+  }
+
+ private:
+  QElapsedTimer sinceClosed_;
+  std::vector<double> recent_, all_;
+  std::int64_t merged_ = 0;
+};
+
+// The trainer's steps as they reach the node: the last one, its GPU reading, the busy time.
+class TrainerSteps {
+ public:
+  // `r` reached the node: counted, and given a GPU reading (`readGpu`, may be null) when the last
+  // one is at least `gpuEveryMs` old — a step without a fresh reading carries none.
+  void stepped(StepReport& r, const std::function<std::optional<GpuReading>()>& readGpu, int gpuEveryMs) {
+    if (!sinceFirstStep_.isValid()) {
+      sinceFirstStep_.start();
+      firstStepSeconds_ = r.seconds;
+    }
+    stepSeconds_ += r.seconds;
+    if (readGpu && (!sinceGpuReading_.isValid() || sinceGpuReading_.elapsed() >= gpuEveryMs)) {
+      r.gpu = readGpu();
+      sinceGpuReading_.start();
+    }
+    last_ = r;
+  }
+  const StepReport& last() const { return last_; }
+  // Fraction of the wall time since the first step that the trainer spent inside steps.
+  double busyFraction() const {
+    if (!sinceFirstStep_.isValid()) return 0;
+    const double wall = sinceFirstStep_.elapsed() / 1000.0 + firstStepSeconds_;
+    return wall > 0 ? std::min(1.0, stepSeconds_ / wall) : 0;
+  }
+
+ private:
+  StepReport last_;
+  QElapsedTimer sinceFirstStep_, sinceGpuReading_;
+  double firstStepSeconds_ = 0, stepSeconds_ = 0;
+};
+
+}  // namespace es::node

@@ -1,0 +1,128 @@
+// RoundGather: the round's transfers (issue 14: what a fetch may bring). Each fetch gets its own
+// folder and the exact sizes its content may have (checked by the swarm layer on the metadata,
+// before the first piece); at most kMaxConcurrentFetches run at once, none past the quota. Past the
+// deadline a transfer is waited for only while its bytes arrive fast enough to land in time.
+#include "core/node/node_util.h"
+#include "core/node/round_gather.h"
+
+#include <algorithm>
+
+namespace es::node {
+
+using detail::q;
+
+int RoundGather::inFlight() const {
+  int n = 0;
+  for (const auto& [id, t] : transfers_) n += t.inFlight ? 1 : 0;
+  return n;
+}
+
+std::int64_t RoundGather::bytesComing() const {
+  std::int64_t coming = 0;
+  for (const auto& [id, t] : transfers_)
+    if (t.inFlight) coming += t.limits.sizes.back();
+  return coming;
+}
+
+// The exact sizes the content may have: those of every sender that announced it this round (an
+// impostor's claims must not make the real sender's file look wrong and get it banned).
+FetchLimits RoundGather::limitsFor(const ContentId& id) const {
+  FetchLimits all;
+  for (const auto& [sender, c] : contributions_) {
+    if (c.content != id) continue;
+    const auto limits = sizesOf_(sender, c.claims);
+    all.sizes.insert(all.sizes.end(), limits.sizes.begin(), limits.sizes.end());
+  }
+  std::sort(all.sizes.begin(), all.sizes.end());
+  all.sizes.erase(std::unique(all.sizes.begin(), all.sizes.end()), all.sizes.end());
+  return all;
+}
+
+bool RoundGather::startFetch(const ContentId& id) {
+  if (!detail::isSafeId(id) || transfers_.count(id) || inFlight() >= kMaxConcurrentFetches) return false;
+  const auto limits = limitsFor(id);
+  const auto senders = sendersOf(id);
+  const QString who = senders.empty() ? QString() : q(*senders.begin()).left(16);
+  if (!folder_.allows(limits.sizes.back(), bytesComing(),
+                      QStringLiteral("the contribution of %1 to round %2").arg(who).arg(round()), round()))
+    return false;
+  const qint64 now = clock_.elapsed();
+  Transfer& t = transfers_[id];
+  t = {limits, true, {}, 0, now, now};
+  if (auto s = swarm_.fetch(id, folder_.contributionFolder(round(), id), limits); !s) {
+    log_.say(QStringLiteral("Cannot fetch from %1: %2").arg(who, q(s.error())));
+    t.inFlight = false;  // stays started: never tried again this round
+  }
+  return true;
+}
+
+// Drops the transfer and its partial file; the next pass starts it afresh — at most 3 times, then
+// the content is given up for the round (its transfer stays: never started again).
+std::optional<bool> RoundGather::failed(const ContentId& id) {
+  const auto t = transfers_.find(id);
+  if (t == transfers_.end()) return std::nullopt;
+  t->second.inFlight = false;
+  swarm_.retire(id, true);
+  if (folder_.failedAgain(id) > 3) return false;
+  transfers_.erase(t);
+  return true;
+}
+
+// Retry: someone announced it after its transfer began, with other sizes: not yet conclusive
+// (that one may be the real sender, the first an impostor) — once more, with everyone's sizes.
+// Guessed: checked against every announcer's predicted sizes, none matched — but the sizes were
+// guessed from claims newer than the round (its record of the round never seen): the round goes
+// on without them, and nobody is banned for our guess. Liars: none of its announcers told the
+// truth. The bytes may still be an honest peer's that an impostor announced first with its own
+// sizes: the announcers are forgotten and the transfer with them, so a live announcer of the same
+// id starts it afresh with its sizes (each try bans its announcers: bounded by their number).
+RoundGather::Refusal RoundGather::refused(const ContentId& id) {
+  const auto t = transfers_.find(id);
+  if (t == transfers_.end()) return {};
+  t->second.inFlight = false;
+  if (t->second.limits.sizes != limitsFor(id).sizes) {
+    transfers_.erase(t);
+    return {Refusal::Retry, {}};
+  }
+  Refusal out{Refusal::Liars, sendersOf(id)};
+  for (const auto& sender : out.senders)
+    if (contributions_.at(sender).claimsGuessed) out.kind = Refusal::Guessed;
+  if (out.kind == Refusal::Guessed) {
+    givenUp_.insert(out.senders.begin(), out.senders.end());
+    return out;
+  }
+  for (const auto& sender : out.senders) contributions_.erase(sender);
+  transfers_.erase(t);
+  return out;
+}
+
+// Waiting on past the deadline is worth it only for a transfer that will finish in time: bytes
+// came since the last look, and at that rate the rest lands before deadline.max_seconds. A
+// contribution announced but never served (no bytes) or served at a trickle (an attacker holding
+// the round to its maximum, one byte a look) is not waited for. A transfer younger than one
+// re-arm (half the minimum) is given that look to begin: a late sender's contribution, announced
+// just before the deadline, is still connecting (tst_swarm_newcomer: closing on it at once left
+// the newcomer's contributions out of every round).
+bool RoundGather::fetchesProgressing() {
+  std::map<ContentId, std::pair<std::int64_t, std::int64_t>> done;  // content → (bytes done, total once known)
+  for (const auto& t : swarm_.traffic().transfers) done[t.contentId] = {t.doneBytes, t.totalBytes};
+  const qint64 nowMs = clock_.elapsed();
+  const double leftSeconds = deadline_.maxSeconds - nowMs / 1000.0;
+  const qint64 graceMs = static_cast<qint64>(deadline_.minSeconds * 1000 / 2);
+  bool progressing = false;
+  for (auto& [id, p] : transfers_) {
+    if (!p.inFlight) continue;
+    const std::int64_t most = p.limits.sizes.back();
+    const auto [bytes, total] = done.count(id) ? done[id] : std::pair<std::int64_t, std::int64_t>{0, 0};
+    const std::int64_t size = total > 0 ? std::min(total, most) : most;  // the metadata's size, once known
+    const double seconds = std::max<qint64>(nowMs - p.atMs, 1) / 1000.0;
+    const double rate = (bytes - p.bytes) / seconds;  // bytes per second since the last look
+    const bool young = nowMs - p.startedMs < graceMs;
+    if (young || (rate > 0 && (size - bytes) / rate <= leftSeconds)) progressing = true;
+    p.bytes = bytes;
+    p.atMs = nowMs;
+  }
+  return progressing;
+}
+
+}  // namespace es::node
