@@ -65,7 +65,15 @@ class Engine : public QObject {
   int fail(int code, const std::string& error, bool printed = false);
   int openSession(const QString& dataDir);
   Expected<p2p::IdentityWork> identityWork(const QString& dataDir, int bits);
-  int startRun();
+  int startRun();  // engine_start.cpp, with the steps below
+  int joinSwarm(const QString& runTorrent);
+  int configureNode();
+  int sizeClaimByMemory(const std::string& device);
+  void configurePeer();
+  void configureRunFolders();
+  void announceRun() const;
+  int openLedger(const std::string& dbPath);
+  node::RunInfo describeRun(const std::string& ledgerPath) const;
   int fetchManifest();                            // engine_magnet.cpp
   void continueWithManifest(const QString& dir);  // engine_magnet.cpp
   void wireNode();

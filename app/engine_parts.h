@@ -1,4 +1,4 @@
-// Engine's private parts, shared by engine.cpp and engine_magnet.cpp (not for other files).
+// Engine's private parts, shared by engine.cpp, engine_start.cpp and engine_magnet.cpp (not for other files).
 #pragma once
 
 #include "app/engine.h"

@@ -137,7 +137,7 @@ struct RunInfo {
   int nExperts = 0;
   int nLayers = 0;
   int syncEvery = 0;
-  // The run's merge rule (its manifest's "swarm" policy; app/engine.cpp's "Merge rule" line).
+  // The run's merge rule (its manifest's "swarm" policy; app/engine_start.cpp's "Merge rule" line).
   std::string aggregate;  // "mean" | "centered_clip"
   double outerLr = 1, outerMomentum = 0;
   std::string outerOn;  // "shared" | "experts" | "all"
