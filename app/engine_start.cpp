@@ -30,7 +30,6 @@ constexpr int kInternetJoinWindowMs = 40000;
 // The manifest's swarm policy (parsed and bounded by train::parseRunManifest) → the node's.
 node::RoundPolicy roundPolicy(const train::SwarmPolicy& s) {
   node::RoundPolicy p;
-  p.syncEvery = s.syncEvery;
   p.expertsPerPeer = s.expertsPerPeer;
   p.leaseRounds = s.leaseRounds;
   p.snapshotEvery = s.snapshotEvery;
@@ -135,7 +134,6 @@ int Engine::configureNode() {
   train::configureTrainingRuntime(cl_.threads);
   config.policy = roundPolicy(data.manifest.swarm);
   applyMergePolicy(data.manifest.swarm, config.peer);
-  if (cl_.syncEvery) config.policy.syncEvery = cl_.syncEvery;
   if (cl_.claimSize) config.policy.expertsPerPeer = cl_.claimSize;
   // Off one host, discovery takes the DHT's time: a fresh swarm whose peers claimed before they
   // saw each other trains alone and diverges. On the netlab the first records arrive 15-17 s
@@ -183,7 +181,7 @@ void Engine::configurePeer() {
   if (cl_.evalEvery) peer.trainer.train.evalInterval = cl_.evalEvery;
   peer.runId = p.swarm->runId();
   peer.selfId = p.swarm->selfId().str();
-  peer.syncEvery = p.config.policy.syncEvery;
+  peer.syncEvery = cl_.syncEvery ? cl_.syncEvery : data.manifest.swarm.syncEvery;
   peer.stateDir = (p.prepared.runDir + QStringLiteral("/swarm-state")).toStdString();
   peer.tokenizer = std::make_shared<const train::BpeTokenizer>(data.tokenizer);
   peer.testPoison = cl_.testPoison.toStdString();
@@ -241,7 +239,7 @@ node::RunInfo Engine::describeRun(const std::string& ledgerPath) const {
   runInfo.device = cl_.device.toStdString();
   runInfo.nExperts = data.manifest.model.nExperts;
   runInfo.nLayers = data.manifest.model.nLayers;
-  runInfo.syncEvery = p.config.policy.syncEvery;
+  runInfo.syncEvery = p.config.peer.syncEvery;
   runInfo.aggregate = data.manifest.swarm.aggregate;
   runInfo.outerLr = data.manifest.swarm.outerLr;
   runInfo.outerMomentum = data.manifest.swarm.outerMomentum;

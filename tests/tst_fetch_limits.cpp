@@ -224,7 +224,6 @@ bool FetchLimitsTest::runToEnd(Node& node, NodeRun& run, const std::function<voi
 NodeConfig FetchLimitsTest::configFor(const QString& name, int rounds) const {
   NodeConfig c = test::tinyNodeConfig(*data_, dir_.path(), name);
   c.maxRounds = rounds;
-  c.policy.syncEvery = 2;
   c.policy.deadlineMinSeconds = 3;
   c.policy.deadlineMaxSeconds = 6;
   c.peer.syncEvery = 2;

@@ -41,7 +41,6 @@ class NodeRounds : public QObject {
   NodeConfig configFor(const QString& name) const {
     NodeConfig c = es::test::tinyNodeConfig(*data_, dir_.path(), name);
     c.maxRounds = 3;
-    c.policy.syncEvery = 3;
     c.policy.deadlineMinSeconds = 20;
     c.policy.deadlineMaxSeconds = 30;
     c.policy.snapshotEvery = 1;

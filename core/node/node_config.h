@@ -18,9 +18,9 @@
 namespace es::node {
 
 // The run's swarm policy as the node uses it. Its defaults are train::SwarmPolicy's (the run
-// manifest's, the one place they are stated); the engine fills it from the parsed manifest.
+// manifest's, the one place they are stated); the engine fills it from the parsed manifest. The
+// round's length in steps is the trainer's alone (SpesPeerConfig::syncEvery): the node never reads it.
 struct RoundPolicy {
-  int syncEvery = train::SwarmPolicy{}.syncEvery;
   int expertsPerPeer = train::SwarmPolicy{}.expertsPerPeer;
   int leaseRounds = train::SwarmPolicy{}.leaseRounds;
   double deadlineFactor = train::SwarmPolicy{}.deadlineFactor;  // × the median of recent gather times
