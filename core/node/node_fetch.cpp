@@ -2,9 +2,9 @@
 // fetch gets its own folder and the exact sizes its content may have (checked by the swarm layer
 // on the metadata, before the first piece), at most kMaxConcurrentFetches run at once, none
 // starts past the run folder's disk quota, and whatever a round left behind is deleted.
+#include "core/checkpoint/round_dirs.h"
 #include "core/node/node.h"
 #include "core/node/node_util.h"
-#include "core/node/round_dirs.h"
 #include "core/sync/fetch_size.h"
 
 #include <QCoreApplication>

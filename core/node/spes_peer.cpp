@@ -1,12 +1,12 @@
 #include "core/node/spes_peer.h"
 #include "core/node/spes_peer_impl.h"
 
+#include "core/checkpoint/round_dirs.h"
 #include "core/checkpoint/safetensors.h"
 #include "core/checkpoint/training_state.h"
 #include "core/common/atomic_file.h"
 #include "core/model/tensor_names.h"
 #include "core/node/merged_sample.h"
-#include "core/node/round_dirs.h"
 #include "core/sync/contribution_file.h"
 #include "core/sync/merge.h"
 #include "core/sync/outer_step.h"
