@@ -6,7 +6,7 @@
 #include "core/model/tensor_names.h"
 #include "core/node/memory_swarm.h"
 #include "core/node/node.h"
-#include "core/node/spes_peer.h"
+#include "core/spes/spes_peer.h"
 #include "core/sync/contribution_file.h"
 #include "core/sync/fetch_size.h"
 #include "core/sync/outer_step.h"

@@ -3,7 +3,7 @@
 // commit protocol on plain files, each crash window laid out by hand; then the real SpesPeer
 // (a tiny model) resuming past a damaged newest round.
 #include "core/checkpoint/round_dirs.h"
-#include "core/node/spes_peer.h"
+#include "core/spes/spes_peer.h"
 #include "core/train/corpus_prep.h"
 #include "support/tiny_node.h"
 

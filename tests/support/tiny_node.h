@@ -4,7 +4,7 @@
 
 #include "core/node/memory_swarm.h"
 #include "core/node/node.h"
-#include "core/node/spes_peer.h"
+#include "core/spes/spes_peer.h"
 #include "core/train/corpus_prep.h"
 
 #include <QDir>

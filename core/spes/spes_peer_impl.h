@@ -6,7 +6,7 @@
 #include "core/checkpoint/round_dirs.h"
 #include "core/checkpoint/safetensors.h"
 #include "core/checkpoint/training_state.h"
-#include "core/node/spes_peer.h"
+#include "core/spes/spes_peer.h"
 #include "core/sync/outer_step.h"
 #include "core/sync/round_merge.h"
 #include "core/sync/validate.h"
