@@ -637,7 +637,7 @@ class NodeRounds : public QObject {
   // Issue 15 item 1 (Sybil majorities): from round 2 on, three fresh keys report in their records
   // that they merged every round into a state of their own, and announce a snapshot of it. By
   // head count they are the majority (3 against 2) and the honest pair took "their" snapshot;
-  // weighted by accepted work (core/node/standing.h) they weigh 3 against the pair's 2 × (1 + 2)
+  // weighted by accepted work (core/node/rules/standing.h) they weigh 3 against the pair's 2 × (1 + 2)
   // and more each round, so neither honest node leaves its state and both agree every round.
   void freshKeysReportingAnotherStateDoNotPullTheSwarm() {
     MemorySwarmHub hub("tiny-run");

@@ -1,6 +1,6 @@
 #include "core/node/node.h"
 #include "core/node/node_util.h"
-#include "core/node/peer_rules.h"
+#include "core/node/rules/peer_rules.h"
 
 #include <QDateTime>
 
@@ -59,7 +59,7 @@ void Node::start() {
   events.peersChanged = [this] {
     noteRoundClaims();
     noteHeard();
-    if (ledger_) {  // only what changed, at most once a minute per peer (core/node/peer_sightings.h)
+    if (ledger_) {  // only what changed, at most once a minute per peer (core/node/rules/peer_sightings.h)
       const auto now = QDateTime::currentMSecsSinceEpoch();
       sightings_.begin();
       for (const auto& p : swarm_.peers())

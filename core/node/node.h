@@ -7,10 +7,10 @@
 // the merge lands between two steps. Talks to the network only through `Swarm`.
 #pragma once
 
-#include "core/node/bans.h"
-#include "core/node/peer_sightings.h"
-#include "core/node/round_claims.h"
-#include "core/node/standing.h"
+#include "core/node/rules/bans.h"
+#include "core/node/rules/peer_sightings.h"
+#include "core/node/rules/round_claims.h"
+#include "core/node/rules/standing.h"
 #include "core/node/swarm.h"
 #include "core/node/trainer_worker.h"
 #include "core/store/ledger.h"
@@ -246,7 +246,7 @@ class Node : public QObject {
   std::map<qint64, store::RoundRow> repairedRows_;  // a repaired round's ledger row, once its state is durable
   void publishSnapshot(qint64 round, const QString& path);
   void noteFingerprint(qint64 round, const std::string& fingerprint);
-  // Claims, a lease that holds at `round`, not banned, not silent (core/node/peer_rules.h).
+  // Claims, a lease that holds at `round`, not banned, not silent (core/node/rules/peer_rules.h).
   // Without `withNoShows`, peers whose announced contributions did not arrive kNoShowRounds
   // rounds in a row, or were stale kStaleRounds rounds in a row while we held the majority's
   // state, are left out too (they are still fetched from, so they come back at once).

@@ -1,6 +1,6 @@
 // The node's bans and standing: bans are made when a contribution is rejected, standing grows
-// when one is accepted; both are kept in the ledger and reloaded at start (core/node/bans.h and
-// core/node/standing.h have the rules).
+// when one is accepted; both are kept in the ledger and reloaded at start (core/node/rules/bans.h and
+// core/node/rules/standing.h have the rules).
 #include "core/node/node.h"
 #include "core/node/node_util.h"
 

@@ -92,7 +92,7 @@ void Node::noteRoundClaims() {
 }
 
 // `peer` names `id` as its contribution of the round: it is owed those bytes' verdict.
-// The claims it held in the round (core/node/round_claims.h); its record's current ones only when
+// The claims it held in the round (core/node/rules/round_claims.h); its record's current ones only when
 // no record of that round was seen — a guess, remembered as one.
 void Node::noteAnnounced(const SwarmPeer& peer, const ContentId& id) {
   if (!isSafeId(id)) Q_EMIT message(QStringLiteral("Ignoring a malformed content id from %1").arg(q(peer.id).left(16)));

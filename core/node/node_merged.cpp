@@ -57,7 +57,7 @@ RoundSummary Node::summarize(const RoundMerged& merged) const {
 
 // Most others built on a base we do not hold: we merged a different set of contributions (a
 // deadline hit us but not them). Take the majority's snapshot instead of drifting apart. "Most"
-// by weight (core/node/standing.h): contributions naming a base of their own from fresh keys do
+// by weight (core/node/rules/standing.h): contributions naming a base of their own from fresh keys do
 // not outweigh the peers we merged with, so a stale flood does not push us into resyncs.
 void Node::resyncIfOutOfStep(const MergeResult& result) {
   std::set<PeerId> accepted, stale;

@@ -5,9 +5,9 @@
 // lack (a few MB each, not a whole snapshot), and merge the round again from the same base
 // (SpesPeer::remerge), which lands on the majority's bytes. Whatever fails falls back to the
 // snapshot (tryResync).
-#include "core/node/merged_set.h"
 #include "core/node/node.h"
 #include "core/node/node_util.h"
+#include "core/node/rules/merged_set.h"
 
 #include <QDir>
 

@@ -2,7 +2,7 @@
 // different set of contributions than the majority.
 #include "core/node/node.h"
 #include "core/node/node_util.h"
-#include "core/node/peer_rules.h"
+#include "core/node/rules/peer_rules.h"
 
 #include <QDir>
 
@@ -47,7 +47,7 @@ void Node::tryResync() {
   startSnapshotFetch(chosen->first, chosen->second);  // refused by the quota: tried again on the next record
 }
 
-// The snapshot to take (core/node/standing.h, chooseSnapshot): the newest adoptable one that two
+// The snapshot to take (core/node/rules/standing.h, chooseSnapshot): the newest adoptable one that two
 // peers announce and that carries half the weight of all announcers — votes weigh the work each
 // announcer did for us, so fresh Sybil keys do not outvote the peers we merged with. Out of step
 // with a known majority (checkAgreement), only that majority's snapshots count: the other odd
@@ -161,7 +161,7 @@ void Node::noteFingerprint(qint64 round, const std::string& fingerprint) {
 // merged it group by fingerprint. A group holds the swarm's state once it has more than half of
 // the weight of those peers plus those still gathering that round (us included), or, when none is
 // still gathering it, if it is the heaviest (a tie goes to the smaller fingerprint). Weight is
-// standing (core/node/standing.h): 1 + the rounds we merged the peer's work before the judged
+// standing (core/node/rules/standing.h): 1 + the rounds we merged the peer's work before the judged
 // round (standingBefore); among peers we merged equally often this is a head count, so every
 // peer picks the same group. A reporter with neither a contribution to the round nor such work
 // has no say. Deciding on fewer was wrong in the
@@ -189,7 +189,7 @@ std::optional<Node::StateGroup> Node::swarmStateOf(qint64 round, const std::stri
   }
   const std::int64_t reached = totalWeight(standing, reporting) + totalWeight(standing, gathering);
   if (groups.size() < 2) return std::nullopt;  // nobody disagrees (yet)
-  // The heaviest group is the swarm's (votes weigh accepted work, core/node/standing.h: fresh keys
+  // The heaviest group is the swarm's (votes weigh accepted work, core/node/rules/standing.h: fresh keys
   // reporting a state of their own do not make us the odd one out); ties → smaller fingerprint.
   auto largest = groups.begin();
   for (auto it = groups.begin(); it != groups.end(); ++it)

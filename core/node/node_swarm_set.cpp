@@ -6,9 +6,9 @@
 // When a decided majority's records name the state and the set they merged the round into, and
 // we hold every contribution of that set on the same base, merging that set now lands on their
 // bytes: we are in step at once and our next contribution goes out with theirs.
-#include "core/node/merged_set.h"
 #include "core/node/node.h"
 #include "core/node/node_util.h"
+#include "core/node/rules/merged_set.h"
 
 namespace es::node {
 
