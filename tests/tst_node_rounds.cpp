@@ -1,10 +1,10 @@
 // The node's round state machine without a network: two Nodes in one process over the in-memory
-// Swarm (core/node/memory_swarm.h), a tiny model on the bundled corpus. They split the experts,
+// Swarm (tests/support/memory_swarm.h), a tiny model on the bundled corpus. They split the experts,
 // merge each other's contributions every round into the same state, and stop after 3 rounds.
-#include "core/node/memory_swarm.h"
 #include "core/node/node.h"
 #include "core/store/ledger.h"
 #include "core/train/corpus_prep.h"
+#include "support/memory_swarm.h"
 #include "support/tiny_node.h"
 #include "support/wait_until.h"
 
