@@ -33,8 +33,8 @@ QJsonObject roundEvent(const node::RoundSummary& s) {
                     {"expected", s.expected},
                     {"loss", s.loss},
                     {"tok_s", s.tokensPerSecond},
-                    {"merged", QString::fromStdString(s.merge.sharedFingerprint)},
-                    {"state", QString::fromStdString(s.merge.fingerprint)},
+                    {"merged", QString::fromStdString(s.sharedFingerprint)},
+                    {"state", QString::fromStdString(s.fingerprint)},
                     {"deadline", s.deadlineHit},
                     {"repaired", s.repaired},
                     {"updated_experts", updated}};

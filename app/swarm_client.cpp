@@ -22,7 +22,7 @@ void printRoundLine(const node::RoundSummary& s) {
   const std::string val = s.valLoss ? " val_loss=" + QString::number(*s.valLoss, 'f', 4).toStdString() : std::string();
   // A repaired round is printed again, as it ended (" repaired"): the last line of a round is true.
   std::printf("round=%lld peers=%d loss=%.4f%s tok/s=%.0f merged=%s%s\n", static_cast<long long>(s.round), s.peers,
-              s.loss, val.c_str(), s.tokensPerSecond, s.merge.sharedFingerprint.c_str(), s.repaired ? " repaired" : "");
+              s.loss, val.c_str(), s.tokensPerSecond, s.sharedFingerprint.c_str(), s.repaired ? " repaired" : "");
   std::fflush(stdout);
 }
 

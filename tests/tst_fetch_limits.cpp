@@ -4,13 +4,13 @@
 #include "core/checkpoint/safetensors.h"
 #include "core/model/moe_transformer.h"
 #include "core/model/tensor_names.h"
-#include "core/node/memory_swarm.h"
 #include "core/node/node.h"
-#include "core/node/spes_peer.h"
+#include "core/spes/spes_peer.h"
 #include "core/sync/contribution_file.h"
 #include "core/sync/fetch_size.h"
 #include "core/sync/outer_step.h"
 #include "core/train/corpus_prep.h"
+#include "support/memory_swarm.h"
 #include "support/node_notes.h"
 #include "support/tiny_node.h"
 #include "support/wait_until.h"
@@ -245,8 +245,7 @@ void FetchLimitsTest::nodeRefusesAWrongSizeAndBansItsSender() {
   test::NodeNotes notes;
   connect(&node, &Node::roundClosed, this, [&](const RoundSummary& s) {
     rounds.push_back(s);
-    for (const auto& v : s.merge.verdicts)
-      qInfo("verdict %s %d %s", v.sender.str().c_str(), v.accepted, v.reason.c_str());
+    for (const auto& v : s.verdicts) qInfo("verdict %s %d %s", v.sender.str().c_str(), v.accepted, v.reason.c_str());
   });
   connect(&node, &Node::message, this, [&](const QString& m) { qInfo("%s", qPrintable(m)); });
   connect(&node, &Node::noted, this, [&](const QString& kind, const QVariantMap& f) { notes.add(kind, f); });
@@ -395,7 +394,7 @@ void FetchLimitsTest::aPeerStaleTwoRoundsInARowIsNotWaitedFor() {
   for (int r = 0; r < 2; ++r) {  // waited for, arrived, skipped as stale
     QCOMPARE(rounds[r].expected, 2);
     bool stale = false;
-    for (const auto& v : rounds[r].merge.verdicts) stale = stale || (v.sender.str() == "stale-z" && v.stale);
+    for (const auto& v : rounds[r].verdicts) stale = stale || (v.sender.str() == "stale-z" && v.stale);
     QVERIFY2(stale, qPrintable(QString("round %1: no stale verdict for stale-z").arg(r + 1)));
   }
   for (int r = 2; r < 4; ++r) {
@@ -461,7 +460,7 @@ void FetchLimitsTest::aContributionIsSizedWithItsRoundsClaims() {
   QCOMPARE(swarm.fetchLimits().at(*id).sizes, sync::contributionSizes(config.peer.trainer.model, {1}, header));
   QVERIFY(!run.notes.has("ban"));
   bool judged = false;
-  for (const auto& v : run.rounds.at(0).merge.verdicts) judged = judged || v.sender.str() == "mover";
+  for (const auto& v : run.rounds.at(0).verdicts) judged = judged || v.sender.str() == "mover";
   QVERIFY2(judged, "the mover's contribution never arrived");
 }
 

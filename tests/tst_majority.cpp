@@ -1,8 +1,8 @@
-// Specification of the weighted-majority vote on a round's merged state (core/node/majority.h),
+// Specification of the weighted-majority vote on a round's merged state (core/node/rules/majority.h),
 // which the agreement check and closing on the swarm's set both ask: weight is standing, not head
 // count; those still gathering count against every group; without them the heaviest group may win
 // (when the caller allows it); ties go to the smaller fingerprint.
-#include "core/node/majority.h"
+#include "core/node/rules/majority.h"
 #include "support/id_literals.h"
 
 #include <QTest>

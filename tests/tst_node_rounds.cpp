@@ -1,10 +1,10 @@
 // The node's round state machine without a network: two Nodes in one process over the in-memory
-// Swarm (core/node/memory_swarm.h), a tiny model on the bundled corpus. They split the experts,
+// Swarm (tests/support/memory_swarm.h), a tiny model on the bundled corpus. They split the experts,
 // merge each other's contributions every round into the same state, and stop after 3 rounds.
-#include "core/node/memory_swarm.h"
 #include "core/node/node.h"
 #include "core/store/ledger.h"
 #include "core/train/corpus_prep.h"
+#include "support/memory_swarm.h"
 #include "support/node_notes.h"
 #include "support/tiny_node.h"
 #include "support/wait_until.h"
@@ -72,7 +72,7 @@ class NodeRounds : public QObject {
       connect(n, &Node::message, this, [name](const QString& m) { qInfo("%s: %s", name.c_str(), qPrintable(m)); });
       connect(n, &Node::roundClosed, this, [name](const RoundSummary& s) {
         qInfo("%s: round %lld closed, %d merged, %s", name.c_str(), static_cast<long long>(s.round), s.peers,
-              s.merge.fingerprint.c_str());
+              s.fingerprint.c_str());
       });
     }
     // Every contribution either peer announced (records keep only the newest three).
@@ -101,10 +101,10 @@ class NodeRounds : public QObject {
       QCOMPARE(ra.round, qint64(r + 1));
       QCOMPARE(ra.peers, 2);  // both contributions merged
       QCOMPARE(rb.peers, 2);
-      QCOMPARE(ra.merge.fingerprint, rb.merge.fingerprint);  // the whole merged state, bit for bit
+      QCOMPARE(ra.fingerprint, rb.fingerprint);  // the whole merged state, bit for bit
       QVERIFY(!ra.deadlineHit);
       QCOMPARE(ra.updatedExperts, (std::vector<int>{0, 1, 2, 3}));  // both owners' experts changed
-      for (const auto& v : ra.merge.verdicts) QVERIFY2(v.accepted, v.reason.c_str());
+      for (const auto& v : ra.verdicts) QVERIFY2(v.accepted, v.reason.c_str());
     }
     QVERIFY(a.trainerBusyFraction() > 0);
     // Each peer retired (stopped seeding, deleted) the other's round-1 contribution once round 3
@@ -253,7 +253,7 @@ class NodeRounds : public QObject {
     for (const auto* name : {"peer-b", "peer-c"})
       if (const auto it = run.rounds.find(name); it != run.rounds.end())
         for (const auto& [r, summary] : it->second)
-          for (const auto& v : summary.merge.verdicts)
+          for (const auto& v : summary.verdicts)
             if (v.stale && (from.empty() || v.sender.str() == from))
               return QString("%1 got a stale contribution from %2 in round %3")
                   .arg(name, QString::fromStdString(v.sender.str()))
@@ -276,17 +276,17 @@ class NodeRounds : public QObject {
     QVERIFY2(noted(run, "repaired",
                    {{"round", 1},
                     {"contributions", 3},
-                    {"fingerprint", QString::fromStdString(rounds["peer-b"].at(1).merge.fingerprint)}}),
+                    {"fingerprint", QString::fromStdString(rounds["peer-b"].at(1).fingerprint)}}),
              "peer-a did not land on the majority's state");
     // peer-a's ledger says round 1 ended in the majority's state (its shared tensors' fingerprint,
     // as every round row), not the state it merged first.
     const auto rowOne = std::find_if(run.ledgerOfA.begin(), run.ledgerOfA.end(), [](auto& r) { return r.round == 1; });
     QVERIFY2(rowOne != run.ledgerOfA.end(), "peer-a's ledger has no round 1");
-    QCOMPARE(rowOne->mergedFingerprint, rounds["peer-b"].at(1).merge.sharedFingerprint);
+    QCOMPARE(rowOne->mergedFingerprint, rounds["peer-b"].at(1).sharedFingerprint);
     QCOMPARE(rowOne->accepted, 3);
     // and reports round 1 again, as it ended (the headless client prints it as a second line).
     QVERIFY2(run.repairedByA.count(1), "peer-a did not report the repaired round");
-    QCOMPARE(run.repairedByA.at(1).merge.fingerprint, rounds["peer-b"].at(1).merge.fingerprint);
+    QCOMPARE(run.repairedByA.at(1).fingerprint, rounds["peer-b"].at(1).fingerprint);
     QCOMPARE(run.repairedByA.at(1).peers, 3);
     QVERIFY(run.repairedByA.at(1).repaired && !run.repairedByA.at(1).valLoss);
     QVERIFY2(!noted(run, "resync"), "peer-a fetched a snapshot all the same");
@@ -296,8 +296,8 @@ class NodeRounds : public QObject {
         QVERIFY2(rounds[name].count(r), qPrintable(QString("%1 has no round %2").arg(name).arg(r)));
         QCOMPARE(rounds[name].at(r).peers, 3);
       }
-      QCOMPARE(rounds["peer-a"].at(r).merge.fingerprint, rounds["peer-b"].at(r).merge.fingerprint);
-      QCOMPARE(rounds["peer-c"].at(r).merge.fingerprint, rounds["peer-b"].at(r).merge.fingerprint);
+      QCOMPARE(rounds["peer-a"].at(r).fingerprint, rounds["peer-b"].at(r).fingerprint);
+      QCOMPARE(rounds["peer-c"].at(r).fingerprint, rounds["peer-b"].at(r).fingerprint);
     }
     QVERIFY2(staleContribution(run).isEmpty(), qPrintable(staleContribution(run)));
     qInfo("three nodes closed 4 rounds in %.1f s; peer-a repaired round 1 without a snapshot%s", run.seconds,
@@ -320,7 +320,7 @@ class NodeRounds : public QObject {
     for (const auto* name : {"peer-a", "peer-b", "peer-c"}) QVERIFY2(rounds[name].count(1), name);
     QCOMPARE(rounds["peer-a"].at(1).peers, 2);  // round 1 without peer-b's contribution
     QCOMPARE(rounds["peer-b"].at(1).peers, 3);
-    QCOMPARE(rounds["peer-c"].at(1).merge.fingerprint, rounds["peer-b"].at(1).merge.fingerprint);
+    QCOMPARE(rounds["peer-c"].at(1).fingerprint, rounds["peer-b"].at(1).fingerprint);
     QVERIFY2(!noted(run, "keepingReference"), "the odd one out kept its state");
     QVERIFY(noted(run, "snapshot"));
     QVERIFY2(run.notesOfA.any("repairAbandoned",
@@ -344,8 +344,8 @@ class NodeRounds : public QObject {
         QVERIFY2(rounds[name].count(r), qPrintable(QString("%1 has no round %2").arg(name).arg(r)));
         QCOMPARE(rounds[name].at(r).peers, 3);
       }
-      QCOMPARE(rounds["peer-a"].at(r).merge.fingerprint, rounds["peer-b"].at(r).merge.fingerprint);
-      QCOMPARE(rounds["peer-c"].at(r).merge.fingerprint, rounds["peer-b"].at(r).merge.fingerprint);
+      QCOMPARE(rounds["peer-a"].at(r).fingerprint, rounds["peer-b"].at(r).fingerprint);
+      QCOMPARE(rounds["peer-c"].at(r).fingerprint, rounds["peer-b"].at(r).fingerprint);
     }
     qInfo("peer-a waited for the majority's snapshot: %s",
           noted(run, "waitingForMajority") ? "yes" : "no (it was there already)");
@@ -373,7 +373,7 @@ class NodeRounds : public QObject {
     auto rounds = run.rounds;
     for (const auto* name : {"peer-a", "peer-b", "peer-c"}) {
       QVERIFY2(rounds[name].count(5), qPrintable(QString("%1 has no round 5").arg(name)));
-      QCOMPARE(rounds[name].at(5).merge.fingerprint, rounds["peer-b"].at(5).merge.fingerprint);
+      QCOMPARE(rounds[name].at(5).fingerprint, rounds["peer-b"].at(5).fingerprint);
     }
   }
 
@@ -432,20 +432,20 @@ class NodeRounds : public QObject {
     for (const auto* name : {"peer-a", "peer-b", "peer-c"}) {
       QVERIFY2(rounds[name].count(1), name);
       QCOMPARE(rounds[name].at(1).peers, 2);
-      splitStates.insert(rounds[name].at(1).merge.fingerprint);
+      splitStates.insert(rounds[name].at(1).fingerprint);
     }
     QCOMPARE(int(splitStates.size()), 3);
     for (const auto* name : {"peer-a", "peer-b", "peer-c"})
       for (const auto& [r, summary] : rounds[name])
         qInfo("%s round %lld: %d contributions, state %s", name, static_cast<long long>(r), summary.peers,
-              summary.merge.fingerprint.c_str());
+              summary.fingerprint.c_str());
     for (qint64 r = 3; r <= 5; ++r) {
       for (const auto* name : {"peer-a", "peer-b", "peer-c"}) {
         QVERIFY2(rounds[name].count(r), qPrintable(QString("%1 has no round %2").arg(name).arg(r)));
         QCOMPARE(rounds[name].at(r).peers, 3);
       }
-      QCOMPARE(rounds["peer-a"].at(r).merge.fingerprint, rounds["peer-b"].at(r).merge.fingerprint);
-      QCOMPARE(rounds["peer-c"].at(r).merge.fingerprint, rounds["peer-b"].at(r).merge.fingerprint);
+      QCOMPARE(rounds["peer-a"].at(r).fingerprint, rounds["peer-b"].at(r).fingerprint);
+      QCOMPARE(rounds["peer-c"].at(r).fingerprint, rounds["peer-b"].at(r).fingerprint);
     }
   }
 
@@ -489,14 +489,14 @@ class NodeRounds : public QObject {
     QVERIFY2(notes.has("swarmSet", {{"round", 1}, {"peers", 2}, {"contributions", 2}}),
              "peer-a did not close round 1 on the others' set");
     QCOMPARE(rounds["peer-a"].at(1).peers, 2);
-    QCOMPARE(rounds["peer-a"].at(1).merge.fingerprint, rounds["peer-b"].at(1).merge.fingerprint);
+    QCOMPARE(rounds["peer-a"].at(1).fingerprint, rounds["peer-b"].at(1).fingerprint);
     QVERIFY2(!rounds["peer-a"].at(1).deadlineHit, "peer-a waited for its deadline");
     QVERIFY2(!notes.has("outOfStep"), "peer-a split from the others");
     QVERIFY2(!notes.has("repaired"), "peer-a repaired a round");
     for (qint64 r = 2; r <= 3; ++r)
       for (const auto* name : {"peer-a", "peer-c"}) {
         QCOMPARE(rounds[name].at(r).peers, 3);
-        QCOMPARE(rounds[name].at(r).merge.fingerprint, rounds["peer-b"].at(r).merge.fingerprint);
+        QCOMPARE(rounds[name].at(r).fingerprint, rounds["peer-b"].at(r).fingerprint);
       }
   }
 
@@ -526,12 +526,12 @@ class NodeRounds : public QObject {
     const auto& notes = run.notesOfA;
     QCOMPARE(rounds["peer-b"].at(2).peers, 2);  // closed without peer-a
     QVERIFY2(notes.has("cutOff", {{"round", 2}, {"heard", 0}, {"others", 2}}), "peer-a did not see it was cut off");
-    QCOMPARE(rounds["peer-a"].at(2).merge.fingerprint, rounds["peer-b"].at(2).merge.fingerprint);
+    QCOMPARE(rounds["peer-a"].at(2).fingerprint, rounds["peer-b"].at(2).fingerprint);
     QVERIFY2(!notes.has("outOfStep"), "peer-a merged round 2 alone");
     for (qint64 r = 3; r <= 4; ++r)
       for (const auto* name : {"peer-a", "peer-c"}) {
         QCOMPARE(rounds[name].at(r).peers, 3);
-        QCOMPARE(rounds[name].at(r).merge.fingerprint, rounds["peer-b"].at(r).merge.fingerprint);
+        QCOMPARE(rounds[name].at(r).fingerprint, rounds["peer-b"].at(r).fingerprint);
       }
   }
 
@@ -627,7 +627,7 @@ class NodeRounds : public QObject {
       sampled.push_back(row.round);
       QCOMPARE(row.prompt, prompt);
       QVERIFY(!row.text.empty());
-      QCOMPARE(row.text, rounds[std::size_t(row.round - 1)].merge.sample->text);
+      QCOMPARE(row.text, rounds[std::size_t(row.round - 1)].sample->text);
     }
     QVERIFY(!evalRounds.empty());
     QCOMPARE(sampled, evalRounds);
@@ -651,7 +651,7 @@ class NodeRounds : public QObject {
   // Issue 15 item 1 (Sybil majorities): from round 2 on, three fresh keys report in their records
   // that they merged every round into a state of their own, and announce a snapshot of it. By
   // head count they are the majority (3 against 2) and the honest pair took "their" snapshot;
-  // weighted by accepted work (core/node/standing.h) they weigh 3 against the pair's 2 × (1 + 2)
+  // weighted by accepted work (core/node/rules/standing.h) they weigh 3 against the pair's 2 × (1 + 2)
   // and more each round, so neither honest node leaves its state and both agree every round.
   void freshKeysReportingAnotherStateDoNotPullTheSwarm() {
     MemorySwarmHub hub("tiny-run");
@@ -683,7 +683,7 @@ class NodeRounds : public QObject {
     for (auto* n : {&a, &b}) {
       const std::string name = n == &a ? "peer-a" : "peer-b";
       connect(n, &Node::roundClosed, this, [&, name](const RoundSummary& s) {
-        fingerprints[name][s.round] = s.merge.fingerprint;
+        fingerprints[name][s.round] = s.fingerprint;
         if (s.round >= 2) lie(s.round);
       });
       connect(n, &Node::message, this, [name](const QString& m) { qInfo("%s: %s", name.c_str(), qPrintable(m)); });
@@ -762,7 +762,7 @@ class NodeRounds : public QObject {
     es::test::NodeNotes notes;
     connect(&node, &Node::roundClosed, this, [&](const RoundSummary& s) {
       rounds.push_back(s);
-      if (s.round >= 3) ghostMerged = {{s.round, s.merge.fingerprint}};
+      if (s.round >= 3) ghostMerged = {{s.round, s.fingerprint}};
       announceBoth(s.round + 1);  // they keep announcing
     });
     connect(&node, &Node::finished, this, [&] { finished = true; });
@@ -842,7 +842,7 @@ class NodeRounds : public QObject {
     bool rejected = false;
     for (const auto& s : roundsA) {
       QCOMPARE(s.peers, 2);  // ours and peer-b's, every round
-      for (const auto& v : s.merge.verdicts) {
+      for (const auto& v : s.verdicts) {
         if (v.sender.str() == "peer-b") QVERIFY2(v.accepted, v.reason.c_str());
         if (v.sender.str() != "peer-0-impostor") continue;
         QVERIFY(!v.accepted);

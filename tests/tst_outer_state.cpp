@@ -4,7 +4,7 @@
 // momentum (a plain-rule peer merging the same files lands elsewhere); a resumed peer, a newcomer
 // from a snapshot and a peer that merges a round again with the majority's set all hold that
 // momentum and merge on bit-identically; a snapshot without the momentum is refused.
-#include "core/node/spes_peer.h"
+#include "core/spes/spes_peer.h"
 #include "core/train/corpus_prep.h"
 #include "support/tiny_node.h"
 

@@ -1,11 +1,11 @@
-// Specification of the node's rules about other peers (core/node/peer_rules.h, core/node/bans.h;
+// Specification of the node's rules about other peers (core/node/rules/peer_rules.h, core/node/rules/bans.h;
 // issue 15 items 2 and 6): leases that cannot run forever, tie-breaks no id wins every round,
 // banned and silent peers owning nothing, and bans that outlive a restart and then expire.
 #include "core/common/lease_terms.h"
-#include "core/node/bans.h"
-#include "core/node/merged_set.h"
-#include "core/node/peer_rules.h"
-#include "core/node/round_claims.h"
+#include "core/node/rules/bans.h"
+#include "core/node/rules/merged_set.h"
+#include "core/node/rules/peer_rules.h"
+#include "core/node/rules/round_claims.h"
 #include "core/store/ledger.h"
 #include "core/store/migrations.h"
 #include "core/store/sqlite_db.h"

@@ -1,7 +1,7 @@
 // Records that flood (issue 15 item 5): every byte from the network is attacker-written, so the
 // record book (p2p/record_book.h), the gossip connection limits (p2p/gossip_limits.h, the hub in
-// p2p/record_gossip.h) and the node's ledger writes (core/node/peer_sightings.h) stay bounded.
-#include "core/node/peer_sightings.h"
+// p2p/record_gossip.h) and the node's ledger writes (core/node/rules/peer_sightings.h) stay bounded.
+#include "core/node/rules/peer_sightings.h"
 #include "p2p/gossip_limits.h"
 #include "p2p/identity.h"
 #include "p2p/peer_record.h"

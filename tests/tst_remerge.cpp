@@ -3,7 +3,7 @@
 // its own (as after a deadline that closed before A's arrived). B merges round 1 again with A's
 // set and lands on A's state bit for bit; its round-2 contribution, written before the repair on
 // its odd state, is written again on the repaired base, and A merges it (not stale).
-#include "core/node/spes_peer.h"
+#include "core/spes/spes_peer.h"
 #include "core/train/corpus_prep.h"
 #include "support/tiny_node.h"
 

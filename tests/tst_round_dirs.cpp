@@ -1,9 +1,9 @@
 // Issue 14, item 4: the state folder's round directories survive a kill at any moment, and a
-// damaged newest round falls back to the one before it (core/node/round_dirs.h). First the
+// damaged newest round falls back to the one before it (core/checkpoint/round_dirs.h). First the
 // commit protocol on plain files, each crash window laid out by hand; then the real SpesPeer
 // (a tiny model) resuming past a damaged newest round.
-#include "core/node/round_dirs.h"
-#include "core/node/spes_peer.h"
+#include "core/checkpoint/round_dirs.h"
+#include "core/spes/spes_peer.h"
 #include "core/train/corpus_prep.h"
 #include "support/tiny_node.h"
 

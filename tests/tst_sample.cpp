@@ -3,10 +3,10 @@
 // the mean cross-entropy; the newest merged round is what they load; bad flags exit 2. The end
 // to end part runs the real client on a real (3-step) run.
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
+#include "core/checkpoint/round_dirs.h"
 #include "core/checkpoint/safetensors.h"
 #include "core/infer/generate.h"
 #include "core/infer/merged_model.h"
-#include "core/node/round_dirs.h"
 
 #include <torch/torch.h>
 #endif

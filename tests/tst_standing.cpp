@@ -1,7 +1,7 @@
-// Specification of votes weighted by accepted work (core/node/standing.h; issue 15 item 1,
+// Specification of votes weighted by accepted work (core/node/rules/standing.h; issue 15 item 1,
 // "Sybil majorities"): fresh keys that agree on a snapshot of their own do not outvote the peers
 // we merged with, two keys are still needed, and standing survives a restart via the ledger.
-#include "core/node/standing.h"
+#include "core/node/rules/standing.h"
 #include "core/store/ledger.h"
 #include "support/id_literals.h"
 

@@ -361,7 +361,7 @@ class StoreTest : public QObject {
     QCOMPARE((*reader)->lastCommittedRound(kRun)->value(), std::int64_t{5});
   }
 
-  // Schema 2 gives bans a time (they expire: core/node/bans.h). A ban made under schema 1 takes
+  // Schema 2 gives bans a time (they expire: core/node/rules/bans.h). A ban made under schema 1 takes
   // its row's last_seen; bans made since carry the time banPeer ran.
   void bansGetTheirTimeAndOldOnesTheirLastSeen() {
     QTemporaryDir dir;

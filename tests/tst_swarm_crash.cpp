@@ -115,7 +115,7 @@ class SwarmCrash : public QObject {
     QVERIFY(last.rounds().count(before + 2));
 
     // A damaged newest round (a torn file the file system did not protect): the client says so
-    // and resumes from the round before it, which is kept for this (core/node/round_dirs.h).
+    // and resumes from the round before it, which is kept for this (core/checkpoint/round_dirs.h).
     const int newest = stateRound();
     QCOMPARE(newest, before + 2);
     QFile torn(stateDir() + QString("/round-%1/training-state.safetensors").arg(newest, 8, 10, QChar('0')));

@@ -326,7 +326,7 @@ void SwarmFetch::hostilePeersCannotTouchHonestVerdictsOrTheDisk() {
 // the session our last two contributions, the two fetched and two snapshots; the run folder
 // (mostly swarm-state: weights, base, optimizer moments) stays under 600 MiB: measured 349–360
 // with one state round, 507 since the round before the newest is kept as the fallback for a
-// damaged newest one (core/node/round_dirs.h, kKeptRounds 2: ~150 MiB a round here).
+// damaged newest one (core/checkpoint/round_dirs.h, kKeptRounds 2: ~150 MiB a round here).
 void SwarmFetch::checkBounded() {
   for (int i = 0; i < 2; ++i) {
     const auto incoming = statsOf(runDir_[i] + "/incoming");

@@ -204,10 +204,10 @@ class UiWindow : public QObject {
     node::RoundSummary s;
     s.round = 6;
     s.valLoss = 5.5;
-    s.merge.sample = node::ModelSample{"The union", " is strong"};
+    s.sample = node::ModelSample{"The union", " is strong"};
     Q_EMIT engine.roundClosed(s);
     s.round = 7;  // not an eval round: no sample, no row
-    s.merge.sample.reset();
+    s.sample.reset();
     Q_EMIT engine.roundClosed(s);
     QCOMPARE(model->sampleCount(), 3);
     QCOMPARE(model->textOfRound(6), QStringLiteral("The union▸ is strong"));

@@ -53,7 +53,7 @@ void ModelView::loadHistory(const std::vector<store::SampleRow>& rows) {
 }
 
 void ModelView::addRound(const node::RoundSummary& s) {
-  if (s.merge.sample) addSample(s.round, s.merge.sample->prompt, s.merge.sample->text, s.valLoss);
+  if (s.sample) addSample(s.round, s.sample->prompt, s.sample->text, s.valLoss);
 }
 
 void ModelView::addSample(std::int64_t round, const std::string& prompt, const std::string& text,

@@ -24,7 +24,7 @@ class ModelView : public QWidget {
   explicit ModelView(QWidget* parent = nullptr);
 
   void loadHistory(const std::vector<store::SampleRow>& rows);
-  void addRound(const node::RoundSummary& summary);  // shows summary.merge.sample, if the round has one
+  void addRound(const node::RoundSummary& summary);  // shows summary.sample, if the round has one
 
   int sampleCount() const;
   QString textOfRound(std::int64_t round) const;  // prompt + continuation as shown, or ""

@@ -1,7 +1,7 @@
 #include "core/infer/merged_model.h"
 
+#include "core/checkpoint/round_dirs.h"
 #include "core/checkpoint/training_state.h"
-#include "core/node/round_dirs.h"
 
 #include <torch/torch.h>
 

@@ -2,8 +2,8 @@
 // out of step does first. The resync: agreement_snapshot.cpp; the repair: agreement_repair.cpp.
 #include "core/node/agreement.h"
 
-#include "core/node/merged_set.h"
 #include "core/node/node_util.h"
+#include "core/node/rules/merged_set.h"
 
 namespace es::node {
 

@@ -8,12 +8,12 @@
 // node's own state it asks of the node (Host). Engine thread only.
 #pragma once
 
-#include "core/node/majority.h"
 #include "core/node/node_config.h"
 #include "core/node/node_log.h"
 #include "core/node/own_record.h"
 #include "core/node/peer_book.h"
 #include "core/node/round_gather.h"
+#include "core/node/rules/majority.h"
 #include "core/node/run_folder.h"
 
 #include <QElapsedTimer>

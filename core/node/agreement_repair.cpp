@@ -7,8 +7,8 @@
 // snapshot (tryResync).
 #include "core/node/agreement.h"
 
-#include "core/node/merged_set.h"
 #include "core/node/node_util.h"
+#include "core/node/rules/merged_set.h"
 
 #include <algorithm>
 

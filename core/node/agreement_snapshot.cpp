@@ -4,7 +4,7 @@
 #include "core/node/agreement.h"
 
 #include "core/node/node_util.h"
-#include "core/node/peer_rules.h"
+#include "core/node/rules/peer_rules.h"
 
 namespace es::node {
 

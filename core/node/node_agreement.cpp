@@ -89,11 +89,10 @@ void Node::onRemerged(qint64 round, const QString& fingerprint, const QString& s
   if (lastSummary_ && lastSummary_->round == round) {  // what the round line said is not true any more
     RoundSummary s = *lastSummary_;
     s.repaired = true;
-    s.peers = s.merge.accepted = accepted;
-    s.merge.fingerprint = fingerprint.toStdString();
-    s.merge.sharedFingerprint = sharedFingerprint.toStdString();
+    s.peers = accepted;
+    s.fingerprint = fingerprint.toStdString();
+    s.sharedFingerprint = sharedFingerprint.toStdString();
     s.valLoss.reset();  // measured on the state we left; not measured again
-    s.merge.valLoss.reset();
     Q_EMIT roundRepaired(s);
   }
   // The round we held (or are hashing) was built on the state we left: the trainer sends it

@@ -2,7 +2,7 @@
 // between rounds (orphans taken, replicas shed).
 #include "core/node/node.h"
 #include "core/node/node_util.h"
-#include "core/node/peer_rules.h"
+#include "core/node/rules/peer_rules.h"
 
 #include <algorithm>
 #include <set>

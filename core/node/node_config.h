@@ -4,7 +4,7 @@
 
 #include "core/common/ids.h"
 #include "core/node/node_reports.h"
-#include "core/node/spes_peer.h"
+#include "core/spes/spes_peer.h"
 #include "core/train/run_manifest.h"
 
 #include <QString>

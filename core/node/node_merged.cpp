@@ -1,8 +1,8 @@
 // After a round's merge (Node::onMerged): its summary, the verdicts' bans, the ledger's rows, the
 // agreement and out-of-step checks, old content retired, then on to the next round.
-#include "core/node/merged_set.h"
 #include "core/node/node.h"
 #include "core/node/node_util.h"
+#include "core/node/rules/merged_set.h"
 
 #include <algorithm>
 #include <map>
@@ -24,7 +24,7 @@ void Node::onMerged(const RoundMerged& merged) {
   peers_.noteAccepted(s.round, merged.result.verdicts);
   noteMergedSet(merged.result);
   own_.mergedRound = s.round;
-  own_.noteFingerprint(s.round, s.merge.fingerprint);
+  own_.noteFingerprint(s.round, s.fingerprint);
   if (!merged.snapshotPath.isEmpty()) publishSnapshot(s.round, merged.snapshotPath);
   resyncIfOutOfStep(merged.result);
   countStale(merged.result);
@@ -43,7 +43,11 @@ RoundSummary Node::summarize(const RoundMerged& merged) const {
   s.round = merged.result.round;
   s.peers = merged.result.accepted;
   s.valLoss = merged.result.valLoss;
-  s.merge = merged.result;
+  s.verdicts = merged.result.verdicts;
+  s.fingerprint = merged.result.fingerprint;
+  s.sharedFingerprint = merged.result.sharedFingerprint;
+  s.alpha = merged.result.alpha;
+  s.sample = merged.result.sample;
   s.step = merged.step;
   if (!gather_) return s;
   std::set<int> updated;

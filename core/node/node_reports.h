@@ -63,11 +63,12 @@ struct MergeResult {
   std::optional<ModelSample> sample;
 };
 
-// One closed round, as this peer merged it.
+// One closed round, as this peer merged it: the facts of its merge (MergeResult's, each kept once
+// here) and what the node saw while gathering it. What the node reports, records and shows.
 struct RoundSummary {
   std::int64_t round = 0;
   std::int64_t step = 0;          // this peer's step count when the merge landed
-  int peers = 0;                  // contributions merged (ours included)
+  int peers = 0;                  // contributions merged (ours included): MergeResult::accepted
   int expected = 0;               // live peers we waited for (ours included)
   double loss = 0;                // our mean training loss over the round
   std::optional<double> valLoss;  // measured this round (an eval round), else none
@@ -76,7 +77,11 @@ struct RoundSummary {
   bool deadlineHit = false;
   bool repaired = false;            // merged again with the majority's set (Node::roundRepaired)
   std::vector<int> updatedExperts;  // experts that an accepted contribution of an owner changed
-  MergeResult merge;
+  std::vector<ContributionVerdict> verdicts;
+  std::string fingerprint;        // of the merged state
+  std::string sharedFingerprint;  // of its shared tensors only
+  double alpha = 0;               // merging warm-up applied
+  std::optional<ModelSample> sample;
 };
 
 // A peer of the run as this peer sees it (from its signed record; ourselves included).

@@ -19,7 +19,8 @@ QString q(const HexName<Tag>& name) {
   return q(name.str());
 }
 
-// A content id becomes a folder name: only what an info-hash (or MemorySwarm's sha256) can be.
+// A content id becomes a folder name: only what an info-hash (or the sha256 of the tests' MemorySwarm,
+// tests/support/memory_swarm.h) can be.
 inline bool isSafeId(const std::string& id) {
   return !id.empty() && id.size() <= 64 &&
          std::all_of(id.begin(), id.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });

@@ -1,7 +1,7 @@
 #include "core/node/peer_book.h"
 
 #include "core/node/node_reports.h"
-#include "core/node/peer_rules.h"
+#include "core/node/rules/peer_rules.h"
 #include "core/store/ledger.h"
 
 #include <QDateTime>

@@ -6,10 +6,10 @@
 // changes this state. Engine thread only.
 #pragma once
 
-#include "core/node/bans.h"
-#include "core/node/peer_sightings.h"
-#include "core/node/round_claims.h"
-#include "core/node/standing.h"
+#include "core/node/rules/bans.h"
+#include "core/node/rules/peer_sightings.h"
+#include "core/node/rules/round_claims.h"
+#include "core/node/rules/standing.h"
 #include "core/node/swarm.h"
 
 #include <cstdint>

@@ -52,7 +52,7 @@ void RoundRecorder::record(const UnrecordedRound& u) {
   if (!ledger_) return;
   const auto now = QDateTime::currentMSecsSinceEpoch();
   const RoundSummary& s = u.summary;
-  for (const auto& v : s.merge.verdicts) {
+  for (const auto& v : s.verdicts) {
     const char* verdict = v.accepted ? "accepted" : v.stale ? "stale" : v.lost ? "lost" : "rejected";
     const auto content = u.contentOf.find(v.sender);
     ledger_->addContribution(
@@ -64,10 +64,9 @@ void RoundRecorder::record(const UnrecordedRound& u) {
   }
   // The step's own row, completed with the round's validation loss (its GPU reading kept).
   ledger_->addMetric(runId_, {u.step, s.round, u.loss, s.valLoss, u.lr, s.tokensPerSecond, now, gpuMetricOf(u.gpu)});
-  if (s.merge.sample)
-    ledger_->addSample(runId_, {s.round, s.merge.sample->prompt, s.merge.sample->text, s.valLoss, now});
-  ledger_->commitRound(runId_, {s.round, now, s.expected, static_cast<int>(s.merge.verdicts.size()), s.merge.accepted,
-                                s.merge.sharedFingerprint, stateDir_});
+  if (s.sample) ledger_->addSample(runId_, {s.round, s.sample->prompt, s.sample->text, s.valLoss, now});
+  ledger_->commitRound(
+      runId_, {s.round, now, s.expected, static_cast<int>(s.verdicts.size()), s.peers, s.sharedFingerprint, stateDir_});
 }
 
 }  // namespace es::node

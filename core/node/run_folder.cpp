@@ -1,7 +1,7 @@
 #include "core/node/run_folder.h"
 
+#include "core/checkpoint/round_dirs.h"
 #include "core/node/node_util.h"
-#include "core/node/round_dirs.h"
 
 #include <QCoreApplication>
 #include <QDir>

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "core/node/node_metatypes.h"
-#include "core/node/spes_peer.h"
+#include "core/spes/spes_peer.h"
 
 #include <QObject>
 #include <QString>

@@ -90,7 +90,7 @@ struct SwarmPolicy {
   // flood of 20,000 fresh keys ~4 CPU-hours instead of 1 s of key pairs. At most 30 (~3 min).
   int identityWorkBits = 22;
   // Peers the run's author vouches for (peer ids, 40 hex digits; at most 16): their votes weigh as
-  // much as the longest-standing peer's from the start, for a newcomer too (core/node/standing.h).
+  // much as the longest-standing peer's from the start, for a newcomer too (core/node/rules/standing.h).
   std::vector<std::string> anchors;
   // Accepted (the bundled run names it, and changing that run.json would change its run id) and
   // bounded, but not read by the node yet: a round closes on all contributions or the deadline.

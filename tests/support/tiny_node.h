@@ -2,10 +2,10 @@
 // bundled corpus, CPU, int8 contributions, every folder under `root`/`name`.
 #pragma once
 
-#include "core/node/memory_swarm.h"
 #include "core/node/node.h"
-#include "core/node/spes_peer.h"
+#include "core/spes/spes_peer.h"
 #include "core/train/corpus_prep.h"
+#include "support/memory_swarm.h"
 
 #include <QDir>
 #include <QFile>

@@ -1,4 +1,4 @@
-#include "core/node/round_dirs.h"
+#include "core/checkpoint/round_dirs.h"
 
 #include "core/common/atomic_file.h"
 

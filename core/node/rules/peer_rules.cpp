@@ -1,4 +1,4 @@
-#include "core/node/peer_rules.h"
+#include "core/node/rules/peer_rules.h"
 
 #include "core/common/lease_terms.h"
 

@@ -1,4 +1,4 @@
-#include "core/node/majority.h"
+#include "core/node/rules/majority.h"
 
 namespace es::node {
 

@@ -5,7 +5,7 @@
 // Pure: no Qt, no Torch.
 #pragma once
 
-#include "core/node/standing.h"
+#include "core/node/rules/standing.h"
 
 #include <map>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "core/node/merged_set.h"
+#include "core/node/rules/merged_set.h"
 
 #include <cstdint>
 #include <cstdio>

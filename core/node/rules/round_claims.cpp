@@ -1,4 +1,4 @@
-#include "core/node/round_claims.h"
+#include "core/node/rules/round_claims.h"
 
 namespace es::node {
 

@@ -1,6 +1,5 @@
-#include "core/node/bans.h"
+#include "core/node/rules/bans.h"
 
-#include "core/node/peer_rules.h"
 #include "core/store/ledger.h"
 
 namespace es::node {

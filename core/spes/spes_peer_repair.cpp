@@ -3,8 +3,8 @@
 // (docs/ARCHITECTURE.md, "Agreement": repair before snapshot). The round's merge is a pure
 // function of (base, contributions, policy), so the same set gives the same bytes; the result is
 // kept only if its fingerprint is the majority's.
-#include "core/node/spes_peer.h"
-#include "core/node/spes_peer_impl.h"
+#include "core/spes/spes_peer.h"
+#include "core/spes/spes_peer_impl.h"
 #include "core/sync/merge.h"
 
 #include <torch/torch.h>

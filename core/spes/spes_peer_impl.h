@@ -3,10 +3,10 @@
 // the interface: only those two include it.
 #pragma once
 
+#include "core/checkpoint/round_dirs.h"
 #include "core/checkpoint/safetensors.h"
 #include "core/checkpoint/training_state.h"
-#include "core/node/round_dirs.h"
-#include "core/node/spes_peer.h"
+#include "core/spes/spes_peer.h"
 #include "core/sync/outer_step.h"
 #include "core/sync/round_merge.h"
 #include "core/sync/validate.h"
@@ -60,7 +60,7 @@ struct SpesPeer::Impl {
   bool resumed = false;
   std::shared_ptr<const std::vector<std::uint16_t>> trainTokens, valTokens;
 
-  // State after the merge of round N lives in <stateDir>/round-N (core/node/round_dirs.h: a kill
+  // State after the merge of round N lives in <stateDir>/round-N (core/checkpoint/round_dirs.h: a kill
   // at any moment leaves a complete round; the one before the newest is kept as its fallback).
   std::string resumeNote;  // rounds passed over at load because they were damaged
 

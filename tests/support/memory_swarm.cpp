@@ -1,4 +1,4 @@
-#include "core/node/memory_swarm.h"
+#include "support/memory_swarm.h"
 
 #include "core/common/lease_terms.h"
 

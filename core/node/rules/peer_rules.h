@@ -1,9 +1,10 @@
 // The node's rules about other peers, as pure functions so every peer computes the same answer and
 // tests can check each one alone: who is live (lease, silence), who wins a tie, how claims drift
-// between rounds, how long a ban lasts. Node (node.cpp, node_claims.cpp, node_bans.cpp) applies them.
+// between rounds; how long a ban lasts is bans.h's. Node (node.cpp, node_claims.cpp, node_bans.cpp)
+// applies them.
 #pragma once
 
-#include "core/node/bans.h"
+#include "core/node/rules/bans.h"
 #include "core/node/swarm.h"
 
 #include <cstdint>
@@ -16,11 +17,6 @@ namespace es::node {
 // A peer that claims experts and publishes no contribution for this many rounds in a row stops
 // being live: its experts are dealt to the others (issue 15, item 2).
 inline constexpr int kSilentRounds = 2;
-
-// A ban lasts a week. Long enough that a peer sending garbage cannot come back within a run's
-// usual life by restarting us, short enough that a peer banned by mistake (a bug, a bad disk) is
-// not shut out for good; a hostile peer that returns is banned again on its first bad round.
-inline constexpr std::int64_t kBanExpiryMs = 7LL * 24 * 60 * 60 * 1000;
 
 // The tie-break key of a peer in a round: 64-bit FNV-1a over the round (8 bytes, little-endian)
 // and the id, then the murmur3 finalizer (FNV-1a alone mixes its last bytes poorly). Not a

@@ -1,4 +1,4 @@
-#include "core/node/merged_sample.h"
+#include "core/spes/merged_sample.h"
 
 #include "core/infer/generate.h"
 

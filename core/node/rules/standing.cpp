@@ -1,4 +1,4 @@
-#include "core/node/standing.h"
+#include "core/node/rules/standing.h"
 
 #include "core/store/ledger.h"
 
