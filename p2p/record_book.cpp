@@ -31,8 +31,14 @@ RecordBook::RecordBook(std::string runId, int minWorkBits) : runId_(std::move(ru
 
 OfferResult RecordBook::offer(std::string_view bytes, const std::string& sender, const PublicKey* expectedKey,
                               std::int64_t nowMs) {
+  if (auto replay = answerReplay(bytes, expectedKey)) {
+    if (replay->counted()) count(sender);
+    return *replay;
+  }
   OfferResult result{OfferOutcome::Accepted, std::nullopt, std::nullopt};
+  ++parses_;
   ParsedRecord parsed = parseRecord(bytes, runId_, expectedKey, minWorkBits_);
+  if (parsed.ok) remember(bytes, parsed.record.pk, parsed.record.seq);
   const auto it = parsed.ok ? entries_.find(parsed.record.pk) : entries_.end();
   const auto tomb = parsed.ok ? tombstones_.find(parsed.record.pk) : tombstones_.end();
   if (!parsed.ok) {
@@ -55,6 +61,29 @@ OfferResult RecordBook::offer(std::string_view bytes, const std::string& sender,
   }
   if (result.counted()) count(sender);
   return result;
+}
+
+// The very bytes of a record we judged valid, its key's entry still here: what offer() would decide
+// again (same bytes, same signature, same run and work bits), decided without the parse. Anything
+// else — unknown bytes, another expected key, the key evicted, expired or banned since, or the same
+// seq as stored — goes the long way.
+std::optional<OfferResult> RecordBook::answerReplay(std::string_view bytes, const PublicKey* expectedKey) const {
+  const auto known = judged_.find(bytes);
+  if (known == judged_.end() || (expectedKey && *expectedKey != known->second.key)) return std::nullopt;
+  const auto entry = entries_.find(known->second.key);
+  if (entry == entries_.end()) return std::nullopt;
+  if (entry->second.bytes == bytes) return OfferResult{OfferOutcome::Duplicate, std::nullopt, std::nullopt};
+  if (known->second.seq < entry->second.record.seq) return OfferResult{OfferOutcome::Stale, std::nullopt, std::nullopt};
+  return std::nullopt;
+}
+
+void RecordBook::remember(std::string_view bytes, const PublicKey& key, std::int64_t seq) {
+  const auto [it, added] = judged_.try_emplace(std::string(bytes), Judged{key, seq});
+  if (!added) return;
+  judgedOrder_.push_back(it);
+  if (judgedOrder_.size() <= kMaxJudgedRecords) return;
+  judged_.erase(judgedOrder_.front());
+  judgedOrder_.pop_front();
 }
 
 // The bytes are kept as received (they are canonical, so re-encoding would give the same) so

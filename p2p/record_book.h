@@ -13,11 +13,15 @@
 //  - equivocation: two validly signed records of one key with the same seq and different bytes
 //    prove the author signed both: the key is dropped and refused from then on (bannedKeys()).
 //  - per-sender drop counts: kMaxDropSenders senders; later ones are counted under kOtherSenders.
+//  - replays: bytes that parsed and verified once are remembered (kMaxJudgedRecords, oldest out),
+//    so the same bytes again are answered by a lookup — a host replaying one valid record over
+//    many connections costs a comparison each, not a signature check (issue 37 item 7).
 #pragma once
 
 #include "p2p/peer_record.h"
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -42,6 +46,8 @@ constexpr std::size_t kMaxDropSenders = 1024;           // senders counted one b
 constexpr std::size_t kMaxBannedKeys = 1024;            // equivocators remembered, with both proofs (≤ 2 KB)
 constexpr std::size_t kMaxTombstones = kMaxRecordKeys;  // expired keys whose old seq is refused
 constexpr const char* kOtherSenders = "(other senders)";
+// Two records per key of a full book (≤ 1000 B each: ≤ 4 MB): the current one and the one before.
+constexpr std::size_t kMaxJudgedRecords = 2 * kMaxRecordKeys;
 
 enum class OfferOutcome {
   Accepted,   // new pk, or higher seq than stored: stored, should be relayed
@@ -97,6 +103,8 @@ class RecordBook {
   bool isBanned(const PublicKey& key) const { return banned_.count(key) > 0; }
   std::size_t tombstones() const { return tombstones_.size(); }
   int refusedFull() const { return refusedFull_; }
+  // Offers that reached the parser and its signature check (a replay of bytes already judged does not).
+  std::uint64_t parses() const { return parses_; }
   int evictions() const { return evictions_; }
 
  private:
@@ -112,6 +120,13 @@ class RecordBook {
     std::int64_t seq;
     std::uint64_t order;
   };
+  struct Judged {  // bytes that parsed and verified: whose, and which seq
+    PublicKey key;
+    std::int64_t seq = 0;
+  };
+  using JudgedMap = std::map<std::string, Judged, std::less<>>;
+  std::optional<OfferResult> answerReplay(std::string_view bytes, const PublicKey* expectedKey) const;
+  void remember(std::string_view bytes, const PublicKey& key, std::int64_t seq);
   OfferResult store(ParsedRecord parsed, std::string_view bytes, std::int64_t nowMs);
   bool makeRoom(OfferResult& result);
   void ban(const PublicKey& key, std::string first, std::string second);
@@ -131,6 +146,9 @@ class RecordBook {
   int totalDrops_ = 0;
   int refusedFull_ = 0;
   int evictions_ = 0;
+  std::uint64_t parses_ = 0;
+  JudgedMap judged_;
+  std::deque<JudgedMap::iterator> judgedOrder_;  // oldest first
 };
 
 }  // namespace es::p2p

@@ -129,6 +129,30 @@ class RecordFloodTest : public QObject {
     QCOMPARE(book.tombstones(), std::size_t(0));
   }
 
+  // Issue 37 item 7: a host replaying one valid record over and over (the current one, or one its
+  // author has since replaced) costs a byte comparison each, not a parse and a signature check —
+  // the engine thread verified those very bytes once. Outcomes and blame as before: the current
+  // bytes are a Duplicate (not counted), an older seq is Stale (counted against the sender).
+  void aReplayedRecordIsNotParsedAgain() {
+    RecordBook book(kRun);
+    const auto alice = identityOf(1, 11);
+    const std::string v1 = recordOf(alice, 1), v2 = recordOf(alice, 2);
+    QCOMPARE(book.offer(v1, "a:1").outcome, OfferOutcome::Accepted);
+    for (int i = 0; i < 500; ++i) QCOMPARE(book.offer(v1, "replayer:1").outcome, OfferOutcome::Duplicate);
+    QCOMPARE(book.parses(), std::uint64_t(1));
+    QCOMPARE(book.offer(v2, "a:1").outcome, OfferOutcome::Accepted);
+    for (int i = 0; i < 500; ++i) {
+      QCOMPARE(book.offer(v2, "replayer:1").outcome, OfferOutcome::Duplicate);
+      QCOMPARE(book.offer(v1, "replayer:1").outcome, OfferOutcome::Stale);
+    }
+    QCOMPARE(book.parses(), std::uint64_t(2));
+    QCOMPARE(book.dropsFrom("replayer:1"), 500);
+    // Bytes we hold, offered where another key is expected, are judged as before (rejected).
+    const PublicKey other = identityOf(2, 11).publicKey();
+    QCOMPARE(book.offer(v2, "b:1", &other).outcome, OfferOutcome::Rejected);
+    QCOMPARE(book.parses(), std::uint64_t(3));
+  }
+
   void equivocationBansTheKeyAndKeepsTheProof() {
     RecordBook book(kRun);
     const auto mallory = identityOf(1, 7);
