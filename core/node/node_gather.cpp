@@ -87,7 +87,7 @@ void Node::onFetchFailed(const ContentId& id, const std::string& reason, bool re
   Q_EMIT noted(QStringLiteral("fetchFailed"), {{"content", q(id)}, {"reason", q(reason)}, {"refused", refused}});
   if (agreement_.fetchFailed(id, reason, refused) || !gather_) return;
   if (refused) return refuse(id, reason);
-  if (gather_->failed(id).value_or(false)) QTimer::singleShot(500, this, [this] { gather(); });
+  if (gather_->failed(id)) QTimer::singleShot(500, this, [this] { gather(); });
 }
 
 // A contribution broke its limits (more files, another size): removed by the swarm layer before

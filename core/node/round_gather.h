@@ -74,8 +74,9 @@ class RoundGather {
   // The bytes of `content` are here: a contribution of every sender that names it. False if no
   // transfer of this round is waiting for them.
   bool fetched(const ContentId& content, const std::string& path);
-  // A transfer error: true if it should be started again (at most 3 times), false when given up.
-  std::optional<bool> failed(const ContentId& content);
+  // A transfer error: true if it should be started again (at most 3 times); false when given up
+  // or not a transfer of this round.
+  bool failed(const ContentId& content);
   // The content broke its limits (see Refusal).
   struct Refusal {
     enum Kind { NotOurs, Retry, Guessed, Liars } kind = NotOurs;

@@ -58,9 +58,9 @@ bool RoundGather::startFetch(const ContentId& id) {
 
 // Drops the transfer and its partial file; the next pass starts it afresh — at most 3 times, then
 // the content is given up for the round (its transfer stays: never started again).
-std::optional<bool> RoundGather::failed(const ContentId& id) {
+bool RoundGather::failed(const ContentId& id) {
   const auto t = transfers_.find(id);
-  if (t == transfers_.end()) return std::nullopt;
+  if (t == transfers_.end()) return false;
   t->second.inFlight = false;
   swarm_.retire(id, true);
   if (folder_.failedAgain(id) > 3) return false;
