@@ -16,6 +16,13 @@ namespace es::p2p {
 // mapping that lets its replies in). A peer that dialed us over TCP dials our transfers itself:
 // that is how content reaches and leaves peers behind a NAT. Connecting an endpoint the torrent
 // is already connected to does nothing.
+namespace {
+// A link we dialled ourselves, or a uTP one: the endpoint accepts connections, so we can dial it again.
+bool dialled(const lt::peer_info& p) {
+  return (p.flags & lt::peer_info::outgoing_connection) || (p.flags & lt::peer_info::utp_socket);
+}
+}  // namespace
+
 SwarmSession::Impl::RunLinkView SwarmSession::Impl::viewRunLinks() const {
   RunLinkView view;
   if (!runHandle.is_valid()) return view;
@@ -27,9 +34,8 @@ SwarmSession::Impl::RunLinkView SwarmSession::Impl::viewRunLinks() const {
       continue;
     }
     ++view.established;
-    const bool dialled = (p.flags & lt::peer_info::outgoing_connection) || (p.flags & lt::peer_info::utp_socket);
-    if (dialled && !isSelf(p.ip)) view.dialable.push_back(p.ip);
-    if (!dialled) view.allDialled = false;
+    if (dialled(p) && !isSelf(p.ip)) view.dialable.push_back(p.ip);
+    if (!dialled(p)) view.allDialled = false;
   }
   return view;
 }
@@ -60,6 +66,7 @@ void SwarmSession::Impl::relinkRun(std::chrono::steady_clock::time_point now) {
   const auto view = viewRunLinks();
   counters.runLinks = view.established;
   runLinks.note(view.dialable, now);
+  if (view.established == 0 && view.dialling == 0) linkPeersMetOnTransfers(now);
   const bool peersMissing = book && view.established + 1 < static_cast<int>(book->size());
   const auto lost = runLinks.lost().size();
   if (lastRelinkLost > 0 && lost == 0) {
@@ -76,6 +83,35 @@ void SwarmSession::Impl::relinkRun(std::chrono::steady_clock::time_point now) {
   ++counters.relinks;
   runHandle.clear_peers();
   connectRunPeers(runHandle, runLinks.targets());
+}
+
+// The run torrent holds no link, yet our transfers dialled peers: everyone who seeds or fetches
+// a run's content is a run peer, and the endpoint we dialled accepts connections. So the run
+// torrent dials them too, and records flow from the first transfer on. Without it the run's links
+// came only from the DHT rendezvous: twice (CI beside clang-tidy, 2026-12-04 and -05) an
+// outgoing-only peer fetched a file from a public one after 30 s, yet neither side held a record
+// of the other 180 s later — the rendezvous never named them, and nothing else linked the run.
+// At most every unlinkedRelink (a dial into a cut fails; the next waits), and only while the run
+// torrent has no link and no dial: clearing its peer list (the seed mark, run_links.h) costs nothing then.
+void SwarmSession::Impl::linkPeersMetOnTransfers(std::chrono::steady_clock::time_point now) {
+  if (now - lastMetLink < RunLinksTiming().unlinkedRelink) return;
+  std::vector<lt::tcp::endpoint> met;
+  std::vector<lt::peer_info> peers;
+  for (const auto& [hash, t] : transfers) {
+    if (!t.handle.is_valid()) continue;
+    t.handle.get_peer_info(peers);
+    for (const auto& p : peers)
+      if (dialled(p) && !(p.flags & lt::peer_info::connecting) && !isSelf(p.ip) &&
+          std::find(met.begin(), met.end(), p.ip) == met.end())
+        met.push_back(p.ip);
+  }
+  if (met.empty()) return;
+  lastMetLink = now;
+  if (settings.log)
+    settings.log("No link to the run: dialling " + std::to_string(met.size()) + " run peer" +
+                 (met.size() == 1 ? "" : "s") + " met on transfers");
+  runHandle.clear_peers();
+  connectRunPeers(runHandle, met);
 }
 
 }  // namespace es::p2p

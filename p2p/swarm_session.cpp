@@ -180,8 +180,15 @@ void SwarmSession::Impl::onRendezvousPeers(const lt::dht_get_peers_reply_alert& 
     runHandle.clear_peers();
   // TCP (no pex_utp): a stranger's dial to the announced port is what the reachability
   // self-test needs to see (p2p/reachability.h); transfers still use uTP where it works.
+  std::size_t others = 0;
   for (const auto& endpoint : reply.peers())
-    if (!isSelf(endpoint)) runHandle.connect_peer(endpoint, lt::peer_info::dht, lt::pex_encryption);
+    if (!isSelf(endpoint)) {
+      runHandle.connect_peer(endpoint, lt::peer_info::dht, lt::pex_encryption);
+      ++others;
+    }
+  if (others != lastRendezvousPeers && settings.log)  // said when it changes: what the DHT names is a fact to debug by
+    settings.log("Rendezvous: the DHT names " + std::to_string(others) + " other run peer" + (others == 1 ? "" : "s"));
+  lastRendezvousPeers = others;
 }
 
 void SwarmSession::Impl::onSessionStats(const lt::session_stats_alert& stats) {

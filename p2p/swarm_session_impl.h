@@ -102,10 +102,13 @@ struct SwarmSession::Impl {
   std::vector<lt::tcp::endpoint> dialTargets() const;  // linked now or within RunLinks' memory
   void connectRunPeers(const lt::torrent_handle& handle, const std::vector<lt::tcp::endpoint>& runPeers);
   void relinkRun(std::chrono::steady_clock::time_point now);
+  void linkPeersMetOnTransfers(std::chrono::steady_clock::time_point now);
   RunLinks runLinks;
-  std::size_t lastRelinkLost = 0;                    // what the last "Run links lost" line said; 0 once they are back
-  void dialBack(const lt::tcp::endpoint& endpoint);  // swarm_rendezvous.cpp
-  std::unique_ptr<DialBackProber> dialBacks;         // made with the session (its probes are owner's children)
+  std::chrono::steady_clock::time_point lastMetLink;  // linkPeersMetOnTransfers' last dial
+  std::size_t lastRendezvousPeers = 0;                // what the last rendezvous line said
+  std::size_t lastRelinkLost = 0;                     // what the last "Run links lost" line said; 0 once they are back
+  void dialBack(const lt::tcp::endpoint& endpoint);   // swarm_rendezvous.cpp
+  std::unique_ptr<DialBackProber> dialBacks;          // made with the session (its probes are owner's children)
   // swarm_records.cpp: the record book's side of the session (gossip in, BEP44 polls, expiry).
   void pollRecords();
   void expireRecords();
