@@ -125,6 +125,30 @@ class RobustMergeTest : public QObject {
     QVERIFY2(clipped > 0.9, qPrintable(QString::number(clipped)));
   }
 
+  // Issue 37 item 1: τ is a head-count median, so eight keys sending next to nothing made it
+  // next to nothing, and clipping cut the four honest updates down to it: the shared weights stood
+  // still. τ's floor (AggregatePolicy::clipTauFloor; mergeRound sets it from the run's ceiling)
+  // keeps the honest updates moving them.
+  void vanishingSybilsCannotClipTheHonestUpdatesAway() {
+    const Direction h = direction();
+    auto contributions = senders(h, 1.0f);
+    contributions.pop_back();  // four honest senders, a..d
+    for (int k = 0; k < 8; ++k)
+      contributions.push_back({"s" + std::to_string(k), {{kNorm, h.norm * 1e-6f}, {kEmbed, h.embed * 1e-6f}}});
+    const at::Tensor honest = honestMean(senders(h, 1.0f));
+    const double honestNorm = honest.norm().item<double>();
+    const auto moved = [&](const AggregatePolicy& policy) {
+      return sharedUpdate(aggregate(base(), contributions, kOwners, policy), base()).norm().item<double>();
+    };
+    QVERIFY2(moved(kClip) < 1e-3 * honestNorm, qPrintable(QString::number(moved(kClip) / honestNorm)));
+    AggregatePolicy floored = kClip;
+    floored.clipTauFloor = honestNorm;  // the scale of an honest update
+    // The mean over 12 senders, 4 of them honest and unclipped: a third of the honest mean.
+    const double share = moved(floored) / honestNorm;
+    QVERIFY2(share > 0.3, qPrintable(QString::number(share)));
+    QVERIFY(cosine(sharedUpdate(aggregate(base(), contributions, kOwners, floored), base()), honest) > 0.99);
+  }
+
   void aReversedUpdateJustInsideTheNormBoundsPassesValidationButNotTheClip() {
     const Direction h = direction();
     // Every bound (global and per tensor) is 10 × the low median of the round's norms; the

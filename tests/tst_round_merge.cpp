@@ -3,6 +3,7 @@
 // them, rejected senders owning nothing, duplicate senders refused, and the outer Nesterov rule (issue 18).
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
 #include "core/model/tensor_names.h"
+#include "core/sync/contribution_file.h"
 #include "core/sync/round_merge.h"
 
 #include <torch/torch.h>
@@ -174,6 +175,39 @@ class RoundMergeTest : public QObject {
     QVERIFY(!merge->verdicts.at(1).accepted && !merge->verdicts.at(1).stale);
     QCOMPARE(merge->verdicts.at(1).reason, std::string("unreadable: truncated"));
     QCOMPARE(merge->accepted, std::vector<std::string>{"peer-a"});
+  }
+
+  // Issue 37 item 8: our disk failing (EMFILE, EIO: Error::local) is never the sender's fault. At
+  // a3cdfca such a failure in the validation pass was "unreadable" — rejected, and the node banned
+  // the honest sender for 7 days. Now lost: no verdict against it, no ban, nothing merged of it.
+  void ourReadFailureIsLostNotRejected() {
+    auto unlucky = entry("peer-b", 1, 0.2f);
+    unlucky.deltas = []() -> es::Expected<NamedTensors> { return es::localError("cannot open: Too many open files"); };
+    auto merge = mergeRound(base(), context(), {entry("peer-a", 0, 0.1f), unlucky}, {}, 30, {});
+    QVERIFY(merge.ok());
+    QVERIFY(merge->verdicts.at(0).accepted);
+    const auto& v = merge->verdicts.at(1);
+    QVERIFY(v.lost && !v.accepted && !v.stale && !v.noWork);
+    QVERIFY2(QString::fromStdString(v.reason).contains("Too many open files"), v.reason.c_str());
+    QCOMPARE(merge->accepted, std::vector<std::string>{"peer-a"});
+    QVERIFY(!merge->owners.count(1));  // its expert has no owner this round
+  }
+
+  // The real file reader says which side failed: a file gone from our disk is local; bytes that
+  // are there and wrong (not a contribution) are the content's.
+  void theFileReaderTellsOurFailureFromTheContents() {
+    QTemporaryDir dir;
+    const std::string gone = dir.filePath("gone.safetensors").toStdString();
+    auto missing = contributionDeltas(gone, {kRun, 3, "peer-b", context().baseHash, "f32"})();
+    QVERIFY(!missing.ok() && missing.failure().local);
+    const QString junk = dir.filePath("junk.safetensors");
+    QFile file(junk);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(QByteArray(64, 'x'));
+    file.close();
+    auto wrong = contributionDeltas(junk.toStdString(), {kRun, 3, "peer-b", context().baseHash, "f32"})();
+    QVERIFY(!wrong.ok());
+    QVERIFY2(!wrong.failure().local, wrong.error().c_str());
   }
 
   // Read once, then failing (the file changed under the merge): the round fails, nothing merged.

@@ -230,6 +230,80 @@ class ValidateTest : public QObject {
     QVERIFY_REJECTED(verdicts[1], "norm 4 of \"" + expert(1) + "\" > bound 2 (10 x the round's scale at its size 0.2)");
   }
 
+  // Issue 37 items 1 and 4, with the run's update ceiling (update_ceiling.h) instead of medians.
+  // lr sum 0.01 and Adam's bound 5: no weight may move more than 0.05 (+ decay, 0 here: no
+  // weight decay), and an RMS under 1e-5 is no work. honest() moves 0.1 per element, so the
+  // ceiling here is honest(0.5); its expert weights start at zero.
+  static ValidationPolicy withCeiling() {
+    ValidationPolicy policy;
+    policy.ceiling = {0.01, 5.0, 0.0};
+    return policy;
+  }
+  static std::vector<Verdict> judged(const std::vector<NamedTensors>& deltas, const ValidationPolicy& policy,
+                                     std::vector<std::set<int>> claims = {}) {
+    if (claims.empty()) claims.assign(deltas.size(), {0});
+    std::vector<ContributionCheck> checks;
+    for (std::size_t i = 0; i < deltas.size(); ++i)
+      checks.push_back(checkContribution(header(), deltas[i], base(), claims[i], context(), policy));
+    return judgeRound(checks, policy);
+  }
+
+  // Eight fresh keys sending vanishing deltas beside three honest peers: by the round's medians
+  // (no ceiling) every honest update is "> 10 x the median" and refused — the honest peers would
+  // ban each other. With the ceiling the honest ones pass, whatever the others send, and the
+  // vanishing ones are no work (not merged, not banned).
+  void vanishingSybilsCannotMakeHonestUpdatesOutliers() {
+    std::vector<NamedTensors> deltas = {honest(0.05f), honest(0.05f), honest(0.08f)};
+    for (int k = 0; k < 8; ++k) deltas.push_back(honest(1e-10f));
+    auto byMedian = judged(deltas, {});
+    for (int i = 0; i < 3; ++i) QVERIFY2(!byMedian[i].accepted, "the attack no longer works on the median rule");
+    const auto verdicts = judged(deltas, withCeiling());
+    for (int i = 0; i < 3; ++i) QVERIFY2(verdicts[i].accepted, verdicts[i].reason.c_str());
+    for (int i = 3; i < 11; ++i) {
+      QVERIFY(!verdicts[i].accepted && verdicts[i].noWork);
+      QVERIFY2(verdicts[i].reason.rfind("no work: RMS", 0) == 0, verdicts[i].reason.c_str());
+    }
+    // Just over the floor they are accepted (cheap noise cannot be told from work by its size),
+    // and still cannot make an honest update an outlier.
+    for (int k = 3; k < 11; ++k) deltas[k] = honest(2e-4f);
+    for (const auto& v : judged(deltas, withCeiling())) QVERIFY2(v.accepted, v.reason.c_str());
+  }
+
+  // All-zero deltas made the median 0 (the relative bound skipped) and were accepted: standing for
+  // nothing. Now they are no work.
+  void aZeroContributionIsNoWork() {
+    const NamedTensors zero{{kShared, torch::zeros({4})}, {expert(0), torch::zeros({2, 2})}};
+    QVERIFY(judged({zero, zero, honest()}, {})[0].accepted);  // the old rule took it
+    const auto v = judged({zero}, withCeiling())[0];
+    QVERIFY(!v.accepted && v.noWork);
+    QCOMPARE(v.reason, std::string("no work: RMS 0 < 1e-05 (0.001 x the round's lr sum)"));
+  }
+
+  // A sole expert owner was the median of its own expert: 30 x an honest expert update passed.
+  // The ceiling does not come from the sender: 30 x is refused; what training could do passes.
+  void aSoleOwnerIsHeldToTheCeilingNotToItself() {
+    NamedTensors greedy = honest(0.5f);             // 0.05 per shared weight, as the others
+    greedy[1].second = torch::full({2, 2}, 0.15f);  // expert 0, its alone: 30 x the others' expert update
+    const std::vector<std::set<int>> claims = {{0}, {1}, {1}};
+    const NamedTensors other{{kShared, torch::full({4}, 0.05f)}, {expert(1), torch::full({2, 2}, 0.005f)}};
+    QVERIFY(judged({greedy, other, other}, {}, claims)[0].accepted);  // the attack, on the median rule
+    const auto v = judged({greedy, other, other}, withCeiling(), claims)[0];
+    QVERIFY(!v.accepted && !v.noWork);
+    QVERIFY2(v.reason.rfind("moves a weight of \"" + expert(0) + "\" by 0.15 > 0.0504", 0) == 0, v.reason.c_str());
+    greedy[1].second = torch::full({2, 2}, 0.05f);  // at the ceiling: what AdamW could have done
+    QVERIFY(judged({greedy, other, other}, withCeiling(), claims)[0].accepted);
+  }
+
+  // Weight decay moves large weights further: the ceiling grows with the tensor's largest |weight|.
+  void theCeilingAllowsForWeightDecay() {
+    ValidationPolicy policy = withCeiling();
+    policy.ceiling.weightDecay = 0.1;  // norm.weight's base is 1: 0.01 x (5 + 0.1 x 1) = 0.051
+    const NamedTensors moved{{kShared, torch::full({4}, 0.0508f)}};
+    QVERIFY2(judged({moved}, policy, {{}})[0].accepted, "inside 0.051 (+ the bf16 slack)");
+    policy.ceiling.weightDecay = 0.0;
+    QVERIFY(!judged({moved}, policy, {{}})[0].accepted);  // over 0.05 x (1 + 1/128) = 0.0504
+  }
+
   void updateNormIsTheL2NormOverAllDeltas() {
     QCOMPARE(updateNorm({{"a", vec({3})}, {"b", vec({0, 4})}}), 5.0);
     QCOMPARE(updateNorm({{"a", vec({3, 4})}, {"b", torch::zeros({2, 2})}}), 5.0);

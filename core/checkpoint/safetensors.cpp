@@ -79,12 +79,13 @@ Expected<SafetensorsFile> readTensors(Header& header, const std::string& where, 
       const std::uint64_t bytes = info.end - info.begin;
       if (bytes > 0) {
         const std::string error = read(static_cast<char*>(tensor.data_ptr()), bytes, header.dataStart + info.begin);
-        if (!error.empty()) return makeError(error + " (tensor " + quoteName(info.name) + ")");
+        // The header said where every tensor lies inside the file: a read that fails is our disk's.
+        if (!error.empty()) return localError(error + " (tensor " + quoteName(info.name) + ")");
       }
       file.tensors.emplace_back(info.name, std::move(tensor));
     }
-  } catch (const std::exception& e) {  // e.g. allocation failure for a huge declared tensor
-    return makeError("cannot load " + where + ": " + e.what());
+  } catch (const std::exception& e) {  // allocation failure: the declared tensors fit the file, so it is our memory
+    return localError("cannot load " + where + ": " + e.what());
   }
   std::sort(file.tensors.begin(), file.tensors.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   return file;
@@ -132,10 +133,10 @@ Status saveSafetensors(const std::string& path, const NamedTensors& tensors, con
 
 Expected<SafetensorsFile> loadSafetensors(const std::string& path) {
   auto header = readHeader(path);
-  if (!header) return makeError(header.error());
+  if (!header) return header.failure();
 
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return makeError("cannot open \"" + path + "\": " + std::strerror(errno));
+  if (fd < 0) return localError("cannot open \"" + path + "\": " + std::strerror(errno));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }

@@ -283,24 +283,24 @@ Expected<Header> parseFileHeader(std::string_view bytes, std::uint64_t fileSize)
 
 Expected<Header> readHeader(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return makeError(errnoText("cannot open", path));
+  if (fd < 0) return localError(errnoText("cannot open", path));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
 
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return makeError(errnoText("cannot stat", path));
+  if (::fstat(fd, &st) != 0) return localError(errnoText("cannot stat", path));
   const auto fileSize = static_cast<std::uint64_t>(st.st_size);
   const std::string where = "\"" + path + "\": ";
 
   char prefix[8] = {};
-  if (fileSize >= 8 && !preadAll(fd, prefix, 8, 0)) return makeError(errnoText("cannot read", path));
+  if (fileSize >= 8 && !preadAll(fd, prefix, 8, 0)) return localError(errnoText("cannot read", path));
   auto headerSize = checkedHeaderLength({prefix, fileSize >= 8 ? 8u : 0u}, fileSize);
   if (!headerSize) return makeError(where + headerSize.error());
   std::string headerJson(*headerSize, '\0');
   if (!preadAll(fd, headerJson.data(), headerJson.size(), 8))
-    return makeError(errnoText("cannot read header of", path));
+    return localError(errnoText("cannot read header of", path));
   auto header = parseHeader(headerJson, fileSize);
   if (!header) return makeError(where + header.error());
   return header;

@@ -27,28 +27,39 @@ void Agreement::wantResync(bool majorityElsewhere) {
 // (a tie goes to the smaller fingerprint). Weight is standing (standing.h): 1 + the rounds we
 // merged the peer's work before the judged round (PeerBook::standingBefore); among peers we merged
 // equally often this is a head count, so every peer picks the same group. A reporter with neither a
-// contribution to the round nor such work has no say. Deciding on fewer was wrong in the netlab: a
-// cut peer saw only the other cut peer's record, took the tie and adopted that peer's odd state.
-// Both rounds, because a peer whose deadline hit early has merged the next round before the others
-// report the one it merged alone. A peer that skipped the round (it took a later snapshot) or is
-// behind it has no say.
+// contribution to the round that we merged ourselves nor such work has no say of its own: naming an
+// id costs nothing, and fresh keys naming ghost contributions outvoted the honest standing at
+// a3cdfca (issue 37 item 2); it adds its weight only to a state that a reporter with a say (or we)
+// holds. Sybils can thus swell an honest minority's state, never bring one of their own. Deciding on fewer was wrong in
+// the netlab: a cut peer saw only the other cut peer's record, took the tie and adopted that peer's odd state. Both
+// rounds, because a peer whose deadline hit early has merged the next round before the others report the one it merged
+// alone. A peer that skipped the round (it took a later snapshot) or is behind it has no say.
 std::optional<Agreement::SwarmState> Agreement::swarmStateOf(std::int64_t round, const std::string& own) const {
   StateBallot ballot;
   ballot.reports[own].insert(swarm_.selfId());
   const Standing& standing = peers_.standingBefore(round);
+  std::map<std::string, std::set<PeerId>> unvouched;  // state → reporters with a contribution only named
   for (const auto& p : swarm_.peers()) {
     const Announcement& a = p.announced;
     if (peers_.isBanned(p.id) || a.claims.empty()) continue;
     if (auto m = a.merged.find(round); m != a.merged.end()) {
-      // A say on the round: a contribution to it, or work of ours merged before it. Weighed by
-      // the standing from before the round, fresh keys that report a state of their own would
-      // otherwise outvote the peers of a fresh run, who have only the round itself to show.
-      if (!a.contrib.count(round) && voteWeight(standing, p.id) <= 1) continue;
-      ballot.reports[m->second].insert(p.id);
+      // A say on the round: its contribution to it, merged by us, or work of ours merged before
+      // it. Weighed by the standing from before the round, fresh keys that report a state of
+      // their own would otherwise outvote the peers of a fresh run, who have only the round itself to show.
+      if (peers_.acceptedIn(round, p.id) || voteWeight(standing, p.id) > 1)
+        ballot.reports[m->second].insert(p.id);
+      else if (a.contrib.count(round))
+        unvouched[m->second].insert(p.id);
     } else if (a.round == round) {
       ballot.gathering.insert(p.id);
     }
   }
+  // A reporter that only names a contribution we never got counts for a state that one with a
+  // say holds too: after a partition the odd peer out never got the others' work, and must still
+  // see them outnumber it — while fresh keys naming ghosts cannot raise a state of their own.
+  for (const auto& [state, ids] : unvouched)
+    if (const auto group = ballot.reports.find(state); group != ballot.reports.end())
+      group->second.insert(ids.begin(), ids.end());
   if (ballot.reports.size() < 2) return std::nullopt;  // nobody disagrees (yet)
   const auto group = decideMajority(ballot, standing, true);
   if (!group) return std::nullopt;
@@ -58,7 +69,12 @@ std::optional<Agreement::SwarmState> Agreement::swarmStateOf(std::int64_t round,
 // The state a decided majority merged `round` into (those still gathering it, us included, count
 // against it), or nothing yet. A member whose record names another state for the round before
 // disagrees with our base: the agreement check handles that.
-std::optional<StateGroup> Agreement::mergedByMajority(std::int64_t round) const {
+// A say here takes work we merged before, or this round's contribution delivered to us in full:
+// a fresh key's report of the set it merged costs nothing, and fresh keys published a set that
+// left chosen honest contributions out, which honest peers then closed the round on (issue 37
+// item 2). Whatever set we close on, we merge it under our own checks.
+std::optional<StateGroup> Agreement::mergedByMajority(const RoundGather& gather) const {
+  const std::int64_t round = gather.round();
   StateBallot ballot;
   ballot.gathering.insert(swarm_.selfId());
   const auto ownBase = own_.fingerprintOf(round - 1);
@@ -66,6 +82,7 @@ std::optional<StateGroup> Agreement::mergedByMajority(std::int64_t round) const 
     const Announcement& a = p.announced;
     if (peers_.isBanned(p.id) || a.claims.empty()) continue;
     if (auto m = a.merged.find(round); m != a.merged.end()) {
+      if (voteWeight(peers_.standing(), p.id) <= 1 && !gather.hasArrived(p.id)) continue;  // no say
       const auto base = a.merged.find(round - 1);
       if (base != a.merged.end() && (!ownBase || base->second != *ownBase)) continue;
       ballot.reports[m->second].insert(p.id);
@@ -76,13 +93,13 @@ std::optional<StateGroup> Agreement::mergedByMajority(std::int64_t round) const 
   return decideMajority(ballot, peers_.standing(), false);
 }
 
-// The set the majority says it merged: the digest most of its members report for the round.
+// The set the majority says it merged: the digest most of its members' weight reports for the round.
 std::string Agreement::majoritySetDigest(std::int64_t round, const std::set<PeerId>& members) const {
-  std::map<std::string, int> votes;
+  std::map<std::string, std::int64_t> votes;
   for (const auto& p : swarm_.peers())
     if (auto s = p.announced.sets.find(round);
         members.count(p.id) && p.id != swarm_.selfId() && s != p.announced.sets.end())
-      ++votes[s->second];
+      votes[s->second] += voteWeight(peers_.standing(), p.id);
   std::string best;
   for (const auto& [digest, n] : votes)
     if (best.empty() || n > votes[best]) best = digest;
@@ -98,7 +115,7 @@ std::string Agreement::majoritySetDigest(std::int64_t round, const std::set<Peer
 std::optional<std::set<ContentId>> Agreement::swarmSetFor(const RoundGather& gather) const {
   if (resyncWanted_ || repair_) return std::nullopt;
   const std::int64_t r = gather.round();
-  const auto group = mergedByMajority(r);
+  const auto group = mergedByMajority(gather);
   if (!group) return std::nullopt;
   const std::string digest = majoritySetDigest(r, group->members);
   if (digest.empty()) return std::nullopt;

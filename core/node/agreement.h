@@ -118,7 +118,7 @@ class Agreement : public QObject {
     std::size_t ours = 0;  // peers in our own group, us included
   };
   std::optional<SwarmState> swarmStateOf(std::int64_t round, const std::string& own) const;
-  std::optional<StateGroup> mergedByMajority(std::int64_t round) const;
+  std::optional<StateGroup> mergedByMajority(const RoundGather& gather) const;
   std::string majoritySetDigest(std::int64_t round, const std::set<PeerId>& members) const;
   void outOfStepIn(std::int64_t round, const StateGroup& group, const std::string& own, std::size_t ours);
   // agreement_snapshot.cpp: the resync.

@@ -187,6 +187,7 @@ class Node : public QObject, private Agreement::Host {
   TrainerSteps trainerSteps_;
   RoundTimes roundTimes_;
   QTimer deadline_, joinWindow_;
+  QTimer fetchSlot_;  // a gather pass when a silent fetch frees its slot (RoundGather::msUntilASlotFrees)
   bool stopping_ = false;
   bool paused_ = false;  // as the trainer last reported (or as asked before it exists)
   bool pauseAfterRound_ = false;

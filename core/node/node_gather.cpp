@@ -21,6 +21,7 @@ void Node::gather() {
   gather_->expect(std::move(expected));
   // No-shows are fetched from all the same (not waited for): one that delivers is back at once.
   std::set<PeerId> onAnotherBase;
+  std::vector<std::pair<PeerId, ContentId>> wanted;
   for (const auto& p : peers_.livePeers(r, true)) {
     if (builtOnAnotherState(p)) onAnotherBase.insert(p.id);
     auto c = p.announced.contrib.find(r);
@@ -33,8 +34,13 @@ void Node::gather() {
     gather_->supersede(p.id, c->second);
     if (gather_->hasArrived(p.id)) continue;
     if (!gather_->names(p.id, c->second)) noteAnnounced(p, c->second);
-    gather_->startFetch(c->second);  // or later: at most kMaxConcurrentFetches at once, within the quota
+    wanted.emplace_back(p.id, c->second);
   }
+  const auto weightOf = [this](const PeerId& id) { return voteWeight(peers_.standing(), id); };
+  bool heavyLive = false;
+  for (const auto& p : peers_.livePeers(r, true)) heavyLive = heavyLive || weightOf(p.id) > 1;
+  if (gather_->startFetches(std::move(wanted), weightOf, heavyLive) > 0)
+    if (const qint64 ms = gather_->msUntilASlotFrees(); ms >= 0) fetchSlot_.start(int(ms) + 50);
   if (const auto set = agreement_.swarmSetFor(*gather_)) return closeRound(false, &*set);
   if (gather_->complete(onAnotherBase)) closeRound(false);
 }

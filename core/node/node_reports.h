@@ -39,7 +39,8 @@ struct ContributionVerdict {
   std::string staleBase;  // that base's hash, when stale
   std::string reason;
   std::int64_t bytes = 0;
-  bool lost = false;  // its file could not be opened here: this disk's fault, not judged
+  bool lost = false;    // its file could not be read here: this disk's fault, not judged
+  bool noWork = false;  // a vanishing update (sync/validate.h): not merged, not banned
 };
 
 // What a merged model writes: the greedy continuation of the run's fixed prompt (merged_sample.h).

@@ -97,8 +97,19 @@ const Standing& PeerBook::standingBefore(std::int64_t round) const {
 void PeerBook::noteAccepted(std::int64_t round, const std::vector<ContributionVerdict>& verdicts) {
   standingAt_[round] = standing_;
   while (standingAt_.size() > 3) standingAt_.erase(standingAt_.begin());
+  auto& accepted = acceptedAt_[round];
+  accepted.clear();
   for (const auto& v : verdicts)
-    if (v.accepted) ++standing_[v.sender];
+    if (v.accepted) {
+      ++standing_[v.sender];
+      accepted.insert(v.sender);
+    }
+  while (acceptedAt_.size() > 3) acceptedAt_.erase(acceptedAt_.begin());
+}
+
+bool PeerBook::acceptedIn(std::int64_t round, const PeerId& peer) const {
+  const auto it = acceptedAt_.find(round);
+  return it != acceptedAt_.end() && it->second.count(peer);
 }
 
 std::optional<std::set<int>> PeerBook::claimsIn(const PeerId& peer, std::int64_t round) const {

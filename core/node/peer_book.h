@@ -56,6 +56,9 @@ class PeerBook {
   const Standing& standingBefore(std::int64_t round) const;
   // The round is merged: each accepted sender's standing grows by one.
   void noteAccepted(std::int64_t round, const std::vector<ContributionVerdict>& verdicts);
+  // Whether we merged `peer`'s contribution to `round` (one of our last 3 merges): a say in the
+  // vote on that round's state (Agreement::swarmStateOf). Naming a contribution is not enough.
+  bool acceptedIn(std::int64_t round, const PeerId& peer) const;
 
   // What `peer`'s records stated for `round`, or nullopt when none of that round was seen.
   std::optional<std::set<int>> claimsIn(const PeerId& peer, std::int64_t round) const;
@@ -91,8 +94,9 @@ class PeerBook {
   Bans banned_;                                  // peer id → when and why (expired ones are ignored: isBanned)
   Standing standing_;                            // peer id → rounds we merged its contribution: its vote's weight
   std::map<std::int64_t, Standing> standingAt_;  // round → standing_ before we merged it (the last 3 rounds)
-  PeerSightings sightings_;                      // which peers the ledger has seen, and when
-  RoundClaims roundClaims_;                      // each peer's claims per round, from its records
+  std::map<std::int64_t, std::set<PeerId>> acceptedAt_;  // round → the senders we merged in it (the last 3)
+  PeerSightings sightings_;                              // which peers the ledger has seen, and when
+  RoundClaims roundClaims_;                              // each peer's claims per round, from its records
   // Peer id → the round we first saw it claiming: the grace of the silent rule (peer_rules.h).
   // Filled as livePeers meets them, hence mutable. Peers may differ by a round on a newcomer's
   // grace (they met it at different times); they agree again once it publishes or stays silent.

@@ -4,6 +4,8 @@
 
 #include "core/node/node_util.h"
 
+#include <QRandomGenerator>
+
 #include <algorithm>
 
 namespace es::node {
@@ -19,7 +21,8 @@ RoundGather::RoundGather(Swarm& swarm, RunFolder& folder, const NodeLog& log, Ro
       own_(std::move(own)),
       self_(self),
       sizesOf_(std::move(sizesOf)),
-      deadline_(deadline) {
+      deadline_(deadline),
+      fetchOrderSecret_(QRandomGenerator::system()->generate64()) {
   clock_.start();
 }
 

@@ -25,6 +25,12 @@ namespace es::node {
 
 // Fetches of others' contributions in flight at once; the rest wait for a slot.
 constexpr int kMaxConcurrentFetches = 8;
+// A fetch that brought no byte this long after it started (an id announced and never served: a
+// ghost) goes on, but no longer holds one of the slots (issue 37 item 3: eight ghosts held all 8
+// for the whole round and every honest peer merged alone) — or a third of the round's shortest
+// deadline, when that is sooner: a slot freed after the round closed frees nothing. The quota
+// still counts it.
+constexpr qint64 kSilentFetchMs = 20000;
 
 class RoundGather {
  public:
@@ -68,9 +74,20 @@ class RoundGather {
   // is the one to merge (`current`; empty: it withdrew the round), the others are dropped.
   void supersede(const PeerId& sender, const ContentId& current);
   // Starts the transfer of `content`, or not yet: false when kMaxConcurrentFetches are in flight
-  // or the quota does not allow it (the node asks again on every event). One transfer per content
-  // id, whoever announced it, with every announcer's sizes. Already started or fetched: false.
-  bool startFetch(const ContentId& content);
+  // (half of them when `lightShare`: see startFetches) or the quota does not allow it (the node
+  // asks again on every event). One transfer per content id, whoever announced it, with every
+  // announcer's sizes. Already started or fetched: false.
+  bool startFetch(const ContentId& content, bool lightShare = false);
+  // startFetch for each wanted (sender, content), the heaviest sender first (`weightOf`: 1 + work
+  // we merged), ties in an order of ours no key can be ground for (a keyed hash with a secret of
+  // this gather): keys ground to sort first took every slot when fetches went in key order. While
+  // `heavyLive` (a live peer whose work we merged), senders without such work share half the slots:
+  // their fetches, started before a heavier peer announced, held every slot of the round.
+  // Returns how many wait for a slot (or the quota).
+  int startFetches(std::vector<std::pair<PeerId, ContentId>> wanted,
+                   const std::function<std::int64_t(const PeerId&)>& weightOf, bool heavyLive);
+  // Milliseconds until the next fetch in flight turns silent and frees its slot; −1: none will.
+  qint64 msUntilASlotFrees() const;
   // The bytes of `content` are here: a contribution of every sender that names it. False if no
   // transfer of this round is waiting for them.
   bool fetched(const ContentId& content, const std::string& path);
@@ -116,6 +133,7 @@ class RoundGather {
   struct Transfer {
     FetchLimits limits;     // the sizes it was started with
     bool inFlight = false;  // started and neither fetched nor failed yet
+    bool light = false;     // started in the share of senders without merged work (startFetches)
     std::string path;       // once fetched
     // Its progress at the deadline's last look (fetchesProgressing).
     std::int64_t bytes = 0;
@@ -124,7 +142,8 @@ class RoundGather {
   FetchLimits limitsFor(const ContentId& content) const;  // every announcer's sizes
   std::set<PeerId> sendersOf(const ContentId& content) const;
   bool named(const ContentId& content) const { return !sendersOf(content).empty(); }
-  int inFlight() const;
+  int inFlight(bool lightOnly = false) const;
+  qint64 silentAfterMs() const;
 
   Swarm& swarm_;
   RunFolder& folder_;
@@ -140,6 +159,7 @@ class RoundGather {
   std::map<PeerId, std::set<int>> mergedClaims_;
   std::map<ContentId, Transfer> transfers_;  // started (and never started again unless erased)
   QElapsedTimer clock_;
+  std::uint64_t fetchOrderSecret_ = 0;  // startFetches' tie order
   bool cutOffSaid_ = false, closing_ = false, deadlineHit_ = false;
   double gatherSeconds_ = 0;
 };

@@ -5,16 +5,60 @@
 #include "core/node/node_util.h"
 #include "core/node/round_gather.h"
 
+#include <QHash>
+
 #include <algorithm>
 
 namespace es::node {
 
 using detail::q;
 
-int RoundGather::inFlight() const {
+// The fetches holding a slot (`lightOnly`: of the light share): in flight, and not silent past kSilentFetchMs.
+int RoundGather::inFlight(bool lightOnly) const {
+  const qint64 now = clock_.elapsed(), silentMs = silentAfterMs();
+  std::map<ContentId, std::int64_t> done;
+  bool doneRead = false;
   int n = 0;
-  for (const auto& [id, t] : transfers_) n += t.inFlight ? 1 : 0;
+  for (const auto& [id, t] : transfers_) {
+    if (!t.inFlight || (lightOnly && !t.light)) continue;
+    if (now - t.startedMs >= silentMs) {
+      if (!doneRead) {
+        for (const auto& traffic : swarm_.traffic().transfers) done[traffic.contentId] = traffic.doneBytes;
+        doneRead = true;
+      }
+      if (done[id] == 0) continue;  // silent: its slot goes to the next
+    }
+    ++n;
+  }
   return n;
+}
+
+qint64 RoundGather::silentAfterMs() const {
+  return std::min<qint64>(kSilentFetchMs, qint64(deadline_.minSeconds * 1000 / 3));
+}
+
+qint64 RoundGather::msUntilASlotFrees() const {
+  const qint64 now = clock_.elapsed();
+  qint64 soonest = -1;
+  for (const auto& [id, t] : transfers_)
+    if (t.inFlight && now - t.startedMs < silentAfterMs()) {
+      const qint64 left = t.startedMs + silentAfterMs() - now;
+      soonest = soonest < 0 ? left : std::min(soonest, left);
+    }
+  return soonest;
+}
+
+int RoundGather::startFetches(std::vector<std::pair<PeerId, ContentId>> wanted,
+                              const std::function<std::int64_t(const PeerId&)>& weightOf, bool heavyLive) {
+  const auto tieOrder = [this](const PeerId& p) { return qHash(QString::fromStdString(p.str()), fetchOrderSecret_); };
+  std::stable_sort(wanted.begin(), wanted.end(), [&](const auto& a, const auto& b) {
+    const auto wa = weightOf(a.first), wb = weightOf(b.first);
+    return wa != wb ? wa > wb : tieOrder(a.first) < tieOrder(b.first);
+  });
+  int waiting = 0;
+  for (const auto& [sender, content] : wanted)  // or later: at most K at once, within the quota
+    if (!transfers_.count(content) && !startFetch(content, heavyLive && weightOf(sender) <= 1)) ++waiting;
+  return waiting;
 }
 
 std::int64_t RoundGather::bytesComing() const {
@@ -38,8 +82,9 @@ FetchLimits RoundGather::limitsFor(const ContentId& id) const {
   return all;
 }
 
-bool RoundGather::startFetch(const ContentId& id) {
+bool RoundGather::startFetch(const ContentId& id, bool lightShare) {
   if (!detail::isSafeId(id) || transfers_.count(id) || inFlight() >= kMaxConcurrentFetches) return false;
+  if (lightShare && inFlight(true) >= kMaxConcurrentFetches / 2) return false;
   const auto limits = limitsFor(id);
   const auto senders = sendersOf(id);
   const QString who = senders.empty() ? QString() : q(*senders.begin()).left(16);
@@ -48,7 +93,7 @@ bool RoundGather::startFetch(const ContentId& id) {
     return false;
   const qint64 now = clock_.elapsed();
   Transfer& t = transfers_[id];
-  t = {limits, true, {}, 0, now, now};
+  t = {limits, true, lightShare, {}, 0, now, now};
   if (auto s = swarm_.fetch(id, folder_.contributionFolder(round(), id), limits); !s) {
     log_.say(QStringLiteral("Cannot fetch from %1: %2").arg(who, q(s.error())));
     t.inFlight = false;  // stays started: never tried again this round

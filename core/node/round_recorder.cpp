@@ -53,7 +53,11 @@ void RoundRecorder::record(const UnrecordedRound& u) {
   const auto now = QDateTime::currentMSecsSinceEpoch();
   const RoundSummary& s = u.summary;
   for (const auto& v : s.verdicts) {
-    const char* verdict = v.accepted ? "accepted" : v.stale ? "stale" : v.lost ? "lost" : "rejected";
+    const char* verdict = v.accepted ? "accepted"
+                          : v.stale  ? "stale"
+                          : v.lost   ? "lost"
+                          : v.noWork ? "no work"
+                                     : "rejected";
     const auto content = u.contentOf.find(v.sender);
     ledger_->addContribution(
         runId_, {s.round, v.sender.str(), content == u.contentOf.end() ? std::string() : content->second.str(), v.bytes,

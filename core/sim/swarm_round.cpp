@@ -2,6 +2,7 @@
 
 #include "core/sync/contribution_file.h"
 #include "core/sync/round_merge.h"
+#include "core/sync/update_ceiling.h"
 #include "core/sync/validate.h"
 #include "core/train/trainer_weights.h"
 
@@ -115,6 +116,7 @@ Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in,
   //    order — and adopts the result (the optimizer moments stay, as in SPES).
   sync::RoundPolicy policy{config.aggregate, std::nullopt, config.outer, {}};
   if (config.warmup) policy.warmup = config.warmupConfig;
+  policy.validation.ceiling = sync::updateCeiling(config.train, in.step - config.syncEvery, in.step);
   ckpt::NamedTensors firstMerged;
   std::vector<sync::Contribution> accepted;
   sync::Ownership owners;

@@ -11,6 +11,7 @@
 #include "core/sync/merge.h"
 #include "core/sync/outer_step.h"
 #include "core/sync/round_merge.h"
+#include "core/sync/update_ceiling.h"
 #include "core/sync/validate.h"
 #include "core/train/trainer_impl.h"
 #include "core/train/trainer_weights.h"
@@ -67,7 +68,7 @@ NamedTensors sharedOnly(const NamedTensors& tensors) {
   return out;
 }
 
-// Test-only (SpesPeerConfig::testPoison): the three attacks validation must stop, and "reverse":
+// Test-only (SpesPeerConfig::testPoison): the three attacks validation must stop, "zero", and "reverse":
 // the shared update turned around and scaled by 10 — at the norm bound, where validation may let it
 // through and the robust aggregate must keep it from steering the shared weights. ("stale", a
 // random base in the header, is staleBaseHash below.)
@@ -77,6 +78,8 @@ void poison(NamedTensors& deltas, const std::string& kind, const train::TrainerO
     deltas.front().second.view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
   } else if (kind == "norm") {
     for (auto& [name, t] : deltas) t = t * 1e6 + 1e-3;
+  } else if (kind == "zero") {  // no work at all (issue 37 item 1): refused, not merged, not banned
+    for (auto& [name, t] : deltas) t = torch::zeros_like(t);
   } else if (kind == "reverse") {
     for (auto& [name, t] : deltas)
       if (model::isSharedTensor(name)) t = t * -10.0;
@@ -130,9 +133,10 @@ std::vector<sync::RoundEntry> readEntries(const std::vector<IncomingContribution
     }
     // The header now; the deltas when the merge's passes read them, one file at a time.
     auto header = sync::readContributionHeader(c.path);
-    if (!header)
-      v.reason = "unreadable: " + header.error();
-    else if (header->sender != c.sender.str())
+    if (!header) {
+      v.lost = header.failure().local;  // EMFILE, EIO: this machine's failure (issue 37 item 8)
+      v.reason = (v.lost ? "its file could not be read here: " : "unreadable: ") + header.error();
+    } else if (header->sender != c.sender.str())
       v.reason = "file names sender \"" + header->sender + "\"";
     if (!v.reason.empty()) {
       verdicts.push_back(std::move(v));
@@ -150,6 +154,13 @@ sync::RoundPolicy roundPolicy(const SpesPeerConfig& config) {
   if (config.warmupAlpha0 > 0)
     policy.warmup =
         sync::WarmupConfig{config.warmupInterval, config.warmupAlpha0, config.warmupDecaySteps, config.warmupTopk};
+  return policy;
+}
+
+sync::RoundPolicy mergePolicy(const SpesPeerConfig& config, std::int64_t round) {
+  auto policy = roundPolicy(config);
+  policy.validation.ceiling =
+      sync::updateCeiling(config.trainer.train, (round - 1) * config.syncEvery, round * config.syncEvery);
   return policy;
 }
 
@@ -257,11 +268,12 @@ Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<Inco
   std::map<std::string, std::int64_t> bytesOf;  // sender → file size, for the verdicts
   auto entries = readEntries(incoming, result.verdicts, bytesOf);
   // The round's merge: the same function the simulator runs (issue 13, item 2).
-  auto outcome = sync::mergeRound(d.base, context, std::move(entries), roundPolicy(d.config),
+  auto outcome = sync::mergeRound(d.base, context, std::move(entries), mergePolicy(d.config, round),
                                   round * d.config.syncEvery, d.config.trainer.model, d.momentum);
   if (!outcome) return makeError(outcome.error());
   for (const auto& e : outcome->verdicts)
-    result.verdicts.push_back({PeerId(e.sender), e.accepted, e.stale, e.staleBase, e.reason, bytesOf[e.sender]});
+    result.verdicts.push_back(
+        {PeerId(e.sender), e.accepted, e.stale, e.staleBase, e.reason, bytesOf[e.sender], e.lost, e.noWork});
   std::sort(result.verdicts.begin(), result.verdicts.end(),
             [](const auto& a, const auto& b) { return a.sender < b.sender; });
   result.accepted = static_cast<int>(outcome->accepted.size());

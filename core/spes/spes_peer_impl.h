@@ -34,6 +34,9 @@ std::vector<sync::RoundEntry> readEntries(const std::vector<IncomingContribution
                                           std::vector<ContributionVerdict>& verdicts,
                                           std::map<std::string, std::int64_t>& bytesOf);
 sync::RoundPolicy roundPolicy(const SpesPeerConfig& config);
+// The policy a merge of `round` runs under: roundPolicy, and the contributions held to what the
+// run's optimizer can move in that round's steps (sync/update_ceiling.h).
+sync::RoundPolicy mergePolicy(const SpesPeerConfig& config, std::int64_t round);
 // The outer rule's momentum stored beside `base` in `file` (a round folder's base, a snapshot):
 // empty for a plain rule or a round-0 state; an error when one is missing, not float32, not
 // finite or of another shape.

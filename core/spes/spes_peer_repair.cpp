@@ -38,7 +38,7 @@ Expected<Remerged> SpesPeer::remerge(std::int64_t round, const std::vector<Incom
   std::vector<ContributionVerdict> unread;
   std::map<std::string, std::int64_t> bytesOf;
   auto entries = readEntries(contributions, unread, bytesOf);
-  auto outcome = sync::mergeRound(d.previousBase, context, std::move(entries), roundPolicy(d.config),
+  auto outcome = sync::mergeRound(d.previousBase, context, std::move(entries), mergePolicy(d.config, round),
                                   round * d.config.syncEvery, d.config.trainer.model, d.previousMomentum);
   if (!outcome) return makeError(outcome.error());
   if (outcome->fingerprint != expectedFingerprint)

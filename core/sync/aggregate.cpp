@@ -97,7 +97,8 @@ Expected<NamedTensors> aggregateStream(const NamedTensors& base, const std::vect
   if (!pass) return makeError(pass.error());
   std::vector<at::Tensor> clipped;
   if (!sums.clippedTensors().empty()) {
-    auto centre = centeredClip(sums.clippedTensors(), sorted, policy.clipIterations, policy.clipTauFactor);
+    auto centre =
+        centeredClip(sums.clippedTensors(), sorted, policy.clipIterations, policy.clipTauFactor, policy.clipTauFloor);
     if (!centre) return makeError(centre.error());
     clipped = std::move(*centre);
   }

@@ -106,21 +106,22 @@ bool sameHeader(const ContributionHeader& a, const ContributionHeader& b) {
 
 Expected<ContributionFile> loadContribution(const std::string& path) {
   auto file = ckpt::loadSafetensors(path);
-  if (!file) return makeError(file.error());
+  if (!file) return file.failure();
   return fromSafetensors(*file, "contribution \"" + path + "\": ");
 }
 
 Expected<ContributionHeader> readContributionHeader(const std::string& path) {
   auto header = ckpt::readHeader(path);
-  if (!header) return makeError(header.error());
+  if (!header) return header.failure();
   return headerOf(header->metadata, "contribution \"" + path + "\": ");
 }
 
 DeltaSource contributionDeltas(const std::string& path, const ContributionHeader& expected) {
   return [path, expected]() -> Expected<ckpt::NamedTensors> {
     auto file = loadContribution(path);
-    if (!file) return makeError(file.error());
-    if (!sameHeader(file->header, expected)) return makeError("contribution \"" + path + "\" changed on disk");
+    if (!file) return file.failure();
+    // The bytes were verified and their header read before: another header now is our disk's doing.
+    if (!sameHeader(file->header, expected)) return localError("contribution \"" + path + "\" changed on disk");
     return std::move(file->deltas);
   };
 }

@@ -45,6 +45,10 @@ struct AggregatePolicy {
   int clipIterations = 3;      // the paper starts at the previous momentum and needs ~1; from the
                                // base (v = 0) the first only reaches ~(n−2f)/n of the honest mean
   double clipTauFactor = 1.0;  // τ = this × the low median of the contributions' distances
+  // τ is never below this: a median counts heads, and fresh keys sending vanishing deltas pulled τ
+  // to nothing, clipping every honest update away (issue 37 item 1). mergeRound sets it from the
+  // run's update ceiling (round_merge.h); 0: no floor.
+  double clipTauFloor = 0.0;
 };
 // "mean" / "centered_clip"; nullopt for anything else.
 std::optional<SharedRule> parseSharedRule(const std::string& name);

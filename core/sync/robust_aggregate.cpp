@@ -102,9 +102,10 @@ Status moveCenter(const Carried& carried, const std::vector<SenderDeltas>& sende
 
 Expected<std::vector<at::Tensor>> centeredClip(const std::vector<SharedTensor>& tensors,
                                                const std::vector<SenderDeltas>& senders, int iterations,
-                                               double tauFactor) {
-  if (iterations < 1 || !(tauFactor > 0.0) || !std::isfinite(tauFactor))
-    throw std::invalid_argument("centered clipping: iterations must be >= 1 and the tau factor > 0");
+                                               double tauFactor, double tauFloor) {
+  if (iterations < 1 || !(tauFactor > 0.0) || !std::isfinite(tauFactor) || !(tauFloor >= 0.0) ||
+      !std::isfinite(tauFloor))
+    throw std::invalid_argument("centered clipping: iterations must be >= 1, the tau factor > 0, its floor >= 0");
   std::vector<at::Tensor> v;
   for (const auto& t : tensors) v.push_back(torch::zeros(t.base->sizes(), torch::dtype(torch::kDouble)));
   const Carried carried(tensors);
@@ -115,7 +116,7 @@ Expected<std::vector<at::Tensor>> centeredClip(const std::vector<SharedTensor>& 
     for (const double x : *d)
       if (x >= 0.0) present.push_back(x);
     if (present.empty()) break;  // no contribution carries a shared tensor: v stays 0
-    const double tau = tauFactor * lowMedian(present);
+    const double tau = std::max(tauFactor * lowMedian(present), tauFloor);
     std::vector<double> scale(senders.size(), 1.0);
     for (std::size_t i = 0; i < senders.size(); ++i)
       if ((*d)[i] > tau) scale[i] = tau / (*d)[i];  // d > tau >= 0, so d > 0

@@ -5,7 +5,7 @@
 // concatenated conceptually). Starting from v = 0 (the base: deltas are against it), each of
 // `iterations` rounds does
 //   d_i = ‖x_i − v‖ over all shared tensors of contribution i
-//   τ   = tauFactor × low median of the d_i
+//   τ   = max(tauFactor × low median of the d_i, tauFloor)
 //   v  ← v + (1/n_t) Σ_i min(1, τ / d_i) · (x_{i,t} − v_t)   for every shared tensor t
 // where n_t counts the contributions carrying t. A contribution therefore moves v by at most τ/n
 // per round however large it is, and τ follows the honest spread because the median does.
@@ -49,8 +49,9 @@ struct SharedTensor {
 // where no contribution carries it). `senders` in sender order; their tensors not in `tensors`
 // are ignored. iterations ≥ 1 and tauFactor > 0 are the caller's to ensure, and a delta of
 // another shape is a caller error (std::invalid_argument); a source's error is returned.
+// τ = max(tauFactor × the low median, tauFloor): see AggregatePolicy::clipTauFloor.
 Expected<std::vector<at::Tensor>> centeredClip(const std::vector<SharedTensor>& tensors,
                                                const std::vector<SenderDeltas>& senders, int iterations,
-                                               double tauFactor);
+                                               double tauFactor, double tauFloor = 0.0);
 
 }  // namespace es::sync

@@ -1,6 +1,9 @@
 #include "core/sync/round_merge.h"
 
+#include "core/model/tensor_names.h"
+
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace es::sync {
@@ -24,7 +27,12 @@ std::vector<std::size_t> validatePass(const NamedTensors& base, const RoundConte
   for (std::size_t i = 0; i < entries.size(); ++i) {
     auto& v = out.verdicts.emplace_back();
     v.sender = entries[i].header.sender;
-    const auto deltas = entries[i].deltas();  // read even when stale: an unreadable file is rejected
+    const auto deltas = entries[i].deltas();  // read even when stale: unreadable content is rejected
+    if (!deltas && deltas.failure().local) {  // our disk, not the sender (issue 37 item 8)
+      v.lost = true;
+      v.reason = "lost: " + deltas.error();
+      continue;
+    }
     if (deltas && isStale(entries[i].header, context)) {
       v.stale = true;
       v.staleBase = entries[i].header.baseHash;
@@ -32,9 +40,9 @@ std::vector<std::size_t> validatePass(const NamedTensors& base, const RoundConte
       continue;
     }
     if (deltas)
-      checks.push_back(checkContribution(entries[i].header, *deltas, base, entries[i].claims, context));
+      checks.push_back(checkContribution(entries[i].header, *deltas, base, entries[i].claims, context, policy));
     else
-      checks.push_back({"unreadable: " + deltas.error(), 0.0, {}, {}});
+      checks.push_back({"unreadable: " + deltas.error(), false, 0.0, {}, {}});
     candidates.push_back(i);
   }
   const auto verdicts = judgeRound(checks, policy);
@@ -43,9 +51,19 @@ std::vector<std::size_t> validatePass(const NamedTensors& base, const RoundConte
     auto& v = out.verdicts[candidates[k]];
     v.accepted = verdicts[k].accepted;
     v.reason = verdicts[k].reason;
+    v.noWork = verdicts[k].noWork;
     if (v.accepted) accepted.push_back(candidates[k]);
   }
   return accepted;
+}
+
+// τ's floor for this round (ValidationPolicy::clipFloorFraction): 0 without a ceiling.
+double clipTauFloor(const NamedTensors& base, const ValidationPolicy& policy) {
+  if (!policy.ceiling.known()) return 0.0;
+  std::int64_t shared = 0;
+  for (const auto& [name, tensor] : base)
+    if (!model::expertOf(name)) shared += tensor.numel();
+  return policy.clipFloorFraction * policy.ceiling.lrSum * std::sqrt(double(shared));
 }
 
 }  // namespace
@@ -68,7 +86,9 @@ Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& co
   }
   const std::string where = "merging round " + std::to_string(context.round) + ": ";
   try {  // es_sync throws only on caller errors (a misshapen delta the checks let through)
-    auto merged = aggregateStream(base, senders, out.owners, policy.aggregate);
+    auto aggregate = policy.aggregate;
+    aggregate.clipTauFloor = std::max(aggregate.clipTauFloor, clipTauFloor(base, policy.validation));
+    auto merged = aggregateStream(base, senders, out.owners, aggregate);
     if (!merged) return makeError(where + merged.error());
     out.merged = std::move(*merged);
     if (!policy.outer.plain()) {

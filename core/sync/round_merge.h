@@ -31,7 +31,7 @@ namespace es::sync {
 // One contribution of the round that arrived.
 struct RoundEntry {
   ContributionHeader header;  // as the file says (header.sender is the sender)
-  DeltaSource deltas;         // its decoded deltas, read once per pass (one that fails to read: rejected)
+  DeltaSource deltas;         // its decoded deltas, read once per pass (a content error: rejected; ours: lost)
   std::set<int> claims;       // the experts the sender's signed record claimed for this round
 };
 
@@ -48,6 +48,8 @@ struct EntryVerdict {
   bool stale = false;     // this round of this run, built on another base: skipped, no ban
   std::string staleBase;  // that base, when stale
   std::string reason;     // empty when accepted
+  bool noWork = false;    // rejected as no work (validate.h): not merged, not banned
+  bool lost = false;      // our disk failed to read it (Error::local): not judged, not banned
 };
 
 struct RoundMerge {

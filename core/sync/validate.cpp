@@ -115,6 +115,36 @@ double lowMedian(std::vector<double> values) {
   return values[(values.size() - 1) / 2];
 }
 
+// The largest |value| of a float32 tensor (a max is exact in any order: every peer agrees).
+double maxAbs(const at::Tensor& tensor) {
+  const at::Tensor t = cpuFloat(tensor);
+  const float* p = t.data_ptr<float>();
+  float most = 0.0f;
+  for (std::int64_t i = 0, n = t.numel(); i < n; ++i) most = std::max(most, std::abs(p[i]));
+  return most;
+}
+
+// Every weight within what the run's optimizer can move it in a round (UpdateCeiling), then the
+// no-work floor. Checked tensors are known, shaped and finite (checkAllButNorm).
+void checkCeiling(const NamedTensors& deltas, const std::unordered_map<std::string, const at::Tensor*>& base,
+                  const ValidationPolicy& policy, double norm, ContributionCheck& check) {
+  const UpdateCeiling& c = policy.ceiling;
+  std::int64_t elements = 0;
+  for (const auto& [name, delta] : deltas) {
+    elements += delta.numel();
+    const double moved = maxAbs(delta), allowed = c.perElement(maxAbs(*base.at(name)));
+    if (moved <= allowed) continue;
+    check.reason = "moves a weight of " + safeQuote(name) + " by " + number(moved) + " > " + number(allowed) +
+                   ", the most AdamW moves it in a round (lr sum " + number(c.lrSum) + ")";
+    return;
+  }
+  const double rms = elements > 0 ? norm / std::sqrt(double(elements)) : 0.0;
+  if (rms >= policy.noWorkFraction * c.lrSum) return;
+  check.noWork = true;
+  check.reason = "no work: RMS " + number(rms) + " < " + number(policy.noWorkFraction * c.lrSum) + " (" +
+                 number(policy.noWorkFraction) + " x the round's lr sum)";
+}
+
 // `reference`: the tensor's median, or for an expert's tensor the round's scale at its size when
 // that is larger (`what` says which).
 std::string checkTensorNorm(const std::string& name, double norm, double reference, const char* what,
@@ -132,7 +162,9 @@ std::unordered_map<std::string, const at::Tensor*> indexOf(const NamedTensors& t
   return index;
 }
 
-Verdict verdictOf(std::string reason) { return Verdict{reason.empty(), std::move(reason)}; }
+Verdict verdictOf(std::string reason, bool noWork = false) {
+  return Verdict{reason.empty(), std::move(reason), noWork};
+}
 
 // FNV-1a, 64 bit.
 struct Fnv1a {
@@ -159,16 +191,17 @@ double updateNorm(const NamedTensors& deltas) { return combinedNorm(perTensorNor
 Verdict validate(const ContributionHeader& header, const NamedTensors& deltas, const NamedTensors& base,
                  const std::set<int>& senderClaims, const RoundContext& round, double medianNorm,
                  const ValidationPolicy& policy) {
-  if (std::string reason = checkAllButNorm(header, deltas, indexOf(base), senderClaims, round); !reason.empty())
-    return verdictOf(std::move(reason));
-  return verdictOf(checkNorm(updateNorm(deltas), medianNorm, policy));
+  const auto check = checkContribution(header, deltas, base, senderClaims, round, policy);
+  if (!check.reason.empty()) return verdictOf(check.reason, check.noWork);
+  return verdictOf(checkNorm(check.norm, policy.ceiling.known() ? 0.0 : medianNorm, policy));
 }
 
 ContributionCheck checkContribution(const ContributionHeader& header, const NamedTensors& deltas,
                                     const NamedTensors& base, const std::set<int>& senderClaims,
-                                    const RoundContext& round) {
+                                    const RoundContext& round, const ValidationPolicy& policy) {
   ContributionCheck check;
-  check.reason = checkAllButNorm(header, deltas, indexOf(base), senderClaims, round);
+  const auto index = indexOf(base);
+  check.reason = checkAllButNorm(header, deltas, index, senderClaims, round);
   if (!check.reason.empty()) return check;
   const std::vector<double> norms = perTensorNorms(deltas);
   check.norm = combinedNorm(norms);
@@ -176,10 +209,18 @@ ContributionCheck checkContribution(const ContributionHeader& header, const Name
     check.tensorNorms.emplace_back(deltas[t].first, norms[t]);
     check.tensorElements.push_back(deltas[t].second.numel());
   }
+  if (policy.ceiling.known()) checkCeiling(deltas, index, policy, check.norm, check);
   return check;
 }
 
 std::vector<Verdict> judgeRound(const std::vector<ContributionCheck>& checks, const ValidationPolicy& policy) {
+  if (policy.ceiling.known()) {  // the checks held every weight to the ceiling: no head count bounds anything
+    std::vector<Verdict> verdicts;
+    for (const auto& check : checks)
+      verdicts.push_back(check.reason.empty() ? verdictOf(checkNorm(check.norm, 0.0, policy))
+                                              : verdictOf(check.reason, check.noWork));
+    return verdicts;
+  }
   std::vector<double> passing, scales;  // scales: each passing contribution's norm per √element
   std::map<std::string, std::vector<double>> passingByTensor;
   for (const auto& check : checks) {
@@ -221,7 +262,7 @@ std::vector<Verdict> validateRound(const std::vector<ContributionHeader>& header
     throw std::invalid_argument("validateRound: headers, deltas and claims differ in length");
   std::vector<ContributionCheck> checks;
   for (std::size_t i = 0; i < headers.size(); ++i)
-    checks.push_back(checkContribution(headers[i], deltas[i], base, senderClaims[i], round));
+    checks.push_back(checkContribution(headers[i], deltas[i], base, senderClaims[i], round, policy));
   return judgeRound(checks, policy);
 }
 

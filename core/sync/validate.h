@@ -21,14 +21,44 @@ struct RoundContext {
   std::string baseHash;  // fingerprint of the round's base state
 };
 
+// The most an honest trainer moves one weight in a round (core/train/update_ceiling.h): the
+// round's learning-rate sum × (Adam's step bound + weight decay × the tensor's largest |weight|).
+// The run's manifest fixes it, so no contribution and no number of keys moves it. Decoded values
+// never exceed it either: int8 scales to the largest |value| (never rounds above it), bf16 rounds
+// by at most 2⁻⁸ (the slack).
+struct UpdateCeiling {
+  double lrSum = 0;  // 0: unknown (unit tests of the median rules, synthetic deltas)
+  double adamStep = 0;
+  double weightDecay = 0;
+  bool known() const { return lrSum > 0 && adamStep > 0; }
+  double perElement(double maxAbsWeight) const {
+    return lrSum * (adamStep + weightDecay * maxAbsWeight) * (1.0 + 1.0 / 128.0);
+  }
+};
+
 struct ValidationPolicy {
-  double relativeNormBound = 10.0;  // an update norm may be at most this × the round's median
+  // With a known ceiling it alone bounds each weight, and the medians below bound nothing: a
+  // median over contributions counts heads, so fresh keys sending vanishing deltas dragged it down
+  // until every honest update was an "outlier" (issue 37 item 1), and a sole expert owner was the
+  // median of its own expert (item 4).
+  UpdateCeiling ceiling;
+  double relativeNormBound = 10.0;  // without a ceiling: an update norm may be at most this × the round's median
   double absoluteNormCap = 1e4;     // and never above this (a lone sender has no median to compare)
+  // With a ceiling: a contribution whose RMS over all its deltas is below this × ceiling.lrSum did
+  // no work (an honest round of the bundled run: RMS 0.11-0.20 x the lr sum, tst_update_ceiling). It is not merged, so
+  // it earns no standing, and not banned (Verdict::noWork): it costs us its fetch, nothing else.
+  double noWorkFraction = 1e-3;
+  // With a ceiling: centered clipping's τ is never below this × ceiling.lrSum × √(shared elements)
+  // (AggregatePolicy::clipTauFloor): under the shared RMS of an honest round (0.13-0.24 x the lr
+  // sum in tst_update_ceiling), so fresh keys sending near-nothing clip an honest update to no
+  // less than a fifth to a third of itself, and a poisoner gains no more than honest work moves.
+  double clipFloorFraction = 0.05;
 };
 
 struct Verdict {
   bool accepted = false;
-  std::string reason;  // empty when accepted, e.g. "norm 3.1e6 > bound 4.2e1"
+  std::string reason;   // empty when accepted, e.g. "norm 3.1e6 > bound 4.2e1"
+  bool noWork = false;  // rejected as no work (ValidationPolicy::noWorkFraction): not the sender's ban
 };
 
 // L2 norm over every delta of the contribution.
@@ -47,16 +77,19 @@ Verdict validate(const ContributionHeader& header, const NamedTensors& deltas, c
 // that contribution alone, then judges the round from the checks.
 struct ContributionCheck {
   std::string reason;                                       // non-empty: rejected already
+  bool noWork = false;                                      // rejected as no work (not banned)
   double norm = 0;                                          // L2 over all its deltas
   std::vector<std::pair<std::string, double>> tensorNorms;  // per tensor, in the contribution's order
   std::vector<std::int64_t> tensorElements;                 // each tensor's element count, in that order
 };
+// With a known ceiling it also holds every weight to it and a vanishing contribution to "no work".
 ContributionCheck checkContribution(const ContributionHeader& header, const NamedTensors& deltas,
                                     const NamedTensors& base, const std::set<int>& senderClaims,
-                                    const RoundContext& round);
+                                    const RoundContext& round, const ValidationPolicy& policy = {});
 
-// The round's verdicts, in the checks' order: the norm bounds below against the medians of the
-// contributions that passed every other check.
+// The round's verdicts, in the checks' order. With a known ceiling: the checks' own verdicts and the
+// absolute cap. Without: the norm bounds below against the medians of the contributions that
+// passed every other check.
 std::vector<Verdict> judgeRound(const std::vector<ContributionCheck>& checks, const ValidationPolicy& policy = {});
 
 // Validates a whole round held in memory (checkContribution for each, then judgeRound): the median is taken over the

@@ -1,0 +1,206 @@
+// Issue 37 at the node (A handful of cheap keys cannot freeze, steer or take over a run): two
+// in-process nodes over MemorySwarm (tests/support/memory_swarm.h), a tiny model, and what cheap
+// keys do to them. The rules themselves have unit tests (tst_validate, tst_robust_merge,
+// tst_round_merge, tst_majority); these check that the node acts on them.
+#include "core/node/node.h"
+#include "core/train/corpus_prep.h"
+#include "support/memory_swarm.h"
+#include "support/node_notes.h"
+#include "support/tiny_node.h"
+#include "support/wait_until.h"
+
+#include <QFile>
+#include <QTemporaryDir>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+
+using namespace es::node;
+
+class NodeSybils : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir dir_;
+  std::unique_ptr<es::train::RunData> data_;
+
+  NodeConfig configFor(const QString& name, const QString& tag) const {
+    NodeConfig c = es::test::tinyNodeConfig(*data_, dir_.filePath(tag), name);
+    c.maxRounds = 3;
+    c.policy.deadlineMinSeconds = 3;
+    c.policy.deadlineMaxSeconds = 40;
+    c.policy.snapshotEvery = 0;
+    c.peer.trainer.dataSeed = name == "peer-a" ? 1 : 2;
+    c.peer.syncEvery = 3;
+    return c;
+  }
+
+  // A file of `who`'s for `round` published on the hub (the test withholds it from the nodes).
+  std::optional<es::ContentId> publishGhost(MemorySwarm& who, qint64 round) const {
+    const QString path =
+        dir_.filePath(QStringLiteral("%1-%2.bin").arg(QString::fromStdString(who.selfId().str())).arg(round));
+    QFile f(path);
+    const QByteArray bytes = QByteArray(64, char(round)) + QByteArray::fromStdString(who.selfId().str());
+    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size()) return std::nullopt;
+    f.close();
+    auto id = who.publish(path.toStdString());
+    return id.ok() ? std::optional<es::ContentId>(*id) : std::nullopt;
+  }
+
+  struct Run {
+    std::map<std::string, std::map<qint64, RoundSummary>> rounds;
+    std::map<std::string, es::test::NodeNotes> notes;
+    QString failure;
+  };
+  // Runs peer-a and peer-b (configured by `tune`) to the end; `onClosed` sees every round closed.
+  Run runTwo(MemorySwarm& a, MemorySwarm& b, const QString& tag, const std::function<void(NodeConfig&)>& tune,
+             const std::function<void(const RoundSummary&)>& onClosed = {}) {
+    auto configA = configFor("peer-a", tag), configB = configFor("peer-b", tag);
+    tune(configA);
+    tune(configB);
+    Node nodeA(a, configA, data_->train, data_->val), nodeB(b, configB, data_->train, data_->val);
+    Run run;
+    int finished = 0;
+    for (auto* n : {&nodeA, &nodeB}) {
+      const std::string name = n == &nodeA ? "peer-a" : "peer-b";
+      connect(n, &Node::roundClosed, this, [&, name](const RoundSummary& s) {
+        run.rounds[name][s.round] = s;
+        if (onClosed) onClosed(s);
+      });
+      connect(n, &Node::noted, this,
+              [&, name](const QString& kind, const QVariantMap& f) { run.notes[name].add(kind, f); });
+      connect(n, &Node::message, this, [name](const QString& m) { qInfo("%s: %s", name.c_str(), qPrintable(m)); });
+      connect(n, &Node::finished, this, [&finished] { ++finished; });
+      connect(n, &Node::failed, this, [&run](const QString& e) { run.failure = e; });
+    }
+    nodeA.start();
+    nodeB.start();
+    if (!es::test::waitUntil([&] { return finished == 2 || !run.failure.isEmpty(); }, 240000))
+      run.failure = "the nodes did not finish";
+    return run;
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    auto data = es::test::bundledRunData(dir_.filePath("run"));
+    QVERIFY2(data.ok(), data ? "" : data.error().c_str());
+    data_ = std::make_unique<es::train::RunData>(std::move(*data));
+  }
+
+  // Item 1: a peer whose contributions are all zeros did no work. At a3cdfca it was accepted —
+  // merged, an owner of its experts, standing for nothing. Now its contribution is refused as no
+  // work, every round, and never banned (it costs us its fetch only).
+  void aPeerSendingNothingIsNotMergedNorBanned() {
+    MemorySwarmHub hub("tiny-run");
+    MemorySwarm a(hub, "peer-a"), b(hub, "peer-b");
+    const auto run = runTwo(a, b, "zero", [](NodeConfig& c) {
+      if (c.peer.selfId == "peer-b") c.peer.testPoison = "zero";
+    });
+    QVERIFY2(run.failure.isEmpty(), qPrintable(run.failure));
+    QCOMPARE(int(run.rounds.at("peer-a").size()), 3);
+    for (const auto& [round, s] : run.rounds.at("peer-a")) {
+      QCOMPARE(s.peers, 1);  // ours alone
+      bool judged = false;
+      for (const auto& v : s.verdicts)
+        if (v.sender.str() == "peer-b") {
+          judged = true;
+          QVERIFY2(!v.accepted && v.noWork, v.reason.c_str());
+          QVERIFY2(QString::fromStdString(v.reason).startsWith("no work: RMS 0"), v.reason.c_str());
+        }
+      QVERIFY2(judged, qPrintable(QString("round %1 has no verdict on peer-b").arg(round)));
+    }
+    QVERIFY(!run.notes.at("peer-a").has("ban"));
+  }
+
+  // Item 2: eight fresh keys name a contribution to each round (never delivered) and report that
+  // they merged it into a state of their own. Naming an id gave a say on the round at a3cdfca, so
+  // by round 2 they outweighed the honest pair (8 × 1 against 2 × 2): the honest nodes were out of
+  // step and resynced to them. A say now takes a contribution we merged, or work merged before.
+  void freshKeysNamingGhostContributionsHaveNoSay() {
+    MemorySwarmHub hub("tiny-run");
+    MemorySwarm a(hub, "peer-a"), b(hub, "peer-b");
+    std::vector<std::unique_ptr<MemorySwarm>> sybils;
+    for (int k = 0; k < 8; ++k) sybils.push_back(std::make_unique<MemorySwarm>(hub, "sybil-" + std::to_string(k)));
+    std::set<es::ContentId> ghostIds;
+    for (auto* s : {&a, &b}) s->withhold([&ghostIds](const es::ContentId& id) { return ghostIds.count(id) > 0; });
+    const auto lie = [&](qint64 merged) {  // "we merged `merged` (with our contribution) into our state"
+      for (auto& s : sybils) {
+        Announcement an;
+        an.round = merged + 1;
+        an.claims = {0};
+        an.leaseUntil = merged + 2;
+        for (qint64 r : {merged, merged + 1}) {
+          const auto id = publishGhost(*s, r);
+          if (!id) return;
+          ghostIds.insert(*id);
+          an.contrib[r] = *id;
+        }
+        an.merged = {{merged - 1, "5ca1ab1e5ca1ab1e"}, {merged, "5ca1ab1e5ca1ab1e"}};
+        QVERIFY(s->announce(an).ok());
+      }
+    };
+    qint64 lied = 0;
+    const auto run = runTwo(
+        a, b, "ghost-say", [](NodeConfig& c) { c.maxRounds = 4; },
+        [&](const RoundSummary& s) {
+          if (s.round >= 2 && s.round > lied) lie(lied = s.round);
+        });
+    QVERIFY2(run.failure.isEmpty(), qPrintable(run.failure));
+    for (const auto* name : {"peer-a", "peer-b"}) {
+      QCOMPARE(int(run.rounds.at(name).size()), 4);
+      for (const auto& [round, s] : run.rounds.at(name)) QVERIFY(s.fingerprint != "5ca1ab1e5ca1ab1e");
+      // Out of step only ever towards the other honest peer (a round one of them closed alone).
+      QVERIFY2(!run.notes.at(name).has("outOfStep", {{"state", "5ca1ab1e5ca1ab1e"}}), name);
+    }
+    QCOMPARE(run.rounds.at("peer-a").at(4).fingerprint, run.rounds.at("peer-b").at(4).fingerprint);
+  }
+
+  // Item 3: nine keys that sort before the honest peers announce a contribution every round and
+  // never serve a byte. Fetches went in key order, K = 8 at once, and a ghost's held its slot to
+  // the round's close: the honest peers never fetched each other and merged alone every round. Now
+  // a silent fetch gives its slot up after kSilentFetchMs, and senders whose work we merged go first.
+  void ghostsSortedFirstDoNotTakeEveryFetchSlot() {
+    MemorySwarmHub hub("tiny-run");
+    MemorySwarm a(hub, "peer-a"), b(hub, "peer-b");
+    std::vector<std::unique_ptr<MemorySwarm>> ghosts;
+    for (int g = 0; g < 9; ++g) ghosts.push_back(std::make_unique<MemorySwarm>(hub, "a-ghost-" + std::to_string(g)));
+    std::set<es::ContentId> ghostIds;
+    for (auto* s : {&a, &b}) s->withhold([&ghostIds](const es::ContentId& id) { return ghostIds.count(id) > 0; });
+    const auto haunt = [&](qint64 round) {
+      for (auto& g : ghosts) {
+        const auto id = publishGhost(*g, round);
+        QVERIFY(id.has_value());
+        ghostIds.insert(*id);
+        Announcement an;
+        an.round = round;
+        an.claims = {0};
+        an.leaseUntil = round + 2;
+        an.contrib[round] = *id;
+        QVERIFY(g->announce(an).ok());
+      }
+    };
+    haunt(1);
+    qint64 haunted = 1;
+    const auto run = runTwo(
+        a, b, "ghosts", [](NodeConfig& c) { c.maxRounds = 4; },
+        [&](const RoundSummary& s) {
+          if (s.round + 1 > haunted) haunt(haunted = s.round + 1);  // they keep announcing
+        });
+    QVERIFY2(run.failure.isEmpty(), qPrintable(run.failure));
+    for (const auto* name : {"peer-a", "peer-b"}) {
+      const auto& rounds = run.rounds.at(name);
+      QCOMPARE(int(rounds.size()), 4);
+      // Round 1: nobody has merged anyone's work, so the honest peer may wait behind silent ghosts
+      // and the round split (repaired in round 2); from then on they merge each other first.
+      for (qint64 r = 3; r <= 4; ++r)
+        QVERIFY2(
+            rounds.at(r).peers == 2,
+            qPrintable(QString("%1 merged round %2 with %3 contribution(s)").arg(name).arg(r).arg(rounds.at(r).peers)));
+    }
+    QCOMPARE(run.rounds.at("peer-a").at(4).fingerprint, run.rounds.at("peer-b").at(4).fingerprint);
+  }
+};
+
+QTEST_GUILESS_MAIN(NodeSybils)
+#include "tst_node_sybils.moc"
