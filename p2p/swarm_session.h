@@ -116,6 +116,8 @@ class SwarmSession : public QObject {
   void publishFileAsync(const std::string& path, std::function<void(Expected<std::string>)> done);
   Status fetch(const std::string& infoHash, const std::string& saveDir, const node::FetchLimits& limits = {});
   void retire(const std::string& infoHash, bool deleteFile);
+  // True while libtorrent still deletes a removed transfer's files (then filesRemoved follows).
+  bool removingFiles(const std::string& infoHash) const;
   std::vector<TransferStatus> transfers() const;
   // Per-transfer upload cap (bytes/s, 0 = none); applies to loopback only with limitLocalPeers.
   void setTransferUploadLimit(const std::string& infoHash, int bytesPerSecond);
@@ -135,6 +137,7 @@ class SwarmSession : public QObject {
   void transferFinished(const QString& infoHash, const QString& path);
   void transferFailed(const QString& infoHash, const QString& reason);
   void transferRefused(const QString& infoHash, const QString& reason);  // removed: broke the fetch's limits
+  void filesRemoved(const QString& infoHash);  // a removed transfer's files are gone from disk
   void pieceHashFailed(const QString& infoHash);
   void runPeersChanged(int peers);
   void networkChanged();  // listen/external address or reachability changed (lines go to settings.log)
