@@ -49,15 +49,17 @@ struct SwarmCounters {
   int refusedFetches = 0;  // fetches whose metadata broke their limits
   int droppedAlerts = 0;   // times libtorrent's alert queue overflowed (reconcileTransfers ran)
   int dhtNodes = 0;
-  int runPeers = 0;            // connections on the run torrent (half-open ones too)
-  int runLinks = 0;            // of those, the established ones (handshake done)
-  int recordKeys = 0;          // records in the book (≤ kMaxRecordKeys)
-  int bannedKeys = 0;          // keys banned for equivocation
-  int gossipRateDropped = 0;   // messages over a connection's token bucket
-  int gossipInboxDropped = 0;  // messages dropped at the full inbox
-  int gossipDisconnects = 0;   // connections cut for oversize or garbage
-  int relinks = 0;             // times the run torrent's lost links were dialled again (p2p/run_links.h)
-  std::int64_t bytesSent = 0;  // all traffic of the session (payload + protocol + DHT)
+  int runPeers = 0;              // connections on the run torrent (half-open ones too)
+  int runLinks = 0;              // of those, the established ones (handshake done)
+  int recordKeys = 0;            // records in the book (≤ kMaxRecordKeys)
+  int bannedKeys = 0;            // keys banned for equivocation
+  int gossipRateDropped = 0;     // messages over a connection's token bucket
+  int gossipInboxDropped = 0;    // messages dropped at the full inbox
+  int gossipDisconnects = 0;     // connections cut for oversize or garbage
+  int gossipAddressCapped = 0;   // connections cut: their address held its gossip slots already
+  int gossipMostPerAddress = 0;  // the most gossip connections one address holds now
+  int relinks = 0;               // times the run torrent's lost links were dialled again (p2p/run_links.h)
+  std::int64_t bytesSent = 0;    // all traffic of the session (payload + protocol + DHT)
   std::int64_t bytesReceived = 0;
 };
 
