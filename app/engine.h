@@ -74,8 +74,9 @@ class Engine : public QObject {
   void announceRun() const;
   int openLedger(const std::string& dbPath);
   node::RunInfo describeRun(const std::string& ledgerPath) const;
-  int fetchManifest();                            // engine_magnet.cpp
-  void continueWithManifest(const QString& dir);  // engine_magnet.cpp
+  int fetchManifest();  // engine_magnet.cpp, with the two below
+  void continueWithManifest(const QString& dir, bool fresh);
+  void discardManifest(const QString& dir, bool fresh, const QString& error);
   void wireNode();
 
   CommandLine cl_;

@@ -2,10 +2,16 @@
 // whose only file is run.json; the session fetches it from the run's peers (found on the DHT under
 // the same key they announce the run on), then the run starts as from a folder. The manifest names
 // its corpus by relative path: a run made from the bundled corpus finds it here (linked in).
+//
+// The torrent comes from strangers: its metadata must be one plain file named run.json of at most
+// train::kMaxRunManifestBytes, checked before any piece is asked for (the fetch's limits), and a
+// join that fails for any reason leaves no folder of it behind.
 #include "app/data_dir.h"
 #include "app/engine.h"
 #include "app/engine_parts.h"
 #include "app/run_setup.h"
+
+#include "core/train/run_manifest.h"
 
 #include <QDir>
 #include <QFile>
@@ -21,43 +27,73 @@ int Engine::fetchManifest() {
   if (const int code = openSession(dataDir)) return code;
   const QString hash = cl_.runMagnetHash;
   const QString dir = dataDir + QStringLiteral("/joined/") + hash.left(16);
+  const bool fresh = !QFileInfo::exists(dir);  // an earlier join's folder is not ours to remove
   auto* session = parts_->session.get();
-  // Once: the first of done / failed / deadline wins.
-  auto finish = [this, session, hash](const QString& error, const QString& dir) {
+  // Once: the first of done / failed / refused / deadline wins.
+  auto finish = [this, session, hash, dir, fresh](const QString& error) {
     manifestDeadline_.stop();
     QObject::disconnect(session, nullptr, this, nullptr);
-    session->retire(hash.toStdString(), false);  // joinRun adds the same torrent again, as a seed
-    if (!error.isEmpty()) {
-      fail(1, error.toStdString());
-      return;
-    }
+    // Done: joinRun adds the same torrent again, as a seed. Else its files go (a refused one's are
+    // going already).
+    session->retire(hash.toStdString(), !error.isEmpty());
+    if (!error.isEmpty()) return discardManifest(dir, fresh, error);
     Q_EMIT noted(QStringLiteral("manifest"), {{"run", hash}, {"state", "fetched"}});
-    continueWithManifest(dir);
+    continueWithManifest(dir, fresh);
   };
-  connect(session, &p2p::SwarmSession::transferFinished, this,
-          [finish, hash, dir](const QString& infoHash, const QString&) {
-            if (infoHash == hash) finish({}, dir);
-          });
+  connect(session, &p2p::SwarmSession::transferFinished, this, [finish, hash](const QString& infoHash, const QString&) {
+    if (infoHash == hash) finish({});
+  });
   connect(session, &p2p::SwarmSession::transferFailed, this,
           [finish, hash](const QString& infoHash, const QString& reason) {
-            if (infoHash == hash) finish(QStringLiteral("fetching the run's manifest failed: %1").arg(reason), {});
+            if (infoHash == hash) finish(QStringLiteral("fetching the run's manifest failed: %1").arg(reason));
+          });
+  connect(session, &p2p::SwarmSession::transferRefused, this,
+          [finish, hash](const QString& infoHash, const QString& reason) {
+            if (infoHash == hash)
+              finish(QStringLiteral("the run's torrent is not one run.json of at most %1 bytes: it holds %2")
+                         .arg(train::kMaxRunManifestBytes)
+                         .arg(reason));
           });
   manifestDeadline_.setSingleShot(true);
   connect(&manifestDeadline_, &QTimer::timeout, this, [finish] {
     finish(QStringLiteral("no peer of this run answered within %1 s; is a --bootstrap node of the run given?")
-               .arg(kManifestDeadlineMs / 1000),
-           {});
+               .arg(kManifestDeadlineMs / 1000));
   });
-  if (auto s = session->fetch(hash.toStdString(), dir.toStdString()); !s) return fail(1, s.error());
+  node::FetchLimits limits;
+  limits.name = "run.json";
+  limits.maxBytes = train::kMaxRunManifestBytes;
+  if (auto s = session->fetch(hash.toStdString(), dir.toStdString(), limits); !s) return fail(1, s.error());
   manifestDeadline_.start(kManifestDeadlineMs);
   info("Fetching the manifest of run " + hash.toStdString() + " from its peers");
   Q_EMIT noted(QStringLiteral("manifest"), {{"run", hash}, {"state", "fetching"}});
   return 0;
 }
 
-void Engine::continueWithManifest(const QString& dir) {
-  if (!QFileInfo::exists(dir + QStringLiteral("/run.json"))) {
-    fail(1, "the run's torrent held no run.json");
+// libtorrent deletes a removed torrent's files on its disk threads after the call returned (and
+// may create empty or link files there until then): the folder goes once they are gone, and the
+// failure is told after that (a headless client exits on it).
+void Engine::discardManifest(const QString& dir, bool fresh, const QString& error) {
+  auto* session = parts_->session.get();
+  const QString hash = cl_.runMagnetHash;
+  auto done = [this, dir, fresh, error] {
+    if (fresh) QDir(dir).removeRecursively();
+    fail(1, error.toStdString() + (fresh ? "; nothing of it was kept" : ""));
+  };
+  if (!session->removingFiles(hash.toStdString())) return done();
+  connect(session, &p2p::SwarmSession::filesRemoved, this, [this, session, hash, done](const QString& removed) {
+    if (removed != hash) return;
+    QObject::disconnect(session, &p2p::SwarmSession::filesRemoved, this, nullptr);
+    done();
+  });
+}
+
+void Engine::continueWithManifest(const QString& dir, bool fresh) {
+  // Read with its bound and checked here, though prepareRun reads it again: a fetched manifest
+  // that is no manifest leaves nothing behind either.
+  const QString path = dir + QStringLiteral("/run.json");
+  if (auto manifest = train::loadRunManifest(path.toStdString()); !manifest) {
+    if (fresh) QDir(dir).removeRecursively();
+    fail(1, "the run's manifest: " + manifest.error() + (fresh ? "; nothing of it was kept" : ""));
     return;
   }
   info("Fetched the run's manifest into \"" + dir.toStdString() + "\"");

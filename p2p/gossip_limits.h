@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <string>
 
 namespace es::p2p {
 
@@ -28,6 +30,52 @@ constexpr int kMaxOversizePerConnection = 6;
 constexpr int kMaxRejectsPerSender = 8;
 constexpr std::size_t kMaxGossipInbox = 4096;  // ~2 s of 50/s × 40 connections; ≤ 8 MB of 2 KiB messages
 constexpr std::size_t kMaxBadSenders = 256;    // "ip:port" marks awaiting (or past) disconnection
+
+// Gossip connections from one address (an IPv4 address, or an IPv6 /64: one host holds a whole
+// /64, so counting single IPv6 addresses would cap nothing). Every limit above is per connection,
+// so a host that opens many would multiply them: replays, greetings and the inbox's share. Honest
+// peers keep one link each (two for a moment when both dial at once), and several volunteers
+// behind one home or office NAT share its address: 8 lets four to eight of them gossip with us
+// directly, and a host beyond that gains nothing by opening more. A capped peer still hears
+// every record relayed by the others, and its transfers are on other torrents, not capped.
+constexpr int kMaxGossipConnectionsPerAddress = 8;
+
+// The cap a session applies: `configured` when set (> 0; tests), else the default — none for a
+// same-host swarm (SwarmSettings::sameHostSwarm: listening on loopback, so every peer it can
+// ever meet is on this host and shares one address by construction; tests run 12 there).
+inline int gossipConnectionsPerAddress(bool sameHostSwarm, int configured) {
+  if (configured > 0) return configured;
+  return sameHostSwarm ? 0 : kMaxGossipConnectionsPerAddress;
+}
+
+// The gossip connections each address holds, at most `perAddress` (0: no cap). Taken when a
+// connection starts to gossip (its extension handshake), given back when it closes.
+class AddressSlots {
+ public:
+  explicit AddressSlots(int perAddress = kMaxGossipConnectionsPerAddress) : perAddress_(perAddress) {}
+  bool take(const std::string& address) {
+    if (perAddress_ > 0 && held(address) >= perAddress_) return false;
+    ++held_[address];
+    return true;
+  }
+  void give(const std::string& address) {
+    const auto it = held_.find(address);
+    if (it != held_.end() && --it->second <= 0) held_.erase(it);
+  }
+  int held(const std::string& address) const {
+    const auto it = held_.find(address);
+    return it == held_.end() ? 0 : it->second;
+  }
+  int most() const {
+    int most = 0;
+    for (const auto& [address, held] : held_) most = std::max(most, held);
+    return most;
+  }
+
+ private:
+  int perAddress_;
+  std::map<std::string, int> held_;  // only addresses holding at least one slot
+};
 
 // A token bucket that starts with `initial` tokens (which may exceed `burst`: the greeting) and
 // refills at `perSecond` up to `burst`.

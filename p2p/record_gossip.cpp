@@ -26,7 +26,9 @@ class GossipPeer final : public lt::peer_plugin {
       : pc_(std::move(pc)),
         hub_(std::move(hub)),
         sender_(pc_.remote().address().to_string() + ":" + std::to_string(pc_.remote().port())),
+        addressKey_(gossipAddressKey(pc_.remote().address())),
         bucket_(gossipBucket(steadyMs())) {}
+  ~GossipPeer() override { giveSlot(); }
 
   lt::string_view type() const override { return kGossipExtensionName; }
 
@@ -42,8 +44,11 @@ class GossipPeer final : public lt::peer_plugin {
 
   bool on_extension_handshake(const lt::bdecode_node& handshake) override {
     const GossipHandshake parsed = readGossipHandshake(handshake);
+    if (parsed.remoteId == 0) return true;  // an ordinary BitTorrent peer: keep the connection, no gossip
+    // Over the cap: cut. True all the same: libtorrent erases the plugins that return false from
+    // the list it is walking, which disconnecting may have emptied.
+    if (!holdsSlot_ && !takeSlot()) return true;
     remoteId_ = parsed.remoteId;
-    if (remoteId_ == 0) return true;  // an ordinary BitTorrent peer: keep the connection, no gossip
     std::vector<std::string> all;
     const bool dialBack = parsed.dialBackPort != 0;  // either direction: see GossipHub::dialBack
     {
@@ -69,6 +74,9 @@ class GossipPeer final : public lt::peer_plugin {
       if (++oversize_ >= kMaxOversizePerConnection) cut();
     }
     if (fragment != GossipFragment::Complete) return true;
+    // Gossip only on a connection holding its address's slot: one that skipped the handshake
+    // (or was over the cap) would otherwise gossip uncounted.
+    if (!holdsSlot_) return true;
     bool queued = false;
     {
       std::lock_guard lock(hub_->mutex);
@@ -98,6 +106,9 @@ class GossipPeer final : public lt::peer_plugin {
     return ec != lt::error_code(lt::errors::upload_upload_connection);
   }
 
+  // The slot goes back as soon as the connection closes, not when libtorrent frees it.
+  void on_disconnect(const lt::error_code&) override { giveSlot(); }
+
   bool ready() const { return remoteId_ > 0 && !pc_.is_disconnecting(); }
 
   void send(const std::string& bytes) {
@@ -125,10 +136,30 @@ class GossipPeer final : public lt::peer_plugin {
                    lt::peer_connection_interface::peer_error);
   }
 
+  bool takeSlot() {
+    {
+      std::lock_guard lock(hub_->mutex);
+      holdsSlot_ = hub_->gossipSlots.take(addressKey_);
+      if (!holdsSlot_) ++hub_->addressCapped;
+    }
+    if (!holdsSlot_)
+      pc_.disconnect(lt::errors::make_error_code(lt::errors::too_many_connections), lt::operation_t::bittorrent,
+                     lt::peer_connection_interface::normal);
+    return holdsSlot_;
+  }
+  void giveSlot() {
+    if (!holdsSlot_) return;
+    holdsSlot_ = false;
+    std::lock_guard lock(hub_->mutex);
+    hub_->gossipSlots.give(addressKey_);
+  }
+
   lt::peer_connection_handle pc_;
   std::shared_ptr<GossipHub> hub_;
   std::string sender_;
-  TokenBucket bucket_;  // network thread only
+  std::string addressKey_;
+  bool holdsSlot_ = false;  // network thread only
+  TokenBucket bucket_;      // network thread only
   int oversize_ = 0;
   int remoteId_ = 0;
 };
@@ -215,6 +246,15 @@ void markBadSender(GossipHub& hub, const std::string& sender) {
 
 bool isBadSender(const GossipHub& hub, const std::string& sender) {
   return std::find(hub.badSenders.begin(), hub.badSenders.end(), sender) != hub.badSenders.end();
+}
+
+std::string gossipAddressKey(const lt::address& address) {
+  if (address.is_v4()) return address.to_string();
+  const auto v6 = address.to_v6();
+  if (v6.is_v4_mapped()) return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, v6).to_string();
+  auto bytes = v6.to_bytes();
+  std::fill(bytes.begin() + 8, bytes.end(), std::uint8_t(0));
+  return lt::address_v6(bytes).to_string() + "/64";
 }
 
 std::shared_ptr<lt::plugin> makeGossipPlugin(std::shared_ptr<GossipHub> hub) {

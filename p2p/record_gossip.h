@@ -45,6 +45,11 @@ struct GossipHub {
   int inboxDropped = 0;  // complete messages dropped because the inbox held kMaxGossipInbox
   int rateDropped = 0;   // messages over their connection's token bucket
   int disconnects = 0;   // connections the plugin cut (oversize strikes or a bad-sender mark)
+  // Gossip connections per address (gossipAddressKey), capped (p2p/gossip_limits.h); the session
+  // sets the cap before the run torrent is added. `addressCapped`: connections cut because their
+  // address held all its slots already.
+  AddressSlots gossipSlots;
+  int addressCapped = 0;
   // "ip:port" of connections the engine found sending garbage (kMaxRejectsPerSender rejected
   // records), oldest first, at most kMaxBadSenders: the plugin disconnects them on its next tick.
   std::deque<std::string> badSenders;
@@ -65,6 +70,10 @@ struct GossipHub {
 bool queueInbound(GossipHub& hub, GossipInbound message);
 void markBadSender(GossipHub& hub, const std::string& sender);
 bool isBadSender(const GossipHub& hub, const std::string& sender);
+
+// What AddressSlots counts a connection under: an IPv4 address (IPv4-mapped IPv6 ones as IPv4),
+// or the /64 an IPv6 address is in ("2001:db8:1:2::/64").
+std::string gossipAddressKey(const lt::address& address);
 
 // The session plugin; attach with session.add_extension(). Only the torrent added with
 // `userdata = runTag(hub)` gets the gossip.

@@ -35,8 +35,10 @@ bool SwarmSession::Impl::deferWhileDeleting(const std::string& hash, const std::
 
 void SwarmSession::Impl::onFilesDeleted(const lt::info_hash_t& hashes) { filesDeleted(v2Hex(hashes)); }
 
+bool SwarmSession::removingFiles(const std::string& infoHash) const { return impl_->deleting.count(infoHash) > 0; }
+
 void SwarmSession::Impl::filesDeleted(const std::string& hash) {
-  deleting.erase(hash);
+  if (deleting.erase(hash)) Q_EMIT owner->filesRemoved(QString::fromStdString(hash));
   const auto deferred = deferredFetches.find(hash);
   if (deferred == deferredFetches.end()) return;
   const DeferredFetch fetch = std::move(deferred->second);

@@ -119,6 +119,8 @@ SwarmCounters SwarmSession::counters() const {
   c.gossipRateDropped = impl_->hub->rateDropped;
   c.gossipInboxDropped = impl_->hub->inboxDropped;
   c.gossipDisconnects = impl_->hub->disconnects;
+  c.gossipAddressCapped = impl_->hub->addressCapped;
+  c.gossipMostPerAddress = impl_->hub->gossipSlots.most();
   return c;
 }
 

@@ -66,6 +66,8 @@ Expected<std::unique_ptr<SwarmSession>> SwarmSession::create(const SwarmSettings
   {
     std::lock_guard lock(d.hub->mutex);
     d.hub->wake = [impl = &d] { impl->queuePump(); };
+    d.hub->gossipSlots =
+        AddressSlots(gossipConnectionsPerAddress(settings.sameHostSwarm, settings.gossipConnectionsPerAddress));
   }
   try {
     lt::session_params params(std::move(*pack));  // with libtorrent's default plugins (metadata, pex, smart ban)

@@ -49,15 +49,17 @@ struct SwarmCounters {
   int refusedFetches = 0;  // fetches whose metadata broke their limits
   int droppedAlerts = 0;   // times libtorrent's alert queue overflowed (reconcileTransfers ran)
   int dhtNodes = 0;
-  int runPeers = 0;            // connections on the run torrent (half-open ones too)
-  int runLinks = 0;            // of those, the established ones (handshake done)
-  int recordKeys = 0;          // records in the book (≤ kMaxRecordKeys)
-  int bannedKeys = 0;          // keys banned for equivocation
-  int gossipRateDropped = 0;   // messages over a connection's token bucket
-  int gossipInboxDropped = 0;  // messages dropped at the full inbox
-  int gossipDisconnects = 0;   // connections cut for oversize or garbage
-  int relinks = 0;             // times the run torrent's lost links were dialled again (p2p/run_links.h)
-  std::int64_t bytesSent = 0;  // all traffic of the session (payload + protocol + DHT)
+  int runPeers = 0;              // connections on the run torrent (half-open ones too)
+  int runLinks = 0;              // of those, the established ones (handshake done)
+  int recordKeys = 0;            // records in the book (≤ kMaxRecordKeys)
+  int bannedKeys = 0;            // keys banned for equivocation
+  int gossipRateDropped = 0;     // messages over a connection's token bucket
+  int gossipInboxDropped = 0;    // messages dropped at the full inbox
+  int gossipDisconnects = 0;     // connections cut for oversize or garbage
+  int gossipAddressCapped = 0;   // connections cut: their address held its gossip slots already
+  int gossipMostPerAddress = 0;  // the most gossip connections one address holds now
+  int relinks = 0;               // times the run torrent's lost links were dialled again (p2p/run_links.h)
+  std::int64_t bytesSent = 0;    // all traffic of the session (payload + protocol + DHT)
   std::int64_t bytesReceived = 0;
 };
 
@@ -116,6 +118,8 @@ class SwarmSession : public QObject {
   void publishFileAsync(const std::string& path, std::function<void(Expected<std::string>)> done);
   Status fetch(const std::string& infoHash, const std::string& saveDir, const node::FetchLimits& limits = {});
   void retire(const std::string& infoHash, bool deleteFile);
+  // True while libtorrent still deletes a removed transfer's files (then filesRemoved follows).
+  bool removingFiles(const std::string& infoHash) const;
   std::vector<TransferStatus> transfers() const;
   // Per-transfer upload cap (bytes/s, 0 = none); applies to loopback only with limitLocalPeers.
   void setTransferUploadLimit(const std::string& infoHash, int bytesPerSecond);
@@ -135,6 +139,7 @@ class SwarmSession : public QObject {
   void transferFinished(const QString& infoHash, const QString& path);
   void transferFailed(const QString& infoHash, const QString& reason);
   void transferRefused(const QString& infoHash, const QString& reason);  // removed: broke the fetch's limits
+  void filesRemoved(const QString& infoHash);  // a removed transfer's files are gone from disk
   void pieceHashFailed(const QString& infoHash);
   void runPeersChanged(int peers);
   void networkChanged();  // listen/external address or reachability changed (lines go to settings.log)

@@ -31,10 +31,10 @@ struct Transfer {
   std::string name;        // file name, once the metadata is known
   bool published = false;  // we made it (seeding from the start)
   bool finished = false;
-  bool flushing = false;            // all pieces passed; waiting for them to be on disk (onCacheFlushed)
-  bool awaitingCheck = false;       // in upload mode until its metadata passed `sizes`
-  bool seedingStopped = false;      // fetched content that reached settings.fetchedSeedRatio
-  std::vector<std::int64_t> sizes;  // node::FetchLimits::sizes
+  bool flushing = false;        // all pieces passed; waiting for them to be on disk (onCacheFlushed)
+  bool awaitingCheck = false;   // in upload mode until its metadata passed `limits`
+  bool seedingStopped = false;  // fetched content that reached settings.fetchedSeedRatio
+  node::FetchLimits limits;
   std::int64_t lastReportedDone = -1;
   std::chrono::steady_clock::time_point added;
   std::chrono::steady_clock::time_point lastAnnounce;  // our last forced DHT announce of it

@@ -25,6 +25,9 @@ struct SwarmSettings {
   // DoS blocker, which otherwise ban 127.0.0.1 and keep one node per routing table
   // (docs/ARCHITECTURE.md, "libtorrent notes"). Never on for the internet.
   bool sameHostSwarm = false;
+  // Gossip connections one address may hold with us; 0: the default (p2p/gossip_limits.h:
+  // kMaxGossipConnectionsPerAddress, none in a same-host swarm). Tests set it to see the cap.
+  int gossipConnectionsPerAddress = 0;
   // Timing for peers on one host: no DHT node there bans anyone (sameHostSwarm), and tests want
   // discovery within seconds.
   void useSameHostTiming() {

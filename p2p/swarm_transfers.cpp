@@ -34,24 +34,40 @@ TransferStatus statusOf(const std::string& hash, const Transfer& t) {
   return s;
 }
 
-// Empty when the torrent is one file of one of `sizes` bytes with a plain name, else why not (for
-// the log and the sender's ban: numbers only, nothing the sender chose).
-std::string contentProblem(const lt::torrent_info& ti, const std::vector<std::int64_t>& sizes) {
+std::string joined(const std::vector<std::int64_t>& sizes) {
+  std::string out;
+  for (const auto s : sizes) out += (out.empty() ? "" : " or ") + std::to_string(s);
+  return out;
+}
+
+// Empty when the torrent is one plain file that `limits` allow, else why not (for the log and the
+// sender's ban: numbers and our own expectations only, nothing the sender chose).
+std::string contentProblem(const lt::torrent_info& ti, const node::FetchLimits& limits) {
   const auto& files = ti.files();
   int count = 0;
-  std::int64_t bytes = 0;
+  lt::file_index_t file{};
   for (const auto i : files.file_range()) {
     if (files.pad_file_at(i)) continue;
     ++count;
-    bytes = files.file_size(i);
+    file = i;
   }
   if (count != 1) return std::to_string(count) + " files, expected exactly one";
-  // The name becomes the file's path under the fetch's folder and appears in log lines.
-  if (!isPlainName(ti.name())) return "a file name that is not 1-128 characters of [A-Za-z0-9._-]";
-  if (std::find(sizes.begin(), sizes.end(), bytes) != sizes.end()) return {};
-  std::string expected;
-  for (const auto s : sizes) expected += (expected.empty() ? "" : " or ") + std::to_string(s);
-  return "a file of " + std::to_string(bytes) + " bytes, expected " + expected +
+  // libtorrent makes a symlink file a link on disk as soon as it checks the files, before any
+  // piece: one pointing anywhere would sit in the fetch's folder. Ours never carry attributes.
+  if (files.file_flags(file)) return "a file with attributes (a symlink, executable or hidden), expected a plain file";
+  // The name becomes the file's path under the fetch's folder and appears in log lines; the path
+  // must be the name itself (a file at the torrent's root).
+  if (!isPlainName(ti.name()) || files.file_path(file) != ti.name())
+    return "a file name that is not 1-128 characters of [A-Za-z0-9._-]";
+  if (!limits.name.empty() && ti.name() != limits.name)
+    return "a file named \"" + ti.name() + "\", expected \"" + limits.name + "\"";
+  const std::int64_t bytes = files.file_size(file);
+  if (limits.maxBytes > 0 && bytes > limits.maxBytes)
+    return "a file of " + std::to_string(bytes) + " bytes, more than the " + std::to_string(limits.maxBytes) +
+           " allowed";
+  if (limits.sizes.empty() || std::find(limits.sizes.begin(), limits.sizes.end(), bytes) != limits.sizes.end())
+    return {};
+  return "a file of " + std::to_string(bytes) + " bytes, expected " + joined(limits.sizes) +
          " (the size its sender's claimed experts predict)";
 }
 
@@ -136,15 +152,15 @@ Status SwarmSession::fetch(const std::string& infoHash, const std::string& saveD
   // file before the file list is known, and a hostile torrent has as many files as it likes.
   // Paused would not do either: a paused torrent fetches no metadata. Not auto-managed, so
   // libtorrent never takes it out of upload mode by itself (torrent_flags.hpp).
-  if (!limits.sizes.empty()) params.flags |= lt::torrent_flags::upload_mode;
+  if (limits.any()) params.flags |= lt::torrent_flags::upload_mode;
   lt::error_code ec;
   auto handle = d.session->add_torrent(std::move(params), ec);
   if (ec) return makeError("cannot fetch " + hash + ": " + ec.message());
   Transfer t;
   t.handle = handle;
   t.saveDir = saveDir;
-  t.sizes = limits.sizes;
-  t.awaitingCheck = !limits.sizes.empty();
+  t.limits = limits;
+  t.awaitingCheck = limits.any();
   t.added = t.lastAnnounce = Clock::now();
   d.transfers.emplace(hash, std::move(t));
   d.connectRunPeers(handle, d.dialTargets());
@@ -219,15 +235,15 @@ void SwarmSession::Impl::onCacheFlushed(const lt::torrent_handle& handle) {
                                  QString::fromStdString((std::filesystem::path(t->saveDir) / t->name).string()));
 }
 
-// The metadata of a fetch with limits: exactly one file (pad files aside: they are never written)
-// of one of the predicted sizes, or the torrent goes, with whatever it created on disk, before a
+// The metadata of a fetch with limits: exactly one plain file (pad files aside: they are never
+// written) that the limits allow, or the torrent goes, with whatever it created on disk, before a
 // piece was requested.
 void SwarmSession::Impl::onMetadata(const lt::torrent_handle& handle) {
   std::string hash;
   auto* t = findTransfer(handle, &hash);
   if (!t || !t->awaitingCheck) return;
   const auto ti = handle.torrent_file();
-  std::string problem = ti ? contentProblem(*ti, t->sizes) : "no metadata";
+  std::string problem = ti ? contentProblem(*ti, t->limits) : "no metadata";
   if (!problem.empty()) {
     removeWithFiles(hash, handle);
     ++counters.refusedFetches;

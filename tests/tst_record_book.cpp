@@ -1,6 +1,7 @@
 // Records that flood (issue 15 item 5): every byte from the network is attacker-written, so the
 // record book (p2p/record_book.h), the gossip connection limits (p2p/gossip_limits.h, the hub in
-// p2p/record_gossip.h) and the node's ledger writes (core/node/rules/peer_sightings.h) stay bounded.
+// p2p/record_gossip.h; per address: issue 37 item 7) and the node's ledger writes
+// (core/node/rules/peer_sightings.h) stay bounded.
 #include "core/node/rules/peer_sightings.h"
 #include "p2p/gossip_limits.h"
 #include "p2p/identity.h"
@@ -238,6 +239,29 @@ class RecordFloodTest : public QObject {
     QCOMPARE(hub.badSenders.size(), kMaxBadSenders);
     QVERIFY(isBadSender(hub, "9.9.9.9:265"));
     QVERIFY(!isBadSender(hub, "9.9.9.9:0"));  // the oldest mark made room
+  }
+
+  // Issue 37 item 7: one host cannot multiply the per-connection limits by opening connections.
+  void gossipConnectionsAreCappedPerAddress() {
+    AddressSlots slots(kMaxGossipConnectionsPerAddress);
+    for (int i = 0; i < kMaxGossipConnectionsPerAddress; ++i) QVERIFY(slots.take("203.0.113.5"));
+    QVERIFY(!slots.take("203.0.113.5"));  // one more from that address: refused
+    QVERIFY(slots.take("203.0.113.6"));   // another address is not held back by it
+    QCOMPARE(slots.held("203.0.113.5"), kMaxGossipConnectionsPerAddress);
+    QCOMPARE(slots.most(), kMaxGossipConnectionsPerAddress);
+    slots.give("203.0.113.5");
+    QVERIFY(slots.take("203.0.113.5"));  // a closed connection's slot is free again
+    // Counted by IPv4 address (IPv4-mapped ones too) and by IPv6 /64: one host holds a whole /64.
+    const auto key = [](const char* text) { return gossipAddressKey(lt::make_address(text)); };
+    QCOMPARE(key("2001:db8:1:2:aaaa::1"), key("2001:db8:1:2:bbbb::9"));
+    QVERIFY(key("2001:db8:1:3::1") != key("2001:db8:1:2::1"));
+    QCOMPARE(key("::ffff:203.0.113.5"), std::string("203.0.113.5"));
+    // A same-host swarm (everyone on 127.0.0.1) is not capped unless asked; the default is.
+    QCOMPARE(gossipConnectionsPerAddress(false, 0), kMaxGossipConnectionsPerAddress);
+    QCOMPARE(gossipConnectionsPerAddress(true, 0), 0);
+    QCOMPARE(gossipConnectionsPerAddress(true, 2), 2);
+    AddressSlots loopback(gossipConnectionsPerAddress(true, 0));
+    for (int i = 0; i < 64; ++i) QVERIFY(loopback.take("127.0.0.1"));
   }
 
   void theLedgerSeesAPeerWhenItChangedAtMostOnceAMinute() {

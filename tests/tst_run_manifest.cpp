@@ -345,6 +345,23 @@ class RunManifestTest : public QObject {
     }
   }
 
+  // Issue 37 item 6: a joined run's manifest is a stranger's file; it is read and parsed only up to
+  // kMaxRunManifestBytes (a 1 GiB sparse file is refused from its first 64 KiB + 1 bytes).
+  void aManifestOverItsSizeBoundIsRefused() {
+    QByteArray bytes = QByteArray::fromStdString(text(bundledManifest()));
+    bytes.append(QByteArray(int(kMaxRunManifestBytes) - bytes.size(), ' '));  // valid JSON, at the bound
+    QVERIFY(QDir().mkpath(source_));
+    QVERIFY(writeFile(source_ + "/run.json", bytes));
+    QVERIFY2(loadRunManifest((source_ + "/run.json").toStdString()).ok(), "a manifest at the bound");
+    QVERIFY(writeFile(source_ + "/run.json", bytes + " "));
+    const auto over = loadRunManifest((source_ + "/run.json").toStdString());
+    QVERIFY(!over.ok());
+    QVERIFY2(over.error().find("65536 bytes a run.json may have") != std::string::npos, over.error().c_str());
+    QVERIFY(!parseRunManifest((bytes + " ").toStdString()).ok());
+    QVERIFY(QFile::resize(source_ + "/run.json", qint64(1) << 30));
+    expectRefusedWithNothingCreated("65536 bytes a run.json may have");
+  }
+
   void aModelOverTheParameterCapIsRefused() {
     auto manifest = bundledWith("model.d_model", 8192);
     manifest = withValue(manifest, {"model", "n_layers"}, 256);

@@ -2,8 +2,11 @@
 // link"): a peer that knows only the
 // run's link and one DHT node fetches the run's manifest from the run's peers, prepares it with the
 // bundled corpus, and trains with them — the same merged state every round. While it still waits
-// for the manifest, SIGTERM stops it cleanly.
+// for the manifest, SIGTERM stops it cleanly. A run torrent that is not one small run.json is
+// refused from its metadata alone, and leaves nothing behind (issue 37 item 6).
+#include "p2p/torrent_maker.h"
 #include "support/swarm_clients.h"
+#include "support/swarm_probes.h"
 
 #include <QTemporaryDir>
 
@@ -18,6 +21,26 @@ class SwarmMagnet : public QObject {
     return {
         "--no-gui", "--data-dir", dir_.filePath(name), "--listen", listen,    "--sync-every", "5", "--eval-every", "5",
         "--rounds", "2",          "--threads",         "1",        "--events"};
+  }
+
+  // The content a hostile run torrent is made of, under `seedDir`/content (its run folder): the
+  // path of the file or folder to make the torrent of.
+  static QString makeBadRun(const QString& seedDir, const QString& layout) {
+    const QString manifest = QStringLiteral(ES_SHARE_DIR "/runs/default/run.json");
+    const QString content = seedDir + "/content";
+    if (!QDir().mkpath(content + "/run")) return {};
+    if (layout == "two") {
+      QFile extra(content + "/run/extra.bin");
+      const bool ok = QFile::copy(manifest, content + "/run/run.json") && extra.open(QIODevice::WriteOnly) &&
+                      extra.write(QByteArray(1000, 'x')) == 1000;
+      return ok ? content + "/run" : QString();
+    }
+    if (layout == "name") return QFile::copy(manifest, content + "/manifest.json") ? content + "/manifest.json" : "";
+    QFile in(manifest), out(content + "/run.json");
+    if (!in.open(QIODevice::ReadOnly) || !out.open(QIODevice::WriteOnly)) return {};
+    QByteArray bytes = in.readAll();
+    bytes.append(QByteArray(1024 * 1024 - bytes.size(), ' '));
+    return out.write(bytes) == bytes.size() ? content + "/run.json" : QString();
   }
 
  private Q_SLOTS:
@@ -50,6 +73,56 @@ class SwarmMagnet : public QObject {
       QCOMPARE(b.rounds().at(r).peers, 2);
       QCOMPARE(b.rounds().at(r).merged, a.rounds().at(r).merged);
     }
+  }
+
+  // The hostile run torrents: the bundled manifest beside a second file, under another name, and
+  // padded with spaces to 1 MiB (still valid JSON: only its size is wrong). A swarm_probe seeds
+  // each as its run; the joiner must refuse it before a piece is asked for, say why, and leave no
+  // folder of it in its data directory.
+  void refusesARunTorrentThatIsNotOneSmallRunJson_data() {
+    QTest::addColumn<QString>("layout");
+    QTest::addColumn<QString>("why");
+    QTest::newRow("two files") << "two"
+                               << "2 files, expected exactly one";
+    QTest::newRow("another name") << "name"
+                                  << "a file named \"manifest.json\", expected \"run.json\"";
+    QTest::newRow("1 MiB") << "big"
+                           << "a file of 1048576 bytes, more than the 65536";
+  }
+  void refusesARunTorrentThatIsNotOneSmallRunJson() {
+    QFETCH(QString, layout);
+    QFETCH(QString, why);
+    const QString seedDir = dir_.filePath("bad-" + layout);
+    const QString content = makeBadRun(seedDir, layout);
+    QVERIFY(!content.isEmpty());
+    auto torrent = es::p2p::makeTorrent(content.toStdString());
+    QVERIFY2(torrent.ok(), torrent.ok() ? "" : torrent.error().c_str());
+    QFile file(seedDir + "/run.torrent");
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(torrent->bytes.data(), qint64(torrent->bytes.size()));
+    file.close();
+    Probe seed("seed-" + layout, {"--listen", "127.0.0.1:0", "--key", seedDir + "/seed.key", "--run",
+                                  seedDir + "/run.torrent", "--run-dir", seedDir + "/content"});
+    QString endpoint;
+    QVERIFY(waitUntil(
+        [&] {
+          endpoint = seed.find([](auto& e) { return isEvent(e, "ready"); }).value("endpoint").toString();
+          return !endpoint.isEmpty();
+        },
+        10000));
+    const QString hash = QString::fromStdString(torrent->infoHashV2);
+    const QString data = dir_.filePath("joiner-" + layout);
+    SwarmClient j("j-" + layout, args("joiner-" + layout, "127.0.0.1:0")
+                                     << "--run"
+                                     << "magnet:?xt=urn:btmh:1220" + hash << "--bootstrap" << endpoint);
+    const bool done = waitUntil([&] { return !j.running(); }, 90000);
+    qInfo().noquote() << "joiner:" << j.log().join("\n  ");
+    QVERIFY2(done, "the joiner neither refused the run torrent nor failed");
+    QVERIFY2(j.finishedWith(1), qPrintable(j.exitState()));
+    QVERIFY2(j.logContains("the run's torrent is not one run.json of at most 65536 bytes"), "no clear reason");
+    QVERIFY2(j.logContains(why), qPrintable(why));
+    QVERIFY2(!QFileInfo::exists(data + "/joined/" + hash.left(16)), "the refused torrent's folder was left behind");
+    QVERIFY(j.events("started").empty());  // it never trained on it
   }
 
   void stopsCleanlyWhileFetchingTheManifest() {

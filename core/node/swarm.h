@@ -55,8 +55,12 @@ struct SwarmTraffic {
 // What the node accepts for one fetch. The swarm layer checks the content's metadata (its file
 // list) against it before a single piece is requested, and refuses what does not fit: the fetch
 // is removed with its files and reported by fetchFailed with refused = true (the sender's fault).
+// Any limit set means exactly one plain file (no symlink, no attributes).
 struct FetchLimits {
-  std::vector<std::int64_t> sizes;  // exactly one file, of one of these sizes (empty: any size)
+  std::vector<std::int64_t> sizes;  // of one of these sizes (empty: any size)
+  std::int64_t maxBytes = 0;        // of at most this many bytes (0: no bound)
+  std::string name;                 // with this name (empty: any name of [A-Za-z0-9._-])
+  bool any() const { return !sizes.empty() || maxBytes > 0 || !name.empty(); }
 };
 
 // What a joining peer asks the swarm layer for: `count` experts for `round`, the leases judged by

@@ -30,7 +30,7 @@ std::vector<std::uint16_t> toU16(const std::vector<TokenId>& ids) {
 }
 
 bool alreadyPrepared(const std::string& manifestText, const fs::path& runDir) {
-  auto copy = readWholeFile((runDir / "run.json").string());
+  auto copy = readRunManifestText((runDir / "run.json").string());
   return fs::exists(runDir / "prepared.json") && copy && *copy == manifestText;
 }
 
@@ -39,7 +39,7 @@ bool alreadyPrepared(const std::string& manifestText, const fs::path& runDir) {
 Status prepareRunData(const std::string& sourceDir, const std::string& runDirText, const LogFn& log,
                       const std::string& alsoAllowedDir) {
   const fs::path source(sourceDir), runDir(runDirText);
-  auto manifestText = readWholeFile((source / "run.json").string());
+  auto manifestText = readRunManifestText((source / "run.json").string());
   if (!manifestText) return makeError(manifestText.error());
   auto manifest = parseRunManifest(*manifestText);
   if (!manifest) return makeError((source / "run.json").string() + ": " + manifest.error());

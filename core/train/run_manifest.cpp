@@ -1,10 +1,12 @@
 #include "core/train/run_manifest.h"
 
-#include "core/common/atomic_file.h"
 #include "core/common/json_depth.h"
 #include "core/train/manifest_json.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 
 namespace es::train {
 namespace {
@@ -92,6 +94,9 @@ bool isValidRunName(std::string_view name) {
 }
 
 Expected<RunManifest> parseRunManifest(std::string_view input) {
+  if (std::int64_t(input.size()) > kMaxRunManifestBytes)
+    return makeError("run manifest: " + std::to_string(input.size()) + " bytes, more than the " +
+                     std::to_string(kMaxRunManifestBytes) + " a run.json may have");
   if (jsonNestingDepth(input) > kMaxManifestDepth)
     return makeError("run manifest: nests deeper than " + std::to_string(kMaxManifestDepth) + " levels");
   const json j = json::parse(input.begin(), input.end(), nullptr, /*allow_exceptions=*/false);
@@ -120,8 +125,21 @@ Expected<RunManifest> parseRunManifest(std::string_view input) {
   return m;
 }
 
+Expected<std::string> readRunManifestText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return makeError("cannot open \"" + path + "\": " + std::strerror(errno));
+  // One byte more than allowed tells a file at the bound from a larger one.
+  std::string bytes(std::size_t(kMaxRunManifestBytes) + 1, '\0');
+  in.read(bytes.data(), std::streamsize(bytes.size()));
+  if (in.bad()) return makeError("cannot read \"" + path + "\"");
+  bytes.resize(std::size_t(in.gcount()));
+  if (std::int64_t(bytes.size()) > kMaxRunManifestBytes)
+    return makeError(path + ": more than the " + std::to_string(kMaxRunManifestBytes) + " bytes a run.json may have");
+  return bytes;
+}
+
 Expected<RunManifest> loadRunManifest(const std::string& path) {
-  auto bytes = readWholeFile(path);
+  auto bytes = readRunManifestText(path);
   if (!bytes) return makeError(bytes.error());
   auto manifest = parseRunManifest(*bytes);
   if (!manifest) return makeError(path + ": " + manifest.error());

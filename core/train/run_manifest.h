@@ -106,8 +106,16 @@ struct RunManifest {
   SwarmPolicy swarm;
 };
 
+// The most a run.json may weigh. The bundled one is 1,106 bytes: every field is a number or a
+// short string, the corpus list the only list (a relative path per file). 64 KiB is ~60× that,
+// room for hundreds of corpus files, and costs nothing to read whole and parse; a manifest
+// fetched from strangers (joining by magnet) is refused above it before a byte of it is fetched.
+constexpr std::int64_t kMaxRunManifestBytes = 64 * 1024;
+
 // Strict: unknown keys, wrong types and out-of-range values are errors naming the key.
 Expected<RunManifest> parseRunManifest(std::string_view json);
+// A run.json's bytes, read only up to kMaxRunManifestBytes (a larger file is an error).
+Expected<std::string> readRunManifestText(const std::string& path);
 Expected<RunManifest> loadRunManifest(const std::string& path);
 
 // [A-Za-z0-9._-]{1,64}, not "." or "..": safe as one path component anywhere.

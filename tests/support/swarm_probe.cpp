@@ -6,6 +6,7 @@
 //               [--internet]   (peers on other hosts: no same-host relaxations; the netlab's DHT node)
 //               [--alert-queue N]  (libtorrent's alert queue: tiny makes it drop alerts)
 //               [--work-bits N]  (the run's identity_work_bits: asked of every key, proven for ours)
+//               [--gossip-per-address N]  (gossip connections one address may hold; none on loopback otherwise)
 //   swarm_probe --make-torrent PATH --out FILE.torrent   (prints the v2 info-hash)
 //
 // Commands: record SEQ ROUND CLAIMS(1,2|-) LEASE [CONTRIB(R=HASH,…|-) [SNAPSHOT(R=HASH,…)]] | publish PATH |
@@ -114,7 +115,8 @@ int main(int argc, char** argv) {
                      {"out", "torrent file", "file"},
                      {"internet", "a peer among others on other hosts (tests/netlab): libtorrent's internet defaults"},
                      {"alert-queue", "libtorrent's alert queue size (tiny: alerts are dropped)", "n"},
-                     {"work-bits", "the run's identity_work_bits: asked of every key, proven for ours", "n"}});
+                     {"work-bits", "the run's identity_work_bits: asked of every key, proven for ours", "n"},
+                     {"gossip-per-address", "gossip connections one address may hold with us", "n"}});
   parser.process(app);
   if (parser.isSet("make-torrent")) {
     auto torrent = makeTorrent(parser.value("make-torrent").toStdString());
@@ -130,6 +132,7 @@ int main(int argc, char** argv) {
   settings.listen = parser.value("listen").toStdString();
   for (const auto& node : parser.values("bootstrap")) settings.bootstrap.push_back(node.toStdString());
   if (parser.isSet("alert-queue")) settings.alertQueueSize = parser.value("alert-queue").toInt();
+  settings.gossipConnectionsPerAddress = parser.value("gossip-per-address").toInt();
   if (!parser.isSet("internet")) {
     settings.sameHostSwarm = true;
     settings.limitLocalPeers = true;  // so `limit` applies on loopback
@@ -255,6 +258,8 @@ int main(int argc, char** argv) {
                  {"rateDropped", c.gossipRateDropped},
                  {"inboxDropped", c.gossipInboxDropped},
                  {"disconnects", c.gossipDisconnects},
+                 {"addressCapped", c.gossipAddressCapped},
+                 {"mostPerAddress", c.gossipMostPerAddress},
                  {"bannedKeys", c.bannedKeys},
                  {"transfers", transfers}});
     } else {
