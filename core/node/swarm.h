@@ -59,7 +59,7 @@ struct SwarmTraffic {
 struct FetchLimits {
   std::vector<std::int64_t> sizes;  // of one of these sizes (empty: any size)
   std::int64_t maxBytes = 0;        // of at most this many bytes (0: no bound)
-  std::string name;                 // with this name (empty: any name of [A-Za-z0-9._-])
+  std::string name = {};            // with this name (empty: any name of [A-Za-z0-9._-])
   bool any() const { return !sizes.empty() || maxBytes > 0 || !name.empty(); }
 };
 
