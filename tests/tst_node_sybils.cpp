@@ -9,11 +9,9 @@
 #include "support/tiny_node.h"
 #include "support/wait_until.h"
 
-#include <QElapsedTimer>
 #include <QFile>
 #include <QTemporaryDir>
 
-#include <cmath>
 #include <map>
 #include <memory>
 #include <optional>
@@ -156,61 +154,6 @@ class NodeSybils : public QObject {
       QVERIFY2(!run.notes.at(name).has("outOfStep", {{"state", "5ca1ab1e5ca1ab1e"}}), name);
     }
     QCOMPARE(run.rounds.at("peer-a").at(4).fingerprint, run.rounds.at("peer-b").at(4).fingerprint);
-  }
-
-  // Item 5: a sender whose transfer is "on time" at every look of the deadline (each look finds
-  // enough new bytes for the rest to land before max_seconds) and never sends the last byte held
-  // every round to the maximum — here ~40 s, where its bytes run out. Now progress keeps a round
-  // open to twice its deadline at most (3 s here: 6 s, plus one re-arm of 1.5 s).
-  void aTricklerOnTimeAtEveryLookHoldsARoundTwiceItsDeadlineAtMost() {
-    MemorySwarmHub hub("tiny-run");
-    MemorySwarm live(hub, "peer-live"), trickler(hub, "peer-trickle");
-    std::set<es::ContentId> trickleIds;
-    live.withhold([&](const es::ContentId& id) { return trickleIds.count(id) > 0; });
-    QElapsedTimer clock;
-    clock.start();
-    live.reportTraffic([&] {  // the rest halves every 2 s: always "on time", never done
-      es::node::SwarmTraffic t;
-      constexpr std::int64_t size = 1 << 20;
-      const auto left = std::max<std::int64_t>(1, std::int64_t(size * std::exp2(-clock.elapsed() / 2000.0)));
-      for (const auto& id : trickleIds) t.transfers.push_back({id, size, size - left, 0, size - left});
-      return t;
-    });
-    const auto announce = [&](qint64 round) {
-      const auto id = publishGhost(trickler, round);
-      QVERIFY(id.has_value());
-      trickleIds.insert(*id);
-      Announcement an;
-      an.round = round;
-      an.claims = {2, 3};
-      an.leaseUntil = round + 3;
-      an.contrib[round] = *id;
-      QVERIFY(trickler.announce(an).ok());
-      clock.restart();
-    };
-    announce(1);
-    auto config = configFor("peer-live", "trickle");
-    config.policy.expertsPerPeer = 1;
-    config.policy.deadlineMaxSeconds = 60;
-    Node node(live, config, data_->train, data_->val);
-    std::vector<RoundSummary> rounds;
-    bool finished = false;
-    QString failure;
-    connect(&node, &Node::roundClosed, this, [&](const RoundSummary& s) {
-      rounds.push_back(s);
-      announce(s.round + 1);
-    });
-    connect(&node, &Node::finished, this, [&] { finished = true; });
-    connect(&node, &Node::failed, this, [&](const QString& e) { failure = e; });
-    connect(&node, &Node::message, this, [](const QString& m) { qInfo("live: %s", qPrintable(m)); });
-    node.start();
-    QVERIFY2(es::test::waitUntil([&] { return finished || !failure.isEmpty(); }, 200000), "the node did not finish");
-    QVERIFY2(failure.isEmpty(), qPrintable(failure));
-    QCOMPARE(int(rounds.size()), 3);
-    for (const auto& r : rounds) {
-      QVERIFY(r.deadlineHit);
-      QVERIFY2(r.gatherSeconds < 12, qPrintable(QString("round %1 gathered %2 s").arg(r.round).arg(r.gatherSeconds)));
-    }
   }
 
   // Item 3: nine keys that sort before the honest peers announce a contribution every round and

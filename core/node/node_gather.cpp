@@ -145,9 +145,8 @@ void Node::liftInStepExclusions() {
 // merged (Agreement::swarmSetFor).
 void Node::onDeadline() {
   const auto heard = [this](const PeerId& id) { return peers_.heardSinceMerge(id); };
-  const auto mergedWork = [this](const PeerId& id) { return voteWeight(peers_.standing(), id) > 1; };
   if (gather_ && gather_->elapsedSeconds() < config_.policy.deadlineMaxSeconds &&
-      (gather_->fetchesProgressing() || gather_->cutOff(heard, mergedWork))) {
+      (gather_->fetchesProgressing() || gather_->cutOff(heard))) {
     deadline_.start(static_cast<int>(config_.policy.deadlineMinSeconds * 1000 / 2));
     return;
   }

@@ -91,11 +91,10 @@ std::optional<std::string> RoundGather::pathOf(const ContentId& id) const {
 // and waits in the next). Peers that announce and never serve are heard (they do not hold the
 // round: fetchesProgressing); two peers cannot tell a dead partner from a cut link, so a pair
 // closes at the deadline as before.
-bool RoundGather::cutOff(const std::function<bool(const PeerId&)>& heardSinceMerge,
-                         const std::function<bool(const PeerId&)>& counts) {
+bool RoundGather::cutOff(const std::function<bool(const PeerId&)>& heardSinceMerge) {
   std::size_t others = 0, heard = 0;
   for (const auto& id : expected_) {
-    if (id == self_ || !counts(id)) continue;
+    if (id == self_) continue;
     ++others;
     if (heardSinceMerge(id) || arrived_.count(id)) ++heard;
   }

@@ -48,10 +48,6 @@ class RoundGather {
   using SizesOf = std::function<FetchLimits(const PeerId& sender, const std::set<int>& claims)>;
   struct Deadline {
     double minSeconds = 0, maxSeconds = 0;
-    // This round's deadline (from the round's time); 0: unknown (maxSeconds alone bounds the wait).
-    // Transfers that still progress keep the round open to at most twice it (issue 37 item 5: a
-    // sender trickling just enough to look on time at every look held rounds to max_seconds).
-    double seconds = 0;
   };
 
   RoundGather(Swarm& swarm, RunFolder& folder, const NodeLog& log, RoundTrained own, const PeerId& self,
@@ -109,10 +105,7 @@ class RoundGather {
   // The deadline's questions (node.cpp).
   bool fetchesProgressing();
   // True when we heard from fewer than half of the other expected peers (≥ 2) since our last merge.
-  // Only peers whose work we merged count (`counts`): fresh claimers that stay silent through
-  // their grace rounds made every round wait out max_seconds (issue 37 item 5).
-  bool cutOff(const std::function<bool(const PeerId&)>& heardSinceMerge,
-              const std::function<bool(const PeerId&)>& counts);
+  bool cutOff(const std::function<bool(const PeerId&)>& heardSinceMerge);
   // At close: the senders whose transfer started and sent no byte (or named a malformed id), and
   // those whose bytes began to arrive.
   struct Attendance {

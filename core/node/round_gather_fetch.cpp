@@ -142,10 +142,7 @@ RoundGather::Refusal RoundGather::refused(const ContentId& id) {
 }
 
 // Waiting on past the deadline is worth it only for a transfer that will finish in time: bytes
-// came since the last look, and at that rate the rest lands before deadline.max_seconds or twice
-// the round's deadline, whichever is sooner — never later, for any transfer (issue 37 item 5: a
-// sender trickling just enough at every look, and never the last piece, held rounds to the
-// maximum; now it stretches a round to twice its deadline at most, an honest slow uplink too). A
+// came since the last look, and at that rate the rest lands before deadline.max_seconds. A
 // contribution announced but never served (no bytes) or served at a trickle (an attacker holding
 // the round to its maximum, one byte a look) is not waited for. A transfer younger than one
 // re-arm (half the minimum) is given that look to begin: a late sender's contribution, announced
@@ -155,10 +152,7 @@ bool RoundGather::fetchesProgressing() {
   std::map<ContentId, std::pair<std::int64_t, std::int64_t>> done;  // content → (bytes done, total once known)
   for (const auto& t : swarm_.traffic().transfers) done[t.contentId] = {t.doneBytes, t.totalBytes};
   const qint64 nowMs = clock_.elapsed();
-  const double until =
-      deadline_.seconds > 0 ? std::min(deadline_.maxSeconds, 2 * deadline_.seconds) : deadline_.maxSeconds;
-  const double leftSeconds = until - nowMs / 1000.0;
-  if (leftSeconds <= 0) return false;
+  const double leftSeconds = deadline_.maxSeconds - nowMs / 1000.0;
   const qint64 graceMs = static_cast<qint64>(deadline_.minSeconds * 1000 / 2);
   bool progressing = false;
   for (auto& [id, p] : transfers_) {
