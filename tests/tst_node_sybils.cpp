@@ -9,9 +9,11 @@
 #include "support/tiny_node.h"
 #include "support/wait_until.h"
 
+#include <QElapsedTimer>
 #include <QFile>
 #include <QTemporaryDir>
 
+#include <cmath>
 #include <map>
 #include <memory>
 #include <optional>
@@ -199,6 +201,64 @@ class NodeSybils : public QObject {
             qPrintable(QString("%1 merged round %2 with %3 contribution(s)").arg(name).arg(r).arg(rounds.at(r).peers)));
     }
     QCOMPARE(run.rounds.at("peer-a").at(4).fingerprint, run.rounds.at("peer-b").at(4).fingerprint);
+  }
+
+  // Item 5: a fresh key whose transfer is "on time" at every look of the deadline (each look finds
+  // enough new bytes for the rest to land before max_seconds) and never sends the last byte held
+  // every round to the maximum (here 24 s). Past the deadline a
+  // round is now held only for senders whose work we merged: round 1, before anyone's work is
+  // merged, is still held (nobody can be told apart); rounds 2 and 3 close by their deadline.
+  void aFreshTricklerHoldsNoRoundPastItsDeadline() {
+    MemorySwarmHub hub("tiny-run");
+    MemorySwarm a(hub, "peer-a"), b(hub, "peer-b"), trickler(hub, "peer-trickle");
+    std::set<es::ContentId> trickleIds;
+    QElapsedTimer clock;
+    clock.start();
+    const auto trickle = [&] {  // the rest halves every 2 s from the announcement: on time, never done
+      es::node::SwarmTraffic t;
+      constexpr std::int64_t size = 1 << 20;
+      const auto left = std::max<std::int64_t>(1, std::int64_t(size * std::exp2(-clock.elapsed() / 2000.0)));
+      for (const auto& id : trickleIds) t.transfers.push_back({id, size, size - left, 0, size - left});
+      return t;
+    };
+    for (auto* s : {&a, &b}) {
+      s->withhold([&trickleIds](const es::ContentId& id) { return trickleIds.count(id) > 0; });
+      s->reportTraffic(trickle);
+    }
+    const auto announce = [&](qint64 round) {
+      const auto id = publishGhost(trickler, round);
+      QVERIFY(id.has_value());
+      trickleIds = {*id};
+      Announcement an;
+      an.round = round;
+      an.claims = {0};
+      an.leaseUntil = round + 3;
+      an.contrib[round] = *id;
+      QVERIFY(trickler.announce(an).ok());
+      clock.restart();
+    };
+    announce(1);
+    qint64 announced = 1;
+    const auto run = runTwo(
+        a, b, "trickle", [](NodeConfig& c) { c.policy.deadlineMaxSeconds = 24; },
+        [&](const RoundSummary& s) {
+          if (s.round + 1 > announced) announce(announced = s.round + 1);
+        });
+    QVERIFY2(run.failure.isEmpty(), qPrintable(run.failure));
+    for (const auto* name : {"peer-a", "peer-b"}) {
+      const auto& rounds = run.rounds.at(name);
+      QCOMPARE(int(rounds.size()), 3);
+      // The trickle does hold a round while it may: round 1 ran to the maximum.
+      QVERIFY2(
+          rounds.at(1).gatherSeconds > 15,
+          qPrintable(
+              QString("%1 gathered round 1 for %2 s (the trickle failed?)").arg(name).arg(rounds.at(1).gatherSeconds)));
+      for (qint64 r = 2; r <= 3; ++r) {
+        QVERIFY(rounds.at(r).deadlineHit);
+        QVERIFY2(rounds.at(r).gatherSeconds < 12,
+                 qPrintable(QString("%1 gathered round %2 for %3 s").arg(name).arg(r).arg(rounds.at(r).gatherSeconds)));
+      }
+    }
   }
 };
 

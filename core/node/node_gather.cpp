@@ -6,6 +6,8 @@
 #include "core/node/node.h"
 #include "core/node/node_util.h"
 
+#include <algorithm>
+
 namespace es::node {
 
 using detail::q;
@@ -142,11 +144,21 @@ void Node::liftInStepExclusions() {
 // of the others all gather long): merging what we hold alone only makes a state nobody else has
 // (the netlab's 200 s cut: each cut peer merged two rounds alone and needed a snapshot after); we
 // wait, up to the maximum, and once the link is back the round closes on the set the others
-// merged (Agreement::swarmSetFor).
+// merged (Agreement::swarmSetFor). Both waits are for peers whose work we merged (issue 37 item
+// 5): a fresh key's trickle, or fresh claimers staying silent, held every round to the maximum.
+// While no other expected peer has merged work (a run's first round, a newcomer's) nobody can be
+// told apart, and every peer counts as before.
 void Node::onDeadline() {
+  if (!gather_) return closeRound(true);
   const auto heard = [this](const PeerId& id) { return peers_.heardSinceMerge(id); };
-  if (gather_ && gather_->elapsedSeconds() < config_.policy.deadlineMaxSeconds &&
-      (gather_->fetchesProgressing() || gather_->cutOff(heard))) {
+  const bool anyWork = std::any_of(gather_->expected().begin(), gather_->expected().end(), [this](const PeerId& id) {
+    return id != swarm_.selfId() && peers_.hasMergedWork(id);
+  });
+  const qint64 r = gather_->round();
+  const auto mayHold = [&](const PeerId& id) { return !anyWork || peers_.mayHold(id, r); };
+  const auto counts = [&](const PeerId& id) { return !anyWork || peers_.hasMergedWork(id); };
+  if (gather_->elapsedSeconds() < config_.policy.deadlineMaxSeconds &&
+      (gather_->fetchesProgressing(mayHold) || gather_->cutOff(heard, counts))) {
     deadline_.start(static_cast<int>(config_.policy.deadlineMinSeconds * 1000 / 2));
     return;
   }
@@ -171,6 +183,7 @@ void Node::closeRound(bool deadline, const std::set<ContentId>* only) {
                  {{"round", r}, {"seconds", seconds}, {"arrived", arrived}, {"expected", expected}});
   }
   countNoShows();
+  peers_.noteHeldOver(gather_->heldOver(), r);
   const auto own = own_.contrib.find(r);
   const auto list = gather_->close(deadline, own == own_.contrib.end() ? ContentId() : own->second, only);
   nextClaims_ = plannedClaims(r + 1);

@@ -131,6 +131,16 @@ std::vector<SwarmPeer> PeerBook::livePeers(std::int64_t round, bool withExcluded
   return live;
 }
 
+bool PeerBook::mayHold(const PeerId& peer, std::int64_t round) const {
+  const auto held = heldOver_.find(peer);
+  return hasMergedWork(peer) && (held == heldOver_.end() || round - held->second > kHeldOverRounds);
+}
+
+void PeerBook::noteHeldOver(const std::set<PeerId>& senders, std::int64_t round) {
+  for (const auto& sender : senders) heldOver_[sender] = round;
+  if (heldOver_.size() > 4096) heldOver_.clear();  // bounded: a flood of keys forgets, never blocks
+}
+
 std::vector<PeerId> PeerBook::countNoShows(const std::set<PeerId>& arrived, const std::set<PeerId>& serving,
                                            const std::set<PeerId>& missing) {
   for (const auto& sender : arrived) noShows_.erase(sender);

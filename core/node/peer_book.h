@@ -34,6 +34,10 @@ constexpr int kStaleRounds = 2;  // contributions on another base in a row, whil
 // A no-show or stale peer whose record shows it merged our state is waited for again (liftInStep),
 // at most once in this many rounds: a liar copying our fingerprint is waited for in ≤ 2 rounds of 4.
 constexpr int kNoShowLiftRounds = 4;
+// A sender whose transfer held a round past its deadline and still had not arrived at its close (a
+// trickle, or a link that died) holds no round for this many rounds after (issue 37 item 5): a
+// peer with merged work can stall one round in kHeldOverRounds + 1, not every one.
+constexpr int kHeldOverRounds = 8;
 
 class PeerBook {
  public:
@@ -59,6 +63,12 @@ class PeerBook {
   // Whether we merged `peer`'s contribution to `round` (one of our last 3 merges): a say in the
   // vote on that round's state (Agreement::swarmStateOf). Naming a contribution is not enough.
   bool acceptedIn(std::int64_t round, const PeerId& peer) const;
+
+  // Whether `peer` has work we merged (or is an anchor): its transfers may hold a round past the
+  // deadline (mayHold: and it held none in vain lately) and it counts in the cut-off test.
+  bool hasMergedWork(const PeerId& peer) const { return voteWeight(standing_, peer) > 1; }
+  bool mayHold(const PeerId& peer, std::int64_t round) const;
+  void noteHeldOver(const std::set<PeerId>& senders, std::int64_t round);
 
   // What `peer`'s records stated for `round`, or nullopt when none of that round was seen.
   std::optional<std::set<int>> claimsIn(const PeerId& peer, std::int64_t round) const;
@@ -103,6 +113,7 @@ class PeerBook {
   mutable std::map<PeerId, std::int64_t> claimingSince_;
   std::map<PeerId, int> noShows_;                // sender → rounds in a row its announced contribution sent no byte
   std::map<PeerId, std::int64_t> noShowLifted_;  // sender → the round we last waited for it again (in step)
+  std::map<PeerId, std::int64_t> heldOver_;      // sender → the last round it held past the deadline in vain
   std::map<PeerId, int> staleStreak_;            // sender → rounds in a row its contribution was stale (we in step)
   std::map<PeerId, std::int64_t> lastSeq_;       // peer → the seq of its record we saw last
   std::set<PeerId> heard_;                       // records that changed since our last merge

@@ -90,11 +90,12 @@ std::optional<std::string> RoundGather::pathOf(const ContentId& id) const {
 // peers (a peer cut in mid-round heard them announce it: it closes that round at the deadline
 // and waits in the next). Peers that announce and never serve are heard (they do not hold the
 // round: fetchesProgressing); two peers cannot tell a dead partner from a cut link, so a pair
-// closes at the deadline as before.
-bool RoundGather::cutOff(const std::function<bool(const PeerId&)>& heardSinceMerge) {
+// closes at the deadline as before. Only the peers `counts` are counted (Node::onDeadline: work
+// we merged): fresh claimers silent through their grace rounds held every round to the maximum.
+bool RoundGather::cutOff(const PeerTest& heardSinceMerge, const PeerTest& counts) {
   std::size_t others = 0, heard = 0;
   for (const auto& id : expected_) {
-    if (id == self_) continue;
+    if (id == self_ || !counts(id)) continue;
     ++others;
     if (heardSinceMerge(id) || arrived_.count(id)) ++heard;
   }
@@ -110,6 +111,13 @@ bool RoundGather::cutOff(const std::function<bool(const PeerId&)>& heardSinceMer
     log_.note(QStringLiteral("cutOff"), {{"round", qint64(round())}, {"heard", int(heard)}, {"others", int(others)}});
   }
   return true;
+}
+
+std::set<PeerId> RoundGather::heldOver() const {
+  std::set<PeerId> out;
+  for (const auto& sender : heldBy_)
+    if (!arrived_.count(sender)) out.insert(sender);
+  return out;
 }
 
 // A sender whose announced contribution was fetched and sent us not one byte is missing; one

@@ -102,10 +102,16 @@ class RoundGather {
   Refusal refused(const ContentId& content);
   std::int64_t bytesComing() const;  // the most the transfers in flight may still bring
 
-  // The deadline's questions (node.cpp).
-  bool fetchesProgressing();
-  // True when we heard from fewer than half of the other expected peers (≥ 2) since our last merge.
-  bool cutOff(const std::function<bool(const PeerId&)>& heardSinceMerge);
+  // The deadline's questions (node_gather.cpp). Past its deadline a round is held only for the
+  // senders `mayHold` names (Node::onDeadline: work we merged, once anyone's can be told apart;
+  // issue 37 item 5) — a fresh key trickling bytes held every round to max_seconds.
+  using PeerTest = std::function<bool(const PeerId&)>;
+  bool fetchesProgressing(const PeerTest& mayHold);
+  // True when we heard from fewer than half of the other expected peers (≥ 2) that `counts` since
+  // our last merge.
+  bool cutOff(const PeerTest& heardSinceMerge, const PeerTest& counts);
+  // The senders whose transfer held the round past its deadline and had still not arrived (at close).
+  std::set<PeerId> heldOver() const;
   // At close: the senders whose transfer started and sent no byte (or named a malformed id), and
   // those whose bytes began to arrive.
   struct Attendance {
@@ -160,6 +166,7 @@ class RoundGather {
   std::map<ContentId, Transfer> transfers_;  // started (and never started again unless erased)
   QElapsedTimer clock_;
   std::uint64_t fetchOrderSecret_ = 0;  // startFetches' tie order
+  std::set<PeerId> heldBy_;             // senders whose transfer's progress held the round past its deadline
   bool cutOffSaid_ = false, closing_ = false, deadlineHit_ = false;
   double gatherSeconds_ = 0;
 };

@@ -147,8 +147,10 @@ RoundGather::Refusal RoundGather::refused(const ContentId& id) {
 // the round to its maximum, one byte a look) is not waited for. A transfer younger than one
 // re-arm (half the minimum) is given that look to begin: a late sender's contribution, announced
 // just before the deadline, is still connecting (tst_swarm_newcomer: closing on it at once left
-// the newcomer's contributions out of every round).
-bool RoundGather::fetchesProgressing() {
+// the newcomer's contributions out of every round). Beyond that look, only the transfers of
+// senders that `mayHold` hold the round: a fresh key sending just enough at every look (and never
+// the last piece) held every round to the maximum (issue 37 item 5).
+bool RoundGather::fetchesProgressing(const PeerTest& mayHold) {
   std::map<ContentId, std::pair<std::int64_t, std::int64_t>> done;  // content → (bytes done, total once known)
   for (const auto& t : swarm_.traffic().transfers) done[t.contentId] = {t.doneBytes, t.totalBytes};
   const qint64 nowMs = clock_.elapsed();
@@ -163,7 +165,13 @@ bool RoundGather::fetchesProgressing() {
     const double seconds = std::max<qint64>(nowMs - p.atMs, 1) / 1000.0;
     const double rate = (bytes - p.bytes) / seconds;  // bytes per second since the last look
     const bool young = nowMs - p.startedMs < graceMs;
-    if (young || (rate > 0 && (size - bytes) / rate <= leftSeconds)) progressing = true;
+    if (young) progressing = true;
+    if (!young && rate > 0 && (size - bytes) / rate <= leftSeconds)
+      for (const auto& sender : sendersOf(id))
+        if (mayHold(sender)) {
+          progressing = true;
+          heldBy_.insert(sender);
+        }
     p.bytes = bytes;
     p.atMs = nowMs;
   }
