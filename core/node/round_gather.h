@@ -73,12 +73,7 @@ class RoundGather {
   // A peer that resynced mid-round announces a new contribution for it: the one it announced last
   // is the one to merge (`current`; empty: it withdrew the round), the others are dropped.
   void supersede(const PeerId& sender, const ContentId& current);
-  // Starts the transfer of `content`, or not yet: false when kMaxConcurrentFetches are in flight
-  // (half of them when `lightShare`: see startFetches) or the quota does not allow it (the node
-  // asks again on every event). One transfer per content id, whoever announced it, with every
-  // announcer's sizes. Already started or fetched: false.
-  bool startFetch(const ContentId& content, bool lightShare = false);
-  // startFetch for each wanted (sender, content), the heaviest sender first (`weightOf`: 1 + work
+  // Starts the transfer of each wanted (sender, content), the heaviest sender first (`weightOf`: 1 + work
   // we merged), ties in an order of ours no key can be ground for (a keyed hash with a secret of
   // this gather): keys ground to sort first took every slot when fetches went in key order. While
   // `heavyLive` (a live peer whose work we merged), senders without such work share half the slots:
@@ -148,7 +143,17 @@ class RoundGather {
   FetchLimits limitsFor(const ContentId& content) const;  // every announcer's sizes
   std::set<PeerId> sendersOf(const ContentId& content) const;
   bool named(const ContentId& content) const { return !sendersOf(content).empty(); }
-  int inFlight(bool lightOnly = false) const;
+  // The fetches holding a slot, all and of the light share: in flight, and not silent past
+  // kSilentFetchMs. Counted once a pass (the swarm's traffic is read at most once).
+  struct Slots {
+    int all = 0, light = 0;
+  };
+  Slots slotsHeld() const;
+  // Starts the transfer of `content`, or not yet: false when kMaxConcurrentFetches are in flight
+  // (half of them when `lightShare`: see startFetches) or the quota does not allow it (the node
+  // asks again on every event). One transfer per content id, whoever announced it, with every
+  // announcer's sizes. Already started or fetched: false. A started one takes its slot in `slots`.
+  bool startFetch(const ContentId& content, bool lightShare, Slots& slots);
   qint64 silentAfterMs() const;
 
   Swarm& swarm_;

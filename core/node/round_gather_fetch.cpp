@@ -13,14 +13,13 @@ namespace es::node {
 
 using detail::q;
 
-// The fetches holding a slot (`lightOnly`: of the light share): in flight, and not silent past kSilentFetchMs.
-int RoundGather::inFlight(bool lightOnly) const {
+RoundGather::Slots RoundGather::slotsHeld() const {
   const qint64 now = clock_.elapsed(), silentMs = silentAfterMs();
   std::map<ContentId, std::int64_t> done;
   bool doneRead = false;
-  int n = 0;
+  Slots held;
   for (const auto& [id, t] : transfers_) {
-    if (!t.inFlight || (lightOnly && !t.light)) continue;
+    if (!t.inFlight) continue;
     if (now - t.startedMs >= silentMs) {
       if (!doneRead) {
         for (const auto& traffic : swarm_.traffic().transfers) done[traffic.contentId] = traffic.doneBytes;
@@ -28,9 +27,10 @@ int RoundGather::inFlight(bool lightOnly) const {
       }
       if (done[id] == 0) continue;  // silent: its slot goes to the next
     }
-    ++n;
+    ++held.all;
+    if (t.light) ++held.light;
   }
-  return n;
+  return held;
 }
 
 qint64 RoundGather::silentAfterMs() const {
@@ -56,8 +56,9 @@ int RoundGather::startFetches(std::vector<std::pair<PeerId, ContentId>> wanted,
     return wa != wb ? wa > wb : tieOrder(a.first) < tieOrder(b.first);
   });
   int waiting = 0;
+  Slots slots = slotsHeld();
   for (const auto& [sender, content] : wanted)  // or later: at most K at once, within the quota
-    if (!transfers_.count(content) && !startFetch(content, heavyLive && weightOf(sender) <= 1)) ++waiting;
+    if (!transfers_.count(content) && !startFetch(content, heavyLive && weightOf(sender) <= 1, slots)) ++waiting;
   return waiting;
 }
 
@@ -82,9 +83,9 @@ FetchLimits RoundGather::limitsFor(const ContentId& id) const {
   return all;
 }
 
-bool RoundGather::startFetch(const ContentId& id, bool lightShare) {
-  if (!detail::isSafeId(id) || transfers_.count(id) || inFlight() >= kMaxConcurrentFetches) return false;
-  if (lightShare && inFlight(true) >= kMaxConcurrentFetches / 2) return false;
+bool RoundGather::startFetch(const ContentId& id, bool lightShare, Slots& slots) {
+  if (!detail::isSafeId(id) || transfers_.count(id) || slots.all >= kMaxConcurrentFetches) return false;
+  if (lightShare && slots.light >= kMaxConcurrentFetches / 2) return false;
   const auto limits = limitsFor(id);
   const auto senders = sendersOf(id);
   const QString who = senders.empty() ? QString() : q(*senders.begin()).left(16);
@@ -97,7 +98,10 @@ bool RoundGather::startFetch(const ContentId& id, bool lightShare) {
   if (auto s = swarm_.fetch(id, folder_.contributionFolder(round(), id), limits); !s) {
     log_.say(QStringLiteral("Cannot fetch from %1: %2").arg(who, q(s.error())));
     t.inFlight = false;  // stays started: never tried again this round
+    return true;
   }
+  ++slots.all;
+  if (lightShare) ++slots.light;
   return true;
 }
 

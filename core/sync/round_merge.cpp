@@ -24,6 +24,7 @@ std::vector<std::size_t> validatePass(const NamedTensors& base, const RoundConte
                                       RoundMerge& out) {
   std::vector<ContributionCheck> checks;
   std::vector<std::size_t> candidates;  // entry index of each check
+  BaseMaxAbs maxAbs;                    // the ceiling's per-tensor input, once a round
   for (std::size_t i = 0; i < entries.size(); ++i) {
     auto& v = out.verdicts.emplace_back();
     v.sender = entries[i].header.sender;
@@ -40,7 +41,8 @@ std::vector<std::size_t> validatePass(const NamedTensors& base, const RoundConte
       continue;
     }
     if (deltas)
-      checks.push_back(checkContribution(entries[i].header, *deltas, base, entries[i].claims, context, policy));
+      checks.push_back(
+          checkContribution(entries[i].header, *deltas, base, entries[i].claims, context, policy, &maxAbs));
     else
       checks.push_back({"unreadable: " + deltas.error(), false, 0.0, {}, {}});
     candidates.push_back(i);

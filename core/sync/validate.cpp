@@ -127,12 +127,12 @@ double maxAbs(const at::Tensor& tensor) {
 // Every weight within what the run's optimizer can move it in a round (UpdateCeiling), then the
 // no-work floor. Checked tensors are known, shaped and finite (checkAllButNorm).
 void checkCeiling(const NamedTensors& deltas, const std::unordered_map<std::string, const at::Tensor*>& base,
-                  const ValidationPolicy& policy, double norm, ContributionCheck& check) {
+                  const ValidationPolicy& policy, double norm, BaseMaxAbs& baseMaxAbs, ContributionCheck& check) {
   const UpdateCeiling& c = policy.ceiling;
   std::int64_t elements = 0;
   for (const auto& [name, delta] : deltas) {
     elements += delta.numel();
-    const double moved = maxAbs(delta), allowed = c.perElement(maxAbs(*base.at(name)));
+    const double moved = maxAbs(delta), allowed = c.perElement(baseMaxAbs.of(name, *base.at(name)));
     if (moved <= allowed) continue;
     check.reason = "moves a weight of " + safeQuote(name) + " by " + number(moved) + " > " + number(allowed) +
                    ", the most AdamW moves it in a round (lr sum " + number(c.lrSum) + ")";
@@ -186,6 +186,11 @@ struct Fnv1a {
 
 }  // namespace
 
+double BaseMaxAbs::of(const std::string& name, const at::Tensor& baseTensor) {
+  const auto known = seen_.find(name);
+  return known != seen_.end() ? known->second : seen_.emplace(name, maxAbs(baseTensor)).first->second;
+}
+
 double updateNorm(const NamedTensors& deltas) { return combinedNorm(perTensorNorms(deltas)); }
 
 Verdict validate(const ContributionHeader& header, const NamedTensors& deltas, const NamedTensors& base,
@@ -198,7 +203,7 @@ Verdict validate(const ContributionHeader& header, const NamedTensors& deltas, c
 
 ContributionCheck checkContribution(const ContributionHeader& header, const NamedTensors& deltas,
                                     const NamedTensors& base, const std::set<int>& senderClaims,
-                                    const RoundContext& round, const ValidationPolicy& policy) {
+                                    const RoundContext& round, const ValidationPolicy& policy, BaseMaxAbs* maxAbs) {
   ContributionCheck check;
   const auto index = indexOf(base);
   check.reason = checkAllButNorm(header, deltas, index, senderClaims, round);
@@ -209,7 +214,10 @@ ContributionCheck checkContribution(const ContributionHeader& header, const Name
     check.tensorNorms.emplace_back(deltas[t].first, norms[t]);
     check.tensorElements.push_back(deltas[t].second.numel());
   }
-  if (policy.ceiling.known()) checkCeiling(deltas, index, policy, check.norm, check);
+  if (policy.ceiling.known()) {
+    BaseMaxAbs own;
+    checkCeiling(deltas, index, policy, check.norm, maxAbs ? *maxAbs : own, check);
+  }
   return check;
 }
 
@@ -261,8 +269,9 @@ std::vector<Verdict> validateRound(const std::vector<ContributionHeader>& header
   if (deltas.size() != headers.size() || senderClaims.size() != headers.size())
     throw std::invalid_argument("validateRound: headers, deltas and claims differ in length");
   std::vector<ContributionCheck> checks;
+  BaseMaxAbs maxAbs;
   for (std::size_t i = 0; i < headers.size(); ++i)
-    checks.push_back(checkContribution(headers[i], deltas[i], base, senderClaims[i], round, policy));
+    checks.push_back(checkContribution(headers[i], deltas[i], base, senderClaims[i], round, policy, &maxAbs));
   return judgeRound(checks, policy);
 }
 

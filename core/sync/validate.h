@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -82,10 +83,21 @@ struct ContributionCheck {
   std::vector<std::pair<std::string, double>> tensorNorms;  // per tensor, in the contribution's order
   std::vector<std::int64_t> tensorElements;                 // each tensor's element count, in that order
 };
+// Each base tensor's largest |weight| (what its ceiling per weight grows with: weight decay), taken
+// once a round on first use — not once per contribution that carries the tensor.
+class BaseMaxAbs {
+ public:
+  double of(const std::string& name, const at::Tensor& baseTensor);
+
+ private:
+  std::unordered_map<std::string, double> seen_;
+};
 // With a known ceiling it also holds every weight to it and a vanishing contribution to "no work".
+// `maxAbs`: the round's (the caller keeps it across the round's contributions); null: taken here.
 ContributionCheck checkContribution(const ContributionHeader& header, const NamedTensors& deltas,
                                     const NamedTensors& base, const std::set<int>& senderClaims,
-                                    const RoundContext& round, const ValidationPolicy& policy = {});
+                                    const RoundContext& round, const ValidationPolicy& policy = {},
+                                    BaseMaxAbs* maxAbs = nullptr);
 
 // The round's verdicts, in the checks' order. With a known ceiling: the checks' own verdicts and the
 // absolute cap. Without: the norm bounds below against the medians of the contributions that
