@@ -28,8 +28,8 @@ Node::Node(Swarm& swarm, NodeConfig config, std::shared_ptr<const std::vector<st
   deadline_.setSingleShot(true);
   joinWindow_.setSingleShot(true);
   connect(&deadline_, &QTimer::timeout, this, &Node::onDeadline);
-  fetchSlot_.setSingleShot(true);
-  connect(&fetchSlot_, &QTimer::timeout, this, [this] { gather(); });
+  pass_.setSingleShot(true);
+  connect(&pass_, &QTimer::timeout, this, [this] { gather(); });
   connect(&joinWindow_, &QTimer::timeout, this, [this] { decideClaims(); });
 }
 

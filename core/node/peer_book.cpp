@@ -131,6 +131,12 @@ std::vector<SwarmPeer> PeerBook::livePeers(std::int64_t round, bool withExcluded
   return live;
 }
 
+bool PeerBook::anyMergedWork(const PeerId& self) const {
+  for (const auto& [peer, rounds] : standing_)
+    if (peer != self && rounds > 0 && !anchors_.count(peer)) return true;
+  return false;
+}
+
 bool PeerBook::mayHold(const PeerId& peer, std::int64_t round) const {
   const auto held = heldOver_.find(peer);
   return hasMergedWork(peer) && (held == heldOver_.end() || round - held->second > kHeldOverRounds);

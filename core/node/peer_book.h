@@ -67,6 +67,9 @@ class PeerBook {
   // Whether `peer` has work we merged (or is an anchor): its transfers may hold a round past the
   // deadline (mayHold: and it held none in vain lately) and it counts in the cut-off test.
   bool hasMergedWork(const PeerId& peer) const { return voteWeight(standing_, peer) > 1; }
+  // Whether we ever merged the work of a peer other than `self` (anchors aside): before that, as
+  // in a run's first round or a newcomer's, no peer can be told from a fresh key.
+  bool anyMergedWork(const PeerId& self) const;
   bool mayHold(const PeerId& peer, std::int64_t round) const;
   void noteHeldOver(const std::set<PeerId>& senders, std::int64_t round);
 
