@@ -138,7 +138,9 @@ HonestRun runHonest(const train::RunData& data, const QString& root, int honest,
     }
     NodeConfig c = test::tinyNodeConfig(data, root, QString("peer-%1").arg(i));
     c.maxRounds = kRounds;
-    c.policy.deadlineMinSeconds = 3;
+    // The deadline follows the rounds (1.5 × the typical round), as in a real run, not a floor
+    // far above this tiny model's ~1 s rounds.
+    c.policy.deadlineMinSeconds = 1;
     c.policy.deadlineMaxSeconds = 20;
     c.policy.snapshotEvery = 0;
     c.peer.trainer.dataSeed = 1 + i;

@@ -86,7 +86,6 @@ class Node : public QObject, private Agreement::Host {
   // tests assert on these, never on a line's wording). Peers are full ids; rounds are numbers.
   //   claims {experts, change, round (a change: the round it applies from)} · ban {peer, reason}
   //   deadline {round, seconds, arrived, expected} · cutOff {round, heard, others}
-  //   freshCut {round, seconds, waiting} (closed: the peers with merged work here, fresh keys had their wait)
   //   swarmSet {round, peers, contributions} (closed on the set a majority merged)
   //   noShow {peer, rounds} · stale {peer, rounds} · waitedForAgain {peer, round} (back in step)
   //   fetchFailed {content, reason, refused} · quota {round, usedBytes, quotaBytes, wantedBytes}
@@ -125,7 +124,6 @@ class Node : public QObject, private Agreement::Host {
   int capped(int count) const;  // at most config_.maxExperts
   // node_gather.cpp: one pass over the records for the round we gather, and the swarm's events.
   void gather();
-  void waitForFreshKeys(const std::set<PeerId>& onAnotherBase);
   void passAfter(qint64 ms);
   void noteAnnounced(const SwarmPeer& peer, const ContentId& content);
   bool builtOnAnotherState(const SwarmPeer& sender) const;  // its record's base is not ours
@@ -190,8 +188,7 @@ class Node : public QObject, private Agreement::Host {
   TrainerSteps trainerSteps_;
   RoundTimes roundTimes_;
   QTimer deadline_, joinWindow_;
-  // A gather pass when a silent fetch frees its slot (RoundGather::msUntilASlotFrees) or the wait
-  // for fresh keys ends (waitForFreshKeys).
+  // A gather pass when a silent fetch frees its slot (RoundGather::msUntilASlotFrees).
   QTimer pass_;
   bool stopping_ = false;
   bool paused_ = false;  // as the trainer last reported (or as asked before it exists)

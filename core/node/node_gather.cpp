@@ -6,8 +6,6 @@
 #include "core/node/node.h"
 #include "core/node/node_util.h"
 
-#include <algorithm>
-
 namespace es::node {
 
 using detail::q;
@@ -44,34 +42,7 @@ void Node::gather() {
   if (gather_->startFetches(std::move(wanted), weightOf, heavyLive) > 0)
     if (const qint64 ms = gather_->msUntilASlotFrees(); ms >= 0) passAfter(ms + 50);
   if (const auto set = agreement_.swarmSetFor(*gather_)) return closeRound(false, &*set);
-  if (gather_->complete(onAnotherBase)) return closeRound(false);
-  waitForFreshKeys(onAnotherBase);
-}
-
-// Every peer whose work we merged is here: the others — keys without merged work — are waited for
-// at most as long again as those took, and at least a third of the deadline (half a typical
-// round: a newcomer's first contribution, sent when ours was, is on its way). Announcing from
-// fresh keys (~1 CPU-second each) held every round to its deadline, 1.5 × the typical round, and
-// a key rotated each round was never a no-show (issue 37 item 5). Until we merged anyone's work (a
-// run's first round, a newcomer's) nobody can be told apart: the deadline alone.
-void Node::waitForFreshKeys(const std::set<PeerId>& onAnotherBase) {
-  if (!peers_.anyMergedWork(swarm_.selfId())) return;
-  const auto workers = [this](const PeerId& id) { return peers_.hasMergedWork(id); };
-  const auto in = gather_->countedInAt(workers, onAnotherBase);
-  if (!in) return;
-  const double until = std::max(2 * *in, gather_->deadlineSeconds() / 3), now = gather_->elapsedSeconds();
-  if (now < until) return passAfter(static_cast<qint64>((until - now) * 1000) + 1);
-  const auto& expected = gather_->expected();
-  const int waiting = int(
-      std::count_if(expected.begin(), expected.end(), [this](const PeerId& id) { return !gather_->hasArrived(id); }));
-  Q_EMIT message(QStringLiteral("Round %1 closes after %2 s: every peer whose work we merged is here, and the %3 "
-                                "without merged work had as long again")
-                     .arg(gather_->round())
-                     .arg(now, 0, 'f', 1)
-                     .arg(waiting));
-  Q_EMIT noted(QStringLiteral("freshCut"),
-               {{"round", qint64(gather_->round())}, {"seconds", now}, {"waiting", waiting}});
-  closeRound(false);
+  if (gather_->complete(onAnotherBase)) closeRound(false);
 }
 
 // A gather pass in `ms` (or sooner, if one is due sooner already).

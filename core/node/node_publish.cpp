@@ -59,12 +59,10 @@ void Node::startGathering(const RoundTrained& trained, const ContentId& id) {
                                                                                      const std::set<int>& claims) {
     return contributionSizes(sender, claims, round, base);
   };
-  const double deadline = roundTimes_.deadlineSeconds(config_.policy, trained.seconds);
-  gather_.emplace(
-      swarm_, folder_, log_, trained, swarm_.selfId(), std::move(sizesOf),
-      RoundGather::Deadline{config_.policy.deadlineMinSeconds, config_.policy.deadlineMaxSeconds, deadline});
+  gather_.emplace(swarm_, folder_, log_, trained, swarm_.selfId(), std::move(sizesOf),
+                  RoundGather::Deadline{config_.policy.deadlineMinSeconds, config_.policy.deadlineMaxSeconds});
   gather_->arrive({swarm_.selfId(), trained.contribution.path, std::set<int>(own_.claims.begin(), own_.claims.end())});
-  deadline_.start(static_cast<int>(deadline * 1000));
+  deadline_.start(static_cast<int>(roundTimes_.deadlineSeconds(config_.policy, trained.seconds) * 1000));
   gather();
 }
 

@@ -57,7 +57,6 @@ void RoundGather::supersede(const PeerId& sender, const ContentId& current) {
   if (it == contributions_.end() || it->second.content == current) return;
   const ContentId id = it->second.content;
   arrived_.erase(sender);
-  arrivedAt_.erase(sender);
   contributions_.erase(it);
   if (named(id)) return;  // another announcer still waits for those bytes
   transfers_.erase(id);
@@ -70,10 +69,7 @@ bool RoundGather::fetched(const ContentId& id, const std::string& path) {
   t->second.inFlight = false;
   t->second.path = path;
   for (const auto& [sender, c] : contributions_)
-    if (c.content == id) {
-      arrived_[sender] = {sender, path, c.claims};
-      arrivedAt_.emplace(sender, elapsedSeconds());
-    }
+    if (c.content == id) arrived_[sender] = {sender, path, c.claims};
   return true;
 }
 
@@ -115,17 +111,6 @@ bool RoundGather::cutOff(const PeerTest& heardSinceMerge, const PeerTest& counts
     log_.note(QStringLiteral("cutOff"), {{"round", qint64(round())}, {"heard", int(heard)}, {"others", int(others)}});
   }
   return true;
-}
-
-std::optional<double> RoundGather::countedInAt(const PeerTest& counts, const std::set<PeerId>& onAnotherBase) const {
-  double last = 0;
-  for (const auto& id : expected_) {
-    if (id == self_ || givenUp_.count(id) || !counts(id)) continue;
-    const auto at = arrivedAt_.find(id);
-    if (at == arrivedAt_.end() || !arrived_.count(id) || onAnotherBase.count(id)) return std::nullopt;
-    last = std::max(last, at->second);
-  }
-  return last;
 }
 
 std::set<PeerId> RoundGather::heldOver() const {

@@ -48,7 +48,6 @@ class RoundGather {
   using SizesOf = std::function<FetchLimits(const PeerId& sender, const std::set<int>& claims)>;
   struct Deadline {
     double minSeconds = 0, maxSeconds = 0;
-    double seconds = 0;  // this round's (RoundTimes::deadlineSeconds)
   };
 
   RoundGather(Swarm& swarm, RunFolder& folder, const NodeLog& log, RoundTrained own, const PeerId& self,
@@ -65,7 +64,6 @@ class RoundGather {
   const std::map<PeerId, IncomingContribution>& arrived() const { return arrived_; }
   // Every expected peer arrived (or was given up), none of them on another base.
   bool complete(const std::set<PeerId>& onAnotherBase) const;
-  double deadlineSeconds() const { return deadline_.seconds; }
 
   void arrive(IncomingContribution contribution) { arrived_[contribution.sender] = std::move(contribution); }  // ours
   // `sender`'s record names `contribution`. True if its bytes are here already (fetched for
@@ -109,9 +107,6 @@ class RoundGather {
   bool cutOff(const PeerTest& heardSinceMerge, const PeerTest& counts);
   // The senders whose transfer held the round past its deadline and had still not arrived (at close).
   std::set<PeerId> heldOver() const;
-  // Once every other expected peer that `counts` arrived on our base: the gather's seconds when the
-  // last of them did, 0 if none counts (Node::waitForFreshKeys); nullopt until then.
-  std::optional<double> countedInAt(const PeerTest& counts, const std::set<PeerId>& onAnotherBase) const;
   // At close: the senders whose transfer started and sent no byte (or named a malformed id), and
   // those whose bytes began to arrive.
   struct Attendance {
@@ -172,7 +167,6 @@ class RoundGather {
   std::set<PeerId> expected_;
   std::set<PeerId> givenUp_;  // senders not waited for any more this round (their content was refused)
   std::map<PeerId, IncomingContribution> arrived_;
-  std::map<PeerId, double> arrivedAt_;  // sender → the gather's seconds when its contribution arrived
   std::map<PeerId, std::set<int>> mergedClaims_;
   std::map<ContentId, Transfer> transfers_;  // started (and never started again unless erased)
   QElapsedTimer clock_;
