@@ -4,8 +4,8 @@
 // ceiling, core/sync/update_ceiling.h). It drives sync::mergeRound — the function every client and
 // the simulator run — on synthetic contributions shaped like a round of the bundled run
 // (tst_update_ceiling: an honest round's RMS is 0.11–0.20 × the round's lr sum), so it sweeps
-// hundreds of rounds in seconds. What it does not cover: the node's votes and fetch slots (items 2
-// and 3: tst_node_sybils, at 8 and 9 keys), stalls (item 5, not done) and magnet joins (item 6).
+// hundreds of rounds in seconds. What it does not cover: the node's votes, fetch slots and stalls
+// (items 2, 3 and 5: bench/sybil_nodes) and magnet joins (item 6).
 //
 // Harms, in one round: ban — an honest contribution rejected (its sender banned by honest peers);
 // freeze — the merged shared update moves less than 10 % of the honest mean along it; turned —

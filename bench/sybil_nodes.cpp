@@ -11,7 +11,7 @@
 //             at every look of the deadline, never the last byte
 // Harms (any honest node): freeze — merged no other honest peer's contribution in each of rounds
 // 3–5; takeover — merged into, or went out of step towards, the attackers' state; stall — a round
-// from 3 on took over 2 × the median round of the same H without attackers.
+// from 3 on took over 2 × the slowest such round of the same H without attackers.
 #include "core/node/node.h"
 #include "core/train/corpus_prep.h"
 #include "support/memory_swarm.h"
@@ -139,12 +139,12 @@ HonestRun runHonest(const train::RunData& data, const QString& root, int honest,
     NodeConfig c = test::tinyNodeConfig(data, root, QString("peer-%1").arg(i));
     c.maxRounds = kRounds;
     // The deadline follows the rounds (1.5 × the typical round), as in a real run, not a floor
-    // far above this tiny model's ~1 s rounds.
-    c.policy.deadlineMinSeconds = 1;
+    // far above this tiny model's sub-second rounds.
+    c.policy.deadlineMinSeconds = 0.5;
     c.policy.deadlineMaxSeconds = 20;
     c.policy.snapshotEvery = 0;
     c.peer.trainer.dataSeed = 1 + i;
-    c.peer.syncEvery = 3;
+    c.peer.syncEvery = 12;  // ~0.5 s rounds here: long enough that timer jitter is not a stall
     nodes.push_back(std::make_unique<Node>(*swarms.back(), c, data.train, data.val));
   }
   HonestRun run;
@@ -195,7 +195,7 @@ Outcome judge(const HonestRun& run, int honest, double baselineRound) {
       out.takeover = true;
   }
   out.medianRound = test::median(roundSeconds);
-  out.stall = baselineRound > 0 && out.slowestRound > 2 * baselineRound;
+  out.stall = baselineRound > 0 && out.slowestRound > 2 * baselineRound;  // baseline: the quiet run's slowest
   return out;
 }
 
@@ -240,7 +240,7 @@ int main(int argc, char** argv) {
         QDir().mkpath(root);
         Attackers attackers(hub, root, attack.toStdString(), keys);
         const auto run = runHonest(*data, root, honest, &attackers, hub);
-        const auto o = judge(run, honest, quiet.medianRound);
+        const auto o = judge(run, honest, quiet.slowestRound);
         std::printf("| %s | %d | %d | %s | %s | %s | %d | %.1f / %.1f |%s\n", qPrintable(attack), honest, keys,
                     o.freeze ? "yes" : "no", o.takeover ? "yes" : "no", o.stall ? "yes" : "no", o.fewestMerged,
                     o.medianRound, o.slowestRound, o.failed ? qPrintable(" failed: " + run.failure) : "");
