@@ -76,6 +76,15 @@ NamedTensors scaledDirection(const Round& round, double scale) {
   return d;
 }
 
+// An honest shared update, and the key's own expert (the last) moved by `value` at every weight.
+std::function<NamedTensors(const Round&, int)> soleOwnerMoving(double value) {
+  return [value](const Round& r, int) {
+    auto d = scaledDirection(r, 1.0);
+    d.emplace_back(expertName(kExperts - 1), torch::full({32, 64}, value));
+    return d;
+  };
+}
+
 std::vector<Attack> attacks() {
   const double ceiling = sync::adamStepBound(0.9, 0.95) * kLrSum;  // per weight, before decay
   return {
@@ -95,20 +104,8 @@ std::vector<Attack> attacks() {
          return d;
        }},
       {"reversed, 10 x honest", [](const Round& r, int) { return scaledDirection(r, -10.0); }},
-      {"sole owner, at the ceiling",
-       [ceiling](const Round& r, int) {
-         auto d = scaledDirection(r, 1.0);
-         d.emplace_back(expertName(kExperts - 1), torch::full({32, 64}, 0.99 * ceiling));
-         return d;
-       },
-       true},
-      {"sole owner, 2 x the ceiling",
-       [ceiling](const Round& r, int) {
-         auto d = scaledDirection(r, 1.0);
-         d.emplace_back(expertName(kExperts - 1), torch::full({32, 64}, 2.0 * ceiling));
-         return d;
-       },
-       true},
+      {"sole owner, at the ceiling", soleOwnerMoving(0.99 * ceiling), true},
+      {"sole owner, 2 x the ceiling", soleOwnerMoving(2.0 * ceiling), true},
   };
 }
 
