@@ -128,6 +128,7 @@ class Agreement : public QObject {
   std::int64_t newestAdoptableRound() const;
   bool startSnapshotFetch(const Candidate& candidate);
   void fetchSnapshotAgain(const QString& why);
+  void retryResyncIn(int ms);  // tryResync later, if still out of step then
   void dropPendingSnapshot(const QString& why, bool never);
   void watchResync();
   void onWatchdog();

@@ -148,15 +148,24 @@ bool Agreement::fetchFailed(const ContentId& id, const std::string& reason, bool
     return true;
   }
   dropPendingSnapshot(QStringLiteral("refused: ") + q(reason), true);
-  QTimer::singleShot(0, this, [this] { tryResync(); });
+  retryResyncIn(0);
   return true;
 }
 
 void Agreement::fetchSnapshotAgain(const QString& why) {
   const bool again = folder_.failedAgain(pending_.content) <= 2;
   dropPendingSnapshot(why + (again ? QStringLiteral("; trying it again") : QString()), !again);
-  if (again) return void(QTimer::singleShot(500, this, [this] { tryResync(); }));
+  if (again) return retryResyncIn(500);
   tryResync();
+}
+
+// A deferred retry runs only while we are still out of step: a record may have got a snapshot
+// fetched and adopted meanwhile, and a retry then fetched that snapshot again while we trained on
+// it (CI, tst_node_rounds, 2026-12-05).
+void Agreement::retryResyncIn(int ms) {
+  QTimer::singleShot(ms, this, [this] {
+    if (resyncWanted_ && !stopped_) tryResync();
+  });
 }
 
 void Agreement::snapshotAdopted(std::int64_t round, const std::string& fingerprint, const QString& error,

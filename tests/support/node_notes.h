@@ -27,6 +27,7 @@ class NodeNotes {
   }
   bool has(const QString& kind, const QVariantMap& match = {}) const { return !of(kind, match).isEmpty(); }
   int count(const QString& kind, const QVariantMap& match = {}) const { return int(of(kind, match).size()); }
+  const QList<NodeNote>& all() const { return notes_; }  // in the order noted
   // Some note of `kind` for which `test` holds.
   bool any(const QString& kind, const std::function<bool(const QVariantMap&)>& test) const {
     for (const auto& n : notes_)
