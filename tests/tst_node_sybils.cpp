@@ -263,6 +263,54 @@ class NodeSybils : public QObject {
       }
     }
   }
+
+  // Item 3 again, with bytes: eight fresh keys announce a contribution at the start of every round
+  // and serve it at a trickle (the rest halves every 2 s, never done). They are announced before
+  // the honest peers have trained, so they took all K = 8 fetch slots, and a serving transfer
+  // never gave its slot up: each honest peer merged alone, round after round, and nobody's work
+  // was ever merged (bench/sybil_nodes at 38dfc02: frozen with 3 honest peers). Now a slot is held
+  // for a bounded time, bytes or not; the trickles go on without one.
+  void tricklingKeysDoNotHoldTheFetchSlots() {
+    MemorySwarmHub hub("tiny-run");
+    MemorySwarm a(hub, "peer-a"), b(hub, "peer-b");
+    std::vector<std::unique_ptr<MemorySwarm>> tricklers;
+    for (int k = 0; k < 8; ++k) tricklers.push_back(std::make_unique<MemorySwarm>(hub, "trickle-" + std::to_string(k)));
+    std::set<es::ContentId> trickleIds;
+    QElapsedTimer clock;
+    clock.start();
+    const auto trickle = [&] {
+      es::node::SwarmTraffic t;
+      constexpr std::int64_t size = 1 << 20;
+      const auto left = std::max<std::int64_t>(1, std::int64_t(size * std::exp2(-clock.elapsed() / 2000.0)));
+      for (const auto& id : trickleIds) t.transfers.push_back({id, size, size - left, 0, size - left});
+      return t;
+    };
+    for (auto* s : {&a, &b}) {
+      s->withhold([&trickleIds](const es::ContentId& id) { return trickleIds.count(id) > 0; });
+      s->reportTraffic(trickle);
+    }
+    const auto announce = [&](qint64 round) {
+      trickleIds.clear();
+      for (auto& k : tricklers) QVERIFY(announceGhost(*k, round, trickleIds));
+      clock.restart();
+    };
+    announce(1);
+    qint64 announced = 1;
+    const auto run = runTwo(
+        a, b, "trickle-slots", [](NodeConfig& c) { c.policy.deadlineMaxSeconds = 10; },
+        [&](const RoundSummary& s) {
+          if (s.round + 1 > announced) announce(announced = s.round + 1);
+        });
+    QVERIFY2(run.failure.isEmpty(), qPrintable(run.failure));
+    for (const auto* name : {"peer-a", "peer-b"}) {
+      const auto& rounds = run.rounds.at(name);
+      QCOMPARE(int(rounds.size()), 3);
+      for (const auto& [round, s] : rounds)
+        QVERIFY2(s.peers == 2,
+                 qPrintable(QString("%1 merged round %2 with %3 contribution(s)").arg(name).arg(round).arg(s.peers)));
+    }
+    QCOMPARE(run.rounds.at("peer-a").at(3).fingerprint, run.rounds.at("peer-b").at(3).fingerprint);
+  }
 };
 
 QTEST_GUILESS_MAIN(NodeSybils)

@@ -28,8 +28,9 @@ constexpr int kMaxConcurrentFetches = 8;
 // A fetch that brought no byte this long after it started (an id announced and never served: a
 // ghost) goes on, but no longer holds one of the slots (issue 37 item 3: eight ghosts held all 8
 // for the whole round and every honest peer merged alone) — or a third of the round's shortest
-// deadline, when that is sooner: a slot freed after the round closed frees nothing. The quota
-// still counts it.
+// deadline, when that is sooner: a slot freed after the round closed frees nothing. One that
+// brings bytes holds its slot twice as long, no longer (a trickle never finishes). The quota
+// still counts both.
 constexpr qint64 kSilentFetchMs = 20000;
 
 class RoundGather {
@@ -81,7 +82,7 @@ class RoundGather {
   // Returns how many wait for a slot (or the quota).
   int startFetches(std::vector<std::pair<PeerId, ContentId>> wanted,
                    const std::function<std::int64_t(const PeerId&)>& weightOf, bool heavyLive);
-  // Milliseconds until the next fetch in flight turns silent and frees its slot; −1: none will.
+  // Milliseconds until a fetch in flight may free its slot (slotsHeld); −1: none will.
   qint64 msUntilASlotFrees() const;
   // The bytes of `content` are here: a contribution of every sender that names it. False if no
   // transfer of this round is waiting for them.
@@ -143,8 +144,9 @@ class RoundGather {
   FetchLimits limitsFor(const ContentId& content) const;  // every announcer's sizes
   std::set<PeerId> sendersOf(const ContentId& content) const;
   bool named(const ContentId& content) const { return !sendersOf(content).empty(); }
-  // The fetches holding a slot, all and of the light share: in flight, and not silent past
-  // kSilentFetchMs. Counted once a pass (the swarm's traffic is read at most once).
+  // The fetches holding a slot, all and of the light share: in flight, not silent past
+  // silentAfterMs(), and younger than twice that. Counted once a pass (the swarm's traffic is
+  // read at most once).
   struct Slots {
     int all = 0, light = 0;
   };

@@ -13,13 +13,19 @@ namespace es::node {
 
 using detail::q;
 
+// A fetch holds its slot for silentAfterMs(); one that brought bytes by then, twice that. The
+// slots order the transfers (senders whose work we merged first); they reserve no bandwidth, so a
+// transfer past its time goes on without one and the next starts beside it. Bytes alone earn no
+// longer hold: eight fresh keys announced before the honest peers had trained, served at a trickle
+// (the rest halving every 2 s, never done), held all 8 slots to every round's close, and the honest
+// peers merged alone round after round (bench/sybil_nodes at 38dfc02; tst_node_sybils).
 RoundGather::Slots RoundGather::slotsHeld() const {
   const qint64 now = clock_.elapsed(), silentMs = silentAfterMs();
   std::map<ContentId, std::int64_t> done;
   bool doneRead = false;
   Slots held;
   for (const auto& [id, t] : transfers_) {
-    if (!t.inFlight) continue;
+    if (!t.inFlight || now - t.startedMs >= 2 * silentMs) continue;
     if (now - t.startedMs >= silentMs) {
       if (!doneRead) {
         for (const auto& traffic : swarm_.traffic().transfers) done[traffic.contentId] = traffic.doneBytes;
@@ -37,14 +43,18 @@ qint64 RoundGather::silentAfterMs() const {
   return std::min<qint64>(kSilentFetchMs, qint64(deadline_.minSeconds * 1000 / 3));
 }
 
+// The next moment a slot may free: a transfer's silentAfterMs() or twice that.
 qint64 RoundGather::msUntilASlotFrees() const {
-  const qint64 now = clock_.elapsed();
+  const qint64 now = clock_.elapsed(), silentMs = silentAfterMs();
   qint64 soonest = -1;
-  for (const auto& [id, t] : transfers_)
-    if (t.inFlight && now - t.startedMs < silentAfterMs()) {
-      const qint64 left = t.startedMs + silentAfterMs() - now;
-      soonest = soonest < 0 ? left : std::min(soonest, left);
-    }
+  for (const auto& [id, t] : transfers_) {
+    if (!t.inFlight) continue;
+    for (const qint64 at : {t.startedMs + silentMs, t.startedMs + 2 * silentMs})
+      if (at > now) {
+        soonest = soonest < 0 ? at - now : std::min(soonest, at - now);
+        break;
+      }
+  }
   return soonest;
 }
 
