@@ -21,6 +21,26 @@
 
 using namespace es::node;
 
+// Contributions served at a trickle: the rest halves every 2 s from `restart` (on time at every
+// look of the deadline, never done). The honest swarms withhold them and report their bytes.
+struct Trickle {
+  std::set<es::ContentId> ids;
+  QElapsedTimer clock;
+  Trickle() { clock.start(); }
+  void restart() { clock.restart(); }
+  SwarmTraffic traffic() const {
+    SwarmTraffic t;
+    constexpr std::int64_t size = 1 << 20;
+    const auto left = std::max<std::int64_t>(1, std::int64_t(size * std::exp2(-clock.elapsed() / 2000.0)));
+    for (const auto& id : ids) t.transfers.push_back({id, size, size - left, 0, size - left});
+    return t;
+  }
+  void reachVia(MemorySwarm& s) {
+    s.withhold([this](const es::ContentId& id) { return ids.count(id) > 0; });
+    s.reportTraffic([this] { return traffic(); });
+  }
+};
+
 class NodeSybils : public QObject {
   Q_OBJECT
 
@@ -221,31 +241,19 @@ class NodeSybils : public QObject {
   void aFreshTricklerHoldsNoRoundPastItsDeadline() {
     MemorySwarmHub hub("tiny-run");
     MemorySwarm a(hub, "peer-a"), b(hub, "peer-b"), trickler(hub, "peer-trickle");
-    std::set<es::ContentId> trickleIds;
-    QElapsedTimer clock;
-    clock.start();
-    const auto trickle = [&] {  // the rest halves every 2 s from the announcement: on time, never done
-      es::node::SwarmTraffic t;
-      constexpr std::int64_t size = 1 << 20;
-      const auto left = std::max<std::int64_t>(1, std::int64_t(size * std::exp2(-clock.elapsed() / 2000.0)));
-      for (const auto& id : trickleIds) t.transfers.push_back({id, size, size - left, 0, size - left});
-      return t;
-    };
-    for (auto* s : {&a, &b}) {
-      s->withhold([&trickleIds](const es::ContentId& id) { return trickleIds.count(id) > 0; });
-      s->reportTraffic(trickle);
-    }
+    Trickle trickle;
+    for (auto* s : {&a, &b}) trickle.reachVia(*s);
     const auto announce = [&](qint64 round) {
       const auto id = publishGhost(trickler, round);
       QVERIFY(id.has_value());
-      trickleIds = {*id};
+      trickle.ids = {*id};
       Announcement an;
       an.round = round;
       an.claims = {0};
       an.leaseUntil = round + 3;
       an.contrib[round] = *id;
       QVERIFY(trickler.announce(an).ok());
-      clock.restart();
+      trickle.restart();
     };
     announce(1);
     qint64 announced = 1;
@@ -282,24 +290,12 @@ class NodeSybils : public QObject {
     MemorySwarm a(hub, "peer-a"), b(hub, "peer-b");
     std::vector<std::unique_ptr<MemorySwarm>> tricklers;
     for (int k = 0; k < 8; ++k) tricklers.push_back(std::make_unique<MemorySwarm>(hub, "trickle-" + std::to_string(k)));
-    std::set<es::ContentId> trickleIds;
-    QElapsedTimer clock;
-    clock.start();
-    const auto trickle = [&] {
-      es::node::SwarmTraffic t;
-      constexpr std::int64_t size = 1 << 20;
-      const auto left = std::max<std::int64_t>(1, std::int64_t(size * std::exp2(-clock.elapsed() / 2000.0)));
-      for (const auto& id : trickleIds) t.transfers.push_back({id, size, size - left, 0, size - left});
-      return t;
-    };
-    for (auto* s : {&a, &b}) {
-      s->withhold([&trickleIds](const es::ContentId& id) { return trickleIds.count(id) > 0; });
-      s->reportTraffic(trickle);
-    }
+    Trickle trickle;
+    for (auto* s : {&a, &b}) trickle.reachVia(*s);
     const auto announce = [&](qint64 round) {
-      trickleIds.clear();
-      for (auto& k : tricklers) QVERIFY(announceGhost(*k, round, trickleIds));
-      clock.restart();
+      trickle.ids.clear();
+      for (auto& k : tricklers) QVERIFY(announceGhost(*k, round, trickle.ids));
+      trickle.restart();
     };
     announce(1);
     qint64 announced = 1;
@@ -359,20 +355,8 @@ class NodeSybils : public QObject {
   void aPeerWithWorkThatTricklesHoldsOneRoundNotEvery() {
     MemorySwarmHub hub("tiny-run");
     MemorySwarm a(hub, "peer-a"), b(hub, "peer-b"), c(hub, "peer-c");
-    std::set<es::ContentId> trickleIds;
-    QElapsedTimer clock;
-    clock.start();
-    const auto trickle = [&] {
-      es::node::SwarmTraffic t;
-      constexpr std::int64_t size = 1 << 20;
-      const auto left = std::max<std::int64_t>(1, std::int64_t(size * std::exp2(-clock.elapsed() / 2000.0)));
-      for (const auto& id : trickleIds) t.transfers.push_back({id, size, size - left, 0, size - left});
-      return t;
-    };
-    for (auto* s : {&a, &b}) {
-      s->withhold([&trickleIds](const es::ContentId& id) { return trickleIds.count(id) > 0; });
-      s->reportTraffic(trickle);
-    }
+    Trickle trickle;
+    for (auto* s : {&a, &b}) trickle.reachVia(*s);
     qint64 announced = 2;
     constexpr double kMax = 10;
     const auto run = runNodes(
@@ -386,14 +370,14 @@ class NodeSybils : public QObject {
           announced = s.round + 1;  // peer-c's node is done (2 rounds): its key trickles from here
           const auto id = publishGhost(c, announced);
           QVERIFY(id.has_value());
-          trickleIds = {*id};
+          trickle.ids = {*id};
           Announcement an;
           an.round = announced;
           an.claims = {0};
           an.leaseUntil = announced + 2;
           an.contrib[announced] = *id;
           QVERIFY(c.announce(an).ok());
-          clock.restart();
+          trickle.restart();
         });
     QVERIFY2(run.failure.isEmpty(), qPrintable(run.failure));
     for (const auto* name : {"peer-a", "peer-b"}) {
