@@ -87,6 +87,7 @@ class Node : public QObject, private Agreement::Host {
   //   claims {experts, change, round (a change: the round it applies from)} · ban {peer, reason}
   //   deadline {round, seconds, arrived, expected} · cutOff {round, heard, others}
   //   swarmSet {round, peers, contributions} (closed on the set a majority merged)
+  //   silentFreshKeys {round, keys} (closed: only fresh keys' silent transfers were missing)
   //   noShow {peer, rounds} · stale {peer, rounds} · waitedForAgain {peer, round} (back in step)
   //   fetchFailed {content, reason, refused} · quota {round, usedBytes, quotaBytes, wantedBytes}
   //   outOfStep {by: "records" (round, members, ours, state) | "bases" (round, stale, contributions)}
@@ -125,6 +126,7 @@ class Node : public QObject, private Agreement::Host {
   // node_gather.cpp: one pass over the records for the round we gather, and the swarm's events.
   void gather();
   void passAfter(qint64 ms);
+  void closeWithoutSilentFreshKeys(const std::set<PeerId>& onAnotherBase);
   void noteAnnounced(const SwarmPeer& peer, const ContentId& content);
   bool builtOnAnotherState(const SwarmPeer& sender) const;  // its record's base is not ours
   bool announcesOurOwn(const PeerId& sender, const ContentId& content);

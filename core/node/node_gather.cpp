@@ -39,10 +39,36 @@ void Node::gather() {
   const auto weightOf = [this](const PeerId& id) { return voteWeight(peers_.standing(), id); };
   bool heavyLive = false;
   for (const auto& p : peers_.livePeers(r, true)) heavyLive = heavyLive || weightOf(p.id) > 1;
-  if (gather_->startFetches(std::move(wanted), weightOf, heavyLive) > 0)
-    if (const qint64 ms = gather_->msUntilASlotFrees(); ms >= 0) passAfter(ms + 50);
+  gather_->startFetches(std::move(wanted), weightOf, heavyLive);
+  // A pass when a fetch may free its slot or turn silent (closeWithoutSilentFreshKeys).
+  if (const qint64 ms = gather_->msUntilASlotFrees(); ms >= 0) passAfter(ms + 50);
   if (const auto set = agreement_.swarmSetFor(*gather_)) return closeRound(false, &*set);
-  if (gather_->complete(onAnotherBase)) closeRound(false);
+  if (gather_->complete(onAnotherBase, [](const PeerId&) { return true; })) return closeRound(false);
+  closeWithoutSilentFreshKeys(onAnotherBase);
+}
+
+// Once we can tell peers apart (we merged anyone's work), a fresh key whose transfer brought no
+// byte in a third of the deadline's minimum is not waited for: fresh keys every round are never
+// no-shows, and each held every round to its deadline (bench/sybil_nodes "rotate"). A newcomer is
+// a fresh key too: its transfer is waited for while it brings bytes or waits for a slot, and its
+// first contribution (announced late, after its snapshot) to the deadline, as before.
+void Node::closeWithoutSilentFreshKeys(const std::set<PeerId>& onAnotherBase) {
+  if (!peers_.anyMergedWork(swarm_.selfId())) return;
+  const auto silent = gather_->silentSenders();
+  std::set<PeerId> skipped;
+  const auto waitedFor = [&](const PeerId& id) {
+    if (!silent.count(id) || peers_.hasMergedWork(id)) return true;
+    skipped.insert(id);
+    return false;
+  };
+  if (silent.empty()) return;
+  if (!gather_->complete(onAnotherBase, waitedFor)) return;
+  Q_EMIT message(QStringLiteral("Round %1: closing without %2 fresh peers' contributions (no byte in %3 s)")
+                     .arg(gather_->round())
+                     .arg(skipped.size())
+                     .arg(gather_->silentAfterMs() / 1000.0, 0, 'f', 1));
+  Q_EMIT noted(QStringLiteral("silentFreshKeys"), {{"round", qint64(gather_->round())}, {"keys", int(skipped.size())}});
+  closeRound(false);
 }
 
 // A gather pass in `ms` (or sooner, if one is due sooner already).

@@ -38,9 +38,9 @@ bool RoundGather::names(const PeerId& sender, const ContentId& id) const {
   return it != contributions_.end() && it->second.content == id;
 }
 
-bool RoundGather::complete(const std::set<PeerId>& onAnotherBase) const {
+bool RoundGather::complete(const std::set<PeerId>& onAnotherBase, const PeerTest& waitedFor) const {
   for (const auto& id : expected_)
-    if ((!arrived_.count(id) || onAnotherBase.count(id)) && !givenUp_.count(id)) return false;
+    if ((!arrived_.count(id) || onAnotherBase.count(id)) && !givenUp_.count(id) && waitedFor(id)) return false;
   return true;
 }
 

@@ -63,8 +63,14 @@ class RoundGather {
   const std::set<PeerId>& expected() const { return expected_; }
   bool hasArrived(const PeerId& sender) const { return arrived_.count(sender) > 0; }
   const std::map<PeerId, IncomingContribution>& arrived() const { return arrived_; }
-  // Every expected peer arrived (or was given up), none of them on another base.
-  bool complete(const std::set<PeerId>& onAnotherBase) const;
+  using PeerTest = std::function<bool(const PeerId&)>;
+  // Every expected peer that `waitedFor` arrived (or was given up), none of them on another base.
+  bool complete(const std::set<PeerId>& onAnotherBase, const PeerTest& waitedFor) const;
+  // The senders whose transfer is in flight and brought no byte in silentAfterMs() or more (an id
+  // announced and never served). Reads the swarm's traffic.
+  std::set<PeerId> silentSenders() const;
+  // A third of the deadline's minimum, at most kSilentFetchMs.
+  qint64 silentAfterMs() const;
 
   void arrive(IncomingContribution contribution) { arrived_[contribution.sender] = std::move(contribution); }  // ours
   // `sender`'s record names `contribution`. True if its bytes are here already (fetched for
@@ -101,7 +107,6 @@ class RoundGather {
   // The deadline's questions (node_gather.cpp). Past its deadline a round is held only for the
   // senders `mayHold` names (Node::onDeadline: work we merged, once anyone's can be told apart;
   // issue 37 item 5) — a fresh key trickling bytes held every round to max_seconds.
-  using PeerTest = std::function<bool(const PeerId&)>;
   bool fetchesProgressing(const PeerTest& mayHold);
   // True when we heard from fewer than half of the other expected peers (≥ 2) that `counts` since
   // our last merge.
@@ -156,7 +161,6 @@ class RoundGather {
   // asks again on every event). One transfer per content id, whoever announced it, with every
   // announcer's sizes. Already started or fetched: false. A started one takes its slot in `slots`.
   bool startFetch(const ContentId& content, bool lightShare, Slots& slots);
-  qint64 silentAfterMs() const;
 
   Swarm& swarm_;
   RunFolder& folder_;

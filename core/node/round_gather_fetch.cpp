@@ -39,6 +39,20 @@ RoundGather::Slots RoundGather::slotsHeld() const {
   return held;
 }
 
+std::set<PeerId> RoundGather::silentSenders() const {
+  std::map<ContentId, std::int64_t> done;
+  for (const auto& traffic : swarm_.traffic().transfers) done[traffic.contentId] = traffic.doneBytes;
+  const qint64 now = clock_.elapsed();
+  std::set<PeerId> silent;
+  for (const auto& [sender, c] : contributions_) {
+    const auto t = transfers_.find(c.content);
+    if (t != transfers_.end() && t->second.inFlight && now - t->second.startedMs >= silentAfterMs() &&
+        done[c.content] == 0)
+      silent.insert(sender);
+  }
+  return silent;
+}
+
 qint64 RoundGather::silentAfterMs() const {
   return std::min<qint64>(kSilentFetchMs, qint64(deadline_.minSeconds * 1000 / 3));
 }
