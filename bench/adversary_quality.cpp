@@ -34,8 +34,12 @@ std::optional<double> meanFinalLoss(bool baseline) {
     ++n;
   }
   if (test.exitCode() != 0 || n == 0) {
-    std::fprintf(stderr, "adversary_quality: the %s run failed:\n%s\n", baseline ? "baseline" : "attacked",
-                 qPrintable(out.right(4000)));
+    // The failing check first (its line and location): the tail alone is the clients' exit logs.
+    QStringList failures;
+    for (const auto& l : out.split('\n'))
+      if (l.startsWith(QStringLiteral("FAIL!")) || l.trimmed().startsWith(QStringLiteral("Loc:"))) failures << l;
+    std::fprintf(stderr, "adversary_quality: the %s run failed:\n%s\n...\n%s\n", baseline ? "baseline" : "attacked",
+                 qPrintable(failures.join('\n')), qPrintable(out.right(4000)));
     return std::nullopt;
   }
   return sum / n;
