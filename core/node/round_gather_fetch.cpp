@@ -39,17 +39,22 @@ RoundGather::Slots RoundGather::slotsHeld() const {
   return held;
 }
 
+// The swarm's traffic is read only when some transfer is old enough to be silent (it is asked on
+// every pass of a round that waits, and reading it asks the session for every transfer's status).
 std::set<PeerId> RoundGather::silentSenders() const {
-  std::map<ContentId, std::int64_t> done;
-  for (const auto& traffic : swarm_.traffic().transfers) done[traffic.contentId] = traffic.doneBytes;
   const qint64 now = clock_.elapsed();
-  std::set<PeerId> silent;
+  std::map<PeerId, ContentId> oldEnough;
   for (const auto& [sender, c] : contributions_) {
     const auto t = transfers_.find(c.content);
-    if (t != transfers_.end() && t->second.inFlight && now - t->second.startedMs >= silentAfterMs() &&
-        done[c.content] == 0)
-      silent.insert(sender);
+    if (t != transfers_.end() && t->second.inFlight && now - t->second.startedMs >= silentAfterMs())
+      oldEnough.emplace(sender, c.content);
   }
+  if (oldEnough.empty()) return {};
+  std::map<ContentId, std::int64_t> done;
+  for (const auto& traffic : swarm_.traffic().transfers) done[traffic.contentId] = traffic.doneBytes;
+  std::set<PeerId> silent;
+  for (const auto& [sender, content] : oldEnough)
+    if (done[content] == 0) silent.insert(sender);
   return silent;
 }
 
