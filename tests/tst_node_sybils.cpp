@@ -130,6 +130,16 @@ class NodeSybils : public QObject {
              const std::function<void(const RoundSummary&)>& onClosed = {}) {
     return runNodes({&a, &b}, tag, tune, onClosed);
   }
+  // runTwo, with `perRound` called for round 1 before the nodes start, and for each next round as
+  // soon as a node closes the one before.
+  Run runTwoAnnouncing(MemorySwarm& a, MemorySwarm& b, const QString& tag, const std::function<void(NodeConfig&)>& tune,
+                       const std::function<void(qint64)>& perRound) {
+    perRound(1);
+    qint64 announced = 1;
+    return runTwo(a, b, tag, tune, [&](const RoundSummary& s) {
+      if (s.round + 1 > announced) perRound(announced = s.round + 1);
+    });
+  }
 
  private Q_SLOTS:
   void initTestCase() {
@@ -252,24 +262,12 @@ class NodeSybils : public QObject {
     MemorySwarm a(hub, "peer-a"), b(hub, "peer-b"), trickler(hub, "peer-trickle");
     Trickle trickle;
     for (auto* s : {&a, &b}) trickle.reachVia(*s);
-    const auto announce = [&](qint64 round) {
-      const auto id = publishGhost(trickler, round);
-      QVERIFY(id.has_value());
-      trickle.ids = {*id};
-      Announcement an;
-      an.round = round;
-      an.claims = {0};
-      an.leaseUntil = round + 3;
-      an.contrib[round] = *id;
-      QVERIFY(trickler.announce(an).ok());
-      trickle.restart();
-    };
-    announce(1);
-    qint64 announced = 1;
-    const auto run = runTwo(
+    const auto run = runTwoAnnouncing(
         a, b, "trickle", [](NodeConfig& c) { c.policy.deadlineMaxSeconds = 16; },
-        [&](const RoundSummary& s) {
-          if (s.round + 1 > announced) announce(announced = s.round + 1);
+        [&](qint64 round) {
+          trickle.ids.clear();
+          QVERIFY(announceGhost(trickler, round, trickle.ids, 3));
+          trickle.restart();
         });
     QVERIFY2(run.failure.isEmpty(), qPrintable(run.failure));
     for (const auto* name : {"peer-a", "peer-b"}) {
@@ -301,17 +299,12 @@ class NodeSybils : public QObject {
     for (int k = 0; k < 8; ++k) tricklers.push_back(std::make_unique<MemorySwarm>(hub, "trickle-" + std::to_string(k)));
     Trickle trickle;
     for (auto* s : {&a, &b}) trickle.reachVia(*s);
-    const auto announce = [&](qint64 round) {
-      trickle.ids.clear();
-      for (auto& k : tricklers) QVERIFY(announceGhost(*k, round, trickle.ids));
-      trickle.restart();
-    };
-    announce(1);
-    qint64 announced = 1;
-    const auto run = runTwo(
+    const auto run = runTwoAnnouncing(
         a, b, "trickle-slots", [](NodeConfig& c) { c.policy.deadlineMaxSeconds = 10; },
-        [&](const RoundSummary& s) {
-          if (s.round + 1 > announced) announce(announced = s.round + 1);
+        [&](qint64 round) {
+          trickle.ids.clear();
+          for (auto& k : tricklers) QVERIFY(announceGhost(*k, round, trickle.ids));
+          trickle.restart();
         });
     QVERIFY2(run.failure.isEmpty(), qPrintable(run.failure));
     for (const auto* name : {"peer-a", "peer-b"}) {

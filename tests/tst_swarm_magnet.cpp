@@ -2,13 +2,20 @@
 // link"): a peer that knows only the
 // run's link and one DHT node fetches the run's manifest from the run's peers, prepares it with the
 // bundled corpus, and trains with them — the same merged state every round. While it still waits
-// for the manifest, SIGTERM stops it cleanly. A run torrent that is not one small run.json is
-// refused from its metadata alone, and leaves nothing behind (issue 37 item 6).
+// for the manifest, SIGTERM stops it cleanly. A run torrent that is not one small plain run.json
+// (no attributes: executable, hidden, symlink) is refused from its metadata alone, and leaves
+// nothing behind (issue 37 item 6).
 #include "p2p/torrent_maker.h"
 #include "support/swarm_clients.h"
 #include "support/swarm_probes.h"
 
 #include <QTemporaryDir>
+
+#include <libtorrent/create_torrent.hpp>
+#include <libtorrent/torrent_info.hpp>
+
+#include <iterator>
+#include <sstream>
 
 using namespace es::test;
 
@@ -36,6 +43,12 @@ class SwarmMagnet : public QObject {
       return ok ? content + "/run" : QString();
     }
     if (layout == "name") return QFile::copy(manifest, content + "/manifest.json") ? content + "/manifest.json" : "";
+    if (layout == "exec") {
+      const bool ok =
+          QFile::copy(manifest, content + "/run.json") &&
+          QFile::setPermissions(content + "/run.json", QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+      return ok ? content + "/run.json" : QString();
+    }
     QFile in(manifest), out(content + "/run.json");
     if (!in.open(QIODevice::ReadOnly) || !out.open(QIODevice::WriteOnly)) return {};
     QByteArray bytes = in.readAll();
@@ -79,6 +92,23 @@ class SwarmMagnet : public QObject {
   // padded with spaces to 1 MiB (still valid JSON: only its size is wrong). A swarm_probe seeds
   // each as its run; the joiner must refuse it before a piece is asked for, say why, and leave no
   // folder of it in its data directory.
+  // A torrent of `path` that keeps what our torrent maker drops (p2p/torrent_maker.cpp: no
+  // attributes): here an executable bit. Its bytes and v2 info-hash (hex). (A symlink takes the
+  // same refusal, but a torrent of one symlink cannot be made: it has no bytes, and libtorrent
+  // answers "invalid length of torrent".)
+  static std::pair<std::string, std::string> torrentWithAttributes(const QString& path) {
+    lt::file_storage files;
+    lt::add_files(files, path.toStdString());
+    lt::create_torrent ct(files, 16 * 1024);
+    lt::set_piece_hashes(ct, QFileInfo(path).path().toStdString());
+    std::string bytes;
+    lt::bencode(std::back_inserter(bytes), ct.generate());
+    const lt::torrent_info info(bytes, lt::from_span);
+    std::ostringstream hex;
+    hex << info.info_hashes().v2;
+    return {bytes, hex.str()};
+  }
+
   void refusesARunTorrentThatIsNotOneSmallRunJson_data() {
     QTest::addColumn<QString>("layout");
     QTest::addColumn<QString>("why");
@@ -88,6 +118,8 @@ class SwarmMagnet : public QObject {
                                   << "a file named \"manifest.json\", expected \"run.json\"";
     QTest::newRow("1 MiB") << "big"
                            << "a file of 1048576 bytes, more than the 65536";
+    QTest::newRow("executable") << "exec"
+                                << "a file with attributes (a symlink, executable or hidden), expected a plain file";
   }
   void refusesARunTorrentThatIsNotOneSmallRunJson() {
     QFETCH(QString, layout);
@@ -95,11 +127,17 @@ class SwarmMagnet : public QObject {
     const QString seedDir = dir_.filePath("bad-" + layout);
     const QString content = makeBadRun(seedDir, layout);
     QVERIFY(!content.isEmpty());
-    auto torrent = es::p2p::makeTorrent(content.toStdString());
-    QVERIFY2(torrent.ok(), torrent.ok() ? "" : torrent.error().c_str());
+    std::pair<std::string, std::string> torrent;
+    if (layout == "exec") {
+      torrent = torrentWithAttributes(content);
+    } else {
+      auto made = es::p2p::makeTorrent(content.toStdString());
+      QVERIFY2(made.ok(), made.ok() ? "" : made.error().c_str());
+      torrent = {made->bytes, made->infoHashV2};
+    }
     QFile file(seedDir + "/run.torrent");
     QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write(torrent->bytes.data(), qint64(torrent->bytes.size()));
+    file.write(torrent.first.data(), qint64(torrent.first.size()));
     file.close();
     Probe seed("seed-" + layout, {"--listen", "127.0.0.1:0", "--key", seedDir + "/seed.key", "--run",
                                   seedDir + "/run.torrent", "--run-dir", seedDir + "/content"});
@@ -110,7 +148,7 @@ class SwarmMagnet : public QObject {
           return !endpoint.isEmpty();
         },
         10000));
-    const QString hash = QString::fromStdString(torrent->infoHashV2);
+    const QString hash = QString::fromStdString(torrent.second);
     const QString data = dir_.filePath("joiner-" + layout);
     SwarmClient j("j-" + layout, args("joiner-" + layout, "127.0.0.1:0")
                                      << "--run"
