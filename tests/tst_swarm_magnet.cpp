@@ -88,10 +88,6 @@ class SwarmMagnet : public QObject {
     }
   }
 
-  // The hostile run torrents: the bundled manifest beside a second file, under another name, and
-  // padded with spaces to 1 MiB (still valid JSON: only its size is wrong). A swarm_probe seeds
-  // each as its run; the joiner must refuse it before a piece is asked for, say why, and leave no
-  // folder of it in its data directory.
   // A torrent of `path` that keeps what our torrent maker drops (p2p/torrent_maker.cpp: no
   // attributes): here an executable bit. Its bytes and v2 info-hash (hex). (A symlink takes the
   // same refusal, but a torrent of one symlink cannot be made: it has no bytes, and libtorrent
@@ -109,6 +105,10 @@ class SwarmMagnet : public QObject {
     return {bytes, hex.str()};
   }
 
+  // The hostile run torrents: the bundled manifest beside a second file, under another name,
+  // padded with spaces to 1 MiB (still valid JSON: only its size is wrong), and executable. A swarm_probe seeds
+  // each as its run; the joiner must refuse it before a piece is asked for, say why, and leave no
+  // folder of it in its data directory.
   void refusesARunTorrentThatIsNotOneSmallRunJson_data() {
     QTest::addColumn<QString>("layout");
     QTest::addColumn<QString>("why");
