@@ -87,6 +87,7 @@ class SwarmAdversary : public QObject {
   void checkRoundTimes(const std::map<int, qint64>& closedAtMs);
   void checkRoundsAndExperts(const QString& runId, bool baseline);
   void checkExpertsMerged(const QString& name, es::store::LedgerReader& ledger, const std::string& run, bool baseline);
+  void checkStaleJudged(const QString& name, es::store::LedgerReader& ledger, const std::string& run);
 
  private Q_SLOTS:
   void honestPeersHoldAgainstEveryAttackAtOnce();
@@ -199,7 +200,9 @@ void SwarmAdversary::honestPeersHoldAgainstEveryAttackAtOnce() {
         << p->log().filter(QRegularExpression("closed|snapshot|Snapshot|banned|Claim|never|ailed")).join("\n  ");
   if (reverse_)
     qInfo().noquote() << "reverse:" << reverse_->log().filter(QRegularExpression("reject|banned")).join("\n  ");
-  if (stale_) qInfo().noquote() << "stale:" << stale_->exitState();
+  if (stale_)  // what it claimed and merged: a stale peer that stops claiming is judged no more
+    qInfo().noquote() << "stale:" << stale_->exitState()
+                      << stale_->log().filter(QRegularExpression("closed|napshot|Claim|never|ailed")).join("\n  ");
   for (const auto& p : honest_)
     if (p->rounds().count(kRounds) && p->rounds().at(kRounds).valLoss)
       qInfo("final val_loss %s %.4f", qPrintable(p->name()), *p->rounds().at(kRounds).valLoss);
@@ -284,7 +287,6 @@ void SwarmAdversary::checkExpertsMerged(const QString& name, es::store::LedgerRe
                                         bool baseline) {
   const std::string staleId = baseline ? std::string() : stale_->peerId().toStdString();
   const std::string newcomerId = honest_[3]->peerId().toStdString();
-  int staleVerdicts = 0;
   for (int r = 3; r <= kRounds; ++r) {
     const auto claims = ledger.claims(run, r);
     const auto verdicts = ledger.contributions(run, r);
@@ -292,10 +294,6 @@ void SwarmAdversary::checkExpertsMerged(const QString& name, es::store::LedgerRe
     std::set<std::string> accepted;
     for (const auto& v : *verdicts) {
       if (v.verdict == "accepted") accepted.insert(v.peerId);
-      if (v.peerId == staleId) {
-        QVERIFY2(v.verdict == "stale", qPrintable(name + ": the stale peer's contribution was " + v.verdict.c_str()));
-        ++staleVerdicts;
-      }
     }
     std::set<int> merged, hostage, catchingUp;
     for (const auto& c : *claims) {
@@ -318,7 +316,26 @@ void SwarmAdversary::checkExpertsMerged(const QString& name, es::store::LedgerRe
                             .arg(kExperts)
                             .arg(hostage.size())));
   }
-  QVERIFY2(baseline || staleVerdicts >= 2, qPrintable(name + ": the stale peer's contributions were not judged"));
+}
+
+// The random-base sender's contributions: judged stale, never anything else, in at least
+// kStaleRounds rounds of the run — any rounds: an honest peer that judged it stale in rounds 1
+// and 2 stops counting it as an owner and need not fetch it again (CI at ee21b2c, under the
+// suite's load: under 2 verdicts in rounds 3 to 6, none of its claims counted from round 4).
+void SwarmAdversary::checkStaleJudged(const QString& name, es::store::LedgerReader& ledger, const std::string& run) {
+  const std::string staleId = stale_->peerId().toStdString();
+  QStringList staleRounds;
+  for (int r = 1; r <= kRounds; ++r) {
+    const auto verdicts = ledger.contributions(run, r);
+    QVERIFY(verdicts.ok());
+    for (const auto& v : *verdicts) {
+      if (v.peerId != staleId) continue;
+      QVERIFY2(v.verdict == "stale", qPrintable(name + ": the stale peer's contribution was " + v.verdict.c_str()));
+      staleRounds << QString::number(r);
+    }
+  }
+  qInfo("%s judged the stale peer's contributions of rounds %s", qPrintable(name), qPrintable(staleRounds.join(',')));
+  QVERIFY2(staleRounds.size() >= 2, qPrintable(name + ": the stale peer's contributions were not judged"));
 }
 
 // Each honest ledger: rounds closed well before the maximum the ghosts would hold them to; the
@@ -349,6 +366,7 @@ void SwarmAdversary::checkRoundsAndExperts(const QString& runId, bool baseline) 
     auto reader = es::store::LedgerReader::open(dir_.filePath(QString("peer%1/expertswarm.db").arg(i)).toStdString());
     QVERIFY(reader.ok());
     checkExpertsMerged(p.name(), **reader, runId.toStdString(), baseline);
+    if (!baseline) checkStaleJudged(p.name(), **reader, runId.toStdString());
     const auto peers = (*reader)->peers(runId.toStdString());
     QVERIFY(peers.ok());
     qInfo("%s's ledger: %d peers", qPrintable(p.name()), int(peers->size()));
