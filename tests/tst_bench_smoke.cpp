@@ -22,11 +22,12 @@ class BenchSmoke : public QObject {
     QTest::addColumn<QStringList>("args");
     QTest::addColumn<QString>("expected");  // a regular expression one output line must match
     QTest::addColumn<int>("timeoutS");
-    QTest::newRow("train_throughput") << "train_throughput" << QStringList{"--steps", "2", "--warmup", "1", "--no-python"}
+    QTest::newRow("train_throughput") << "train_throughput"
+                                      << QStringList{"--steps", "2", "--warmup", "1", "--no-python"}
                                       << "^train_fraction_of_gemm_peak: [0-9.]+$" << 120;
     QTest::newRow("spes_quality") << "spes_quality"
-                                  << QStringList{"--model", "tiny", "--steps", "4", "--sync-every", "2", "--peers", "2",
-                                                 "--eval-windows", "4"}
+                                  << QStringList{"--model", "tiny", "--steps",        "4", "--sync-every", "2",
+                                                 "--peers", "2",    "--eval-windows", "4"}
                                   << "^spes_over_centralized: [0-9.]+" << 120;
     QTest::newRow("robust_merge_cost") << "robust_merge_cost"
                                        << QStringList{"--steps", "4", "--sync-every", "2", "--peers", "2"}
@@ -64,10 +65,13 @@ class BenchSmoke : public QObject {
     }
     const QString out = QString::fromUtf8(bench.readAllStandardOutput());
     const QString err = QString::fromUtf8(bench.readAllStandardError());
-    QVERIFY2(bench.exitStatus() == QProcess::NormalExit && bench.exitCode() == 0,
-             qPrintable(QString("%1 exited %2:\n%3\n%4").arg(binary).arg(bench.exitCode()).arg(out.right(2000), err.right(4000))));
+    QVERIFY2(
+        bench.exitStatus() == QProcess::NormalExit && bench.exitCode() == 0,
+        qPrintable(
+            QString("%1 exited %2:\n%3\n%4").arg(binary).arg(bench.exitCode()).arg(out.right(2000), err.right(4000))));
     const QRegularExpression line(expected, QRegularExpression::MultilineOption);
-    QVERIFY2(line.match(out).hasMatch(), qPrintable(binary + " printed no line like /" + expected + "/:\n" + out.right(3000)));
+    QVERIFY2(line.match(out).hasMatch(),
+             qPrintable(binary + " printed no line like /" + expected + "/:\n" + out.right(3000)));
   }
 
  private:
