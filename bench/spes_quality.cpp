@@ -26,6 +26,8 @@
 //                     [--alpha0 X] [--warmup-interval N] [--warmup-decay N] [--topk K] [--runs a,b,..]
 //                     [--outer-lr X --outer-momentum X --outer-on all|shared|experts]  (see SimConfig)
 //                     [--seed N] [--run-dir DIR] [--no-files]
+//                     [--sparse-keep K [--sparse-chunk C (4096)]]  (adds spes_sparse: issue 39's codec,
+//                     core/sync/sparse_codec.h, with error feedback; in memory, never through files)
 #include "core/common/openmp_policy.h"
 #include "core/sim/simulated_swarm.h"
 #include "core/train/corpus_prep.h"
@@ -71,7 +73,9 @@ struct Args {
   std::string runs = "centralized,spes,spes_warmup,spes_int8,fedavg";
   std::uint64_t seed = 0;  // model initialisation and data sampling; 0 = the run's (run.json)
   std::string runDir;
-  bool files = true;  // contributions round-trip through contribution files
+  bool files = true;            // contributions round-trip through contribution files
+  std::int64_t sparseKeep = 0;  // > 0: also run spes_sparse (top-keep per chunk, error feedback)
+  std::int64_t sparseChunk = 4096;
 };
 
 bool parseArgs(int argc, char** argv, Args& a) {
@@ -125,9 +129,15 @@ bool parseArgs(int argc, char** argv, Args& a) {
       a.runDir = v;
     else if (arg == "--no-files")
       a.files = false;
+    else if (arg == "--sparse-keep" && next())
+      a.sparseKeep = std::atoll(v.c_str());
+    else if (arg == "--sparse-chunk" && next())
+      a.sparseChunk = std::atoll(v.c_str());
     else
       return false;
   }
+  if (a.sparseKeep < 0 || (a.sparseKeep > 0 && (a.sparseKeep > a.sparseChunk || a.sparseChunk > 32768))) return false;
+  if (a.sparseKeep > 0 && a.runs.find("spes_sparse") == std::string::npos) a.runs += ",spes_sparse";
   if (a.threads <= 0) a.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (a.lrWarmup < 0) a.lrWarmup = a.steps / 10;
   if (a.warmupDecay < 0) a.warmupDecay = std::max(1, a.steps / 5);
@@ -212,7 +222,7 @@ int main(int argc, char** argv) {
                  "[--warmup-interval N] [--warmup-decay N] [--topk K] [--outer-lr X] [--outer-momentum X] [--outer-on "
                  "all|shared|experts] [--runs "
                  "centralized,spes,spes_warmup,spes_int8,fedavg] "
-                 "[--seed N] [--run-dir DIR] [--no-files]\n",
+                 "[--seed N] [--run-dir DIR] [--no-files] [--sparse-keep K] [--sparse-chunk C]\n",
                  argv[0]);
     return 2;
   }
@@ -262,6 +272,7 @@ int main(int argc, char** argv) {
     if (!wanted(args, name)) return true;
     auto config = base;
     config.codec = codec;
+    if (name == "spes_sparse") config.sparse = {args.sparseChunk, args.sparseKeep};
     config.warmup = warmup;
     if (strategy != Strategy::Centralized) config.contributionDir = fileDir;
     log("run " + name + "...");
@@ -275,7 +286,8 @@ int main(int argc, char** argv) {
   const bool ok =
       run("centralized", Strategy::Centralized, Codec::F32, false) && run("spes", Strategy::Spes, Codec::F32, false) &&
       run("spes_warmup", Strategy::Spes, Codec::F32, true) && run("spes_int8", Strategy::Spes, Codec::Int8, false) &&
-      run("fedavg", Strategy::FedAvg, Codec::F32, false);
+      run("fedavg", Strategy::FedAvg, Codec::F32, false) &&
+      (args.sparseKeep == 0 || run("spes_sparse", Strategy::Spes, Codec::F32, false));
   if (!fileDir.empty()) {
     std::error_code ignored;  // a leftover temp folder is not worth failing the benchmark for
     std::filesystem::remove_all(fileDir, ignored);
@@ -286,7 +298,7 @@ int main(int argc, char** argv) {
   if (!results.empty()) print("initial_val_loss", results.begin()->second.initialValLoss);
   if (has("centralized")) {
     const double central = results.at("centralized").finalValLoss;
-    for (const char* name : {"spes", "spes_warmup", "spes_int8", "fedavg"})
+    for (const char* name : {"spes", "spes_warmup", "spes_int8", "fedavg", "spes_sparse"})
       if (has(name)) print(std::string(name) + "_over_centralized", results.at(name).finalValLoss / central);
     if (has("spes")) {
       const double ratio = results.at("spes").finalValLoss / central;
@@ -299,6 +311,18 @@ int main(int argc, char** argv) {
   if (has("spes") && has("spes_int8")) {
     const double f32 = results.at("spes").finalValLoss, int8 = results.at("spes_int8").finalValLoss;
     print("int8_val_loss_penalty_percent", 100.0 * (int8 - f32) / f32, 3, "%");  // goal <= 1%
+  }
+  if (has("spes_sparse")) {
+    const auto& r = results.at("spes_sparse");
+    const auto bytes = es::sim::meanContributionBytes(r);
+    print("sparse_keep_per_chunk", double(args.sparseKeep), 0);
+    print("sparse_chunk", double(args.sparseChunk), 0);
+    print("bytes_per_peer_per_sync_sparse", bytes.sparse, 0);
+    print("sparse_over_f32_bytes", bytes.sparse / bytes.f32, 4);  // goal <= 0.03
+    if (has("spes_int8")) {
+      const double int8 = results.at("spes_int8").finalValLoss;
+      print("sparse_val_loss_penalty_vs_int8_percent", 100.0 * (r.finalValLoss - int8) / int8, 3, "%");  // goal <= 1%
+    }
   }
   const char* spesRun = has("spes")          ? "spes"
                         : has("spes_int8")   ? "spes_int8"

@@ -105,7 +105,7 @@ Expected<std::vector<detail::Peer>> createPeers(Strategy strategy, const SimConf
   const auto shards = splitTokens(data.train, c.peers, c.shardBlockTokens);
   std::vector<detail::Peer> peers;
   for (int p = 0; p < c.peers; ++p) {
-    detail::Peer peer{"peer-" + std::to_string(p), claims[static_cast<std::size_t>(p)], nullptr, {}};
+    detail::Peer peer{"peer-" + std::to_string(p), claims[static_cast<std::size_t>(p)], nullptr, {}, {}};
     train::TrainerOptions options{c.model, c.train, c.seed, c.dataSeed + static_cast<std::uint64_t>(p), peer.claims};
     auto created = train::Trainer::create(options, shards[static_cast<std::size_t>(p)], data.val);
     if (!created) return makeError(peer.id + ": " + created.error());
@@ -128,7 +128,10 @@ Expected<SimResult> runSwarm(Strategy strategy, const SimConfig& c, const train:
   if (!created) return makeError(created.error());
   auto& peers = *created;
 
-  const std::string label = strategyName(strategy) + (c.warmup ? "+warmup" : "") + "/" + sync::codecName(c.codec);
+  const std::string label =
+      strategyName(strategy) + (c.warmup ? "+warmup" : "") + "/" +
+      (c.sparse.keep > 0 ? "top" + std::to_string(c.sparse.keep) + "of" + std::to_string(c.sparse.chunk)
+                         : sync::codecName(c.codec));
   auto base = train::trainerWeights(*peers.front().trainer);
   auto initial = (*evaluate)(base);
   if (!initial) return makeError(initial.error());
@@ -191,9 +194,10 @@ MeanBytes meanContributionBytes(const SimResult& result) {
     mean.bf16 += double(b.bf16);
     mean.int8 += double(b.int8);
     mean.spesReference += double(b.spesReference);
+    mean.sparse += double(b.sparse);
   }
   const double n = double(result.bytes.size());
-  return {mean.f32 / n, mean.bf16 / n, mean.int8 / n, mean.spesReference / n};
+  return {mean.f32 / n, mean.bf16 / n, mean.int8 / n, mean.spesReference / n, mean.sparse / n};
 }
 
 std::vector<std::vector<int>> assignExperts(int peers, int nExperts, int expertsPerPeer) {

@@ -12,6 +12,7 @@
 #include "core/sync/delta_codec.h"
 #include "core/sync/merge.h"
 #include "core/sync/outer_step.h"
+#include "core/sync/sparse_codec.h"
 #include "core/train/corpus_prep.h"
 #include "core/train/run_manifest.h"
 
@@ -36,7 +37,10 @@ struct SimConfig {
   int expertsPerPeer = 0;                // k; 0 = nExperts / peers (at least 1). P·k > E gives replicas.
   std::vector<std::vector<int>> claims;  // explicit claims per peer; overrides expertsPerPeer
   sync::Codec codec = sync::Codec::F32;  // how contributions travel
-  bool warmup = false;                   // SPES merging warm-up after the aggregate
+  // When keep > 0: contributions travel sparse (core/sync/sparse_codec.h) with each peer's error
+  // feedback, in memory only (no contribution file holds them yet); `codec` is then unused.
+  sync::SparseSpec sparse{4096, 0};
+  bool warmup = false;  // SPES merging warm-up after the aggregate
   sync::WarmupConfig warmupConfig;
   sync::AggregatePolicy aggregate;  // shared-tensor rule: mean (default here; the client's
                                     // run default is centered clipping) or centered clipping
@@ -74,6 +78,7 @@ struct ContributionBytes {
   int round = 0;
   int peer = 0;
   std::int64_t f32 = 0, bf16 = 0, int8 = 0;
+  std::int64_t sparse = 0;         // with SimConfig::sparse.keep > 0
   std::int64_t spesReference = 0;  // f32 full weights of the trainable tensors (what SPES's server receives)
 };
 
@@ -109,6 +114,7 @@ struct SimResult {
 
 struct MeanBytes {
   double f32 = 0, bf16 = 0, int8 = 0, spesReference = 0;
+  double sparse = 0;  // 0 unless the run's contributions were sparse
 };
 MeanBytes meanContributionBytes(const SimResult& result);  // per peer per sync
 

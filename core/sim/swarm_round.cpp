@@ -31,16 +31,46 @@ ckpt::NamedTensors contributionDeltas(const train::Trainer& trainer, const ckpt:
   return deltas;
 }
 
-ContributionBytes measureBytes(int round, int peer, const ckpt::NamedTensors& deltas) {
+ContributionBytes measureBytes(int round, int peer, const ckpt::NamedTensors& deltas, sync::SparseSpec sparse) {
   ContributionBytes b;
   b.round = round;
   b.peer = peer;
   b.f32 = sync::encodedBytes(sync::encodeDeltas(deltas, sync::Codec::F32));
   b.bf16 = sync::encodedBytes(sync::encodeDeltas(deltas, sync::Codec::BF16));
   b.int8 = sync::encodedBytes(sync::encodeDeltas(deltas, sync::Codec::Int8));
+  if (sparse.keep > 0) b.sparse = sync::encodedBytes(sync::encodeSparse(deltas, sparse));
   // SPES's peers upload the full f32 weights of what they trained: same tensors, 4 bytes each.
   for (const auto& [name, t] : deltas) b.spesReference += t.numel() * 4;
   return b;
+}
+
+// Sparse: the peer's delta plus what it did not send before, each weight held to the round's
+// update ceiling (what error feedback carries over can add up past what AdamW moves a weight in
+// one round, and the receivers' validation would refuse the whole contribution: measured, every
+// contribution of round 5 on at keep 64 of 4096), top-k per chunk; the rest waits in the residual.
+Expected<ckpt::NamedTensors> transportSparse(const ckpt::NamedTensors& deltas, const ckpt::NamedTensors& base,
+                                             sync::ErrorFeedback& feedback, const SimConfig& config,
+                                             std::int64_t step) {
+  const auto ceiling = sync::updateCeiling(config.train, step - config.syncEvery, step);
+  std::map<std::string, const at::Tensor*> baseByName;
+  for (const auto& [name, t] : base) baseByName.emplace(name, &t);
+  const auto corrected = feedback.corrected(deltas);
+  ckpt::NamedTensors held;
+  std::map<std::string, std::vector<std::int64_t>> shapes;
+  for (const auto& [name, t] : corrected) {
+    // perElement has 1/128 of slack over the bound; staying under the bound itself leaves it for
+    // the int8 rounding of the largest kept value.
+    const double most = ceiling.perElement(baseByName.at(name)->abs().max().item<double>()) / (1.0 + 1.0 / 128.0);
+    held.emplace_back(name, t.clamp(-most, most));
+    shapes[name] = t.sizes().vec();
+  }
+  auto decoded = sync::decodeSparse(sync::encodeSparse(held, config.sparse), config.sparse, shapes);
+  if (!decoded) return decoded;
+  feedback.keepUnsent(corrected, *decoded);
+  std::map<std::string, at::Tensor> byName(decoded->begin(), decoded->end());
+  ckpt::NamedTensors ordered;  // in the trainer's order, as the other codecs deliver them
+  for (const auto& [name, t] : deltas) ordered.emplace_back(name, byName.at(name));
+  return ordered;
 }
 
 // What a receiver gets: the decoded deltas after encoding with the run's codec, optionally
@@ -77,7 +107,7 @@ std::vector<sync::RoundEntry> arrivalOrder(const std::vector<sync::RoundEntry>& 
 }
 
 // Every peer's contribution as it arrives at the others (encoded, decoded), its bytes measured.
-Expected<std::vector<sync::RoundEntry>> sendContributions(const std::vector<Peer>& peers, const RoundInput& in,
+Expected<std::vector<sync::RoundEntry>> sendContributions(std::vector<Peer>& peers, const RoundInput& in,
                                                           const sync::RoundContext& context,
                                                           std::vector<ckpt::NamedTensors>& local,
                                                           std::map<std::string, ckpt::NamedTensors>& arrivedDeltas,
@@ -86,9 +116,10 @@ Expected<std::vector<sync::RoundEntry>> sendContributions(const std::vector<Peer
   for (std::size_t p = 0; p < peers.size(); ++p) {
     local.push_back(train::trainerWeights(*peers[p].trainer));
     const auto deltas = contributionDeltas(*peers[p].trainer, local.back(), in.base);
-    out.bytes.push_back(measureBytes(in.round, static_cast<int>(p), deltas));
+    out.bytes.push_back(measureBytes(in.round, static_cast<int>(p), deltas, in.config.sparse));
     sync::ContributionHeader header{kRun, in.round, peers[p].id, context.baseHash, sync::codecName(in.config.codec)};
-    auto arrived = transport(deltas, header, in.config);
+    auto arrived = in.config.sparse.keep > 0 ? transportSparse(deltas, in.base, peers[p].feedback, in.config, in.step)
+                                             : transport(deltas, header, in.config);
     if (!arrived) return makeError(peers[p].id + " round " + std::to_string(in.round) + ": " + arrived.error());
     arrivedDeltas.emplace(peers[p].id, *arrived);
     entries.push_back(

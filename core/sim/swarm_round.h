@@ -18,6 +18,7 @@ struct Peer {
   std::vector<int> claims;  // experts it trains (all of them under FedAvg)
   std::unique_ptr<train::Trainer> trainer;
   ckpt::NamedTensors outerMomentum;  // the outer rule's momentum as this peer merged it (empty: plain)
+  sync::ErrorFeedback feedback;      // what it did not send yet (sparse contributions only)
 };
 
 struct RoundOutcome {
