@@ -44,6 +44,10 @@ void SwarmSession::Impl::reportNetwork() {
     std::lock_guard lock(hub->mutex);
     hub->dialPort = network->dialPort();
   }
+  // BEP 10's "p" only once strangers can dial it (p2p/listen_port_hint.h says why).
+  const auto state = network->reachability().state();
+  portHint->advertise = !network->selfTest() || state == Reachability::State::Reachable ||
+                        state == Reachability::State::ReachableViaPortMapping;
   const auto lines = network->takeLines();
   if (lines.empty()) return;
   if (settings.log)

@@ -72,9 +72,11 @@ Expected<std::unique_ptr<SwarmSession>> SwarmSession::create(const SwarmSettings
   try {
     lt::session_params params(std::move(*pack));  // with libtorrent's default plugins (metadata, pex, smart ban)
     params.extensions.push_back(makeGossipPlugin(d.hub));
+    params.extensions.push_back(makeListenPortPlugin(d.portHint));
     loadDhtState(settings, params);
     d.network = std::make_unique<NetworkMonitor>(!settings.sameHostSwarm,
                                                  std::chrono::seconds(settings.reachabilityGraceSeconds));
+    d.portHint->advertise = !d.network->selfTest();  // "checking" until proven: see reportNetwork
     d.session = std::make_unique<lt::session>(std::move(params));
   } catch (const std::exception& e) {
     return makeError(std::string("cannot start the BitTorrent session: ") + e.what());

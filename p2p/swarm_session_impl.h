@@ -4,6 +4,7 @@
 
 #include "p2p/dial_back.h"
 #include "p2p/identity.h"
+#include "p2p/listen_port_hint.h"
 #include "p2p/network_monitor.h"
 #include "p2p/record_book.h"
 #include "p2p/record_gossip.h"
@@ -52,6 +53,7 @@ struct SwarmSession::Impl {
   Identity identity;
   std::unique_ptr<lt::session> session;
   std::shared_ptr<GossipHub> hub = std::make_shared<GossipHub>();
+  std::shared_ptr<ListenPortHint> portHint = std::make_shared<ListenPortHint>();  // p2p/listen_port_hint.h
   std::atomic<bool> pumpQueued{false};
 
   // The run.

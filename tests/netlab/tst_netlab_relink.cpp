@@ -10,9 +10,7 @@
 // nobody could dial it: records came back only through the DHT (BEP44 polls, a minute apart) and
 // content not at all — the netlab's 200 s cut, where a repair got no bytes for 30 s after the
 // restore (see SwarmSession::Impl::relinkRun).
-#include "netlab/netlab.h"
-#include "p2p/torrent_maker.h"
-#include "support/swarm_probes.h"
+#include "netlab/netlab_probes.h"
 
 #include <QRandomGenerator>
 #include <QTemporaryDir>
@@ -32,11 +30,9 @@ class NetlabRelink : public QObject {
   // libtorrent's 15 s connect timeout (its SYN retries pass once the link is back).
   static constexpr int kRelinkMs = 25000;
   QTemporaryDir dir_;
-  QString runTorrent_;
+  NetlabProbes lab_;
 
-  static QJsonObject ready(const Probe& p) {
-    return p.find([](const QJsonObject& e) { return isEvent(e, "ready"); });
-  }
+  static QJsonObject ready(const Probe& p) { return NetlabProbes::ready(p); }
   static qint64 recordAt(const Probe& p, const QString& pk, qint64 seq) {
     return p
         .find([&](const QJsonObject& e) {
@@ -61,11 +57,7 @@ class NetlabRelink : public QObject {
   static QString publish(Probe& p, const QString& path) {
     return ask(p, "publish " + path, "published").value("hash").toString();
   }
-  static void dump(Probe& p) {
-    qInfo().noquote() << p.name() << QJsonDocument(ask(p, "status", "status")).toJson(QJsonDocument::Compact);
-    for (const auto& e : p.events())
-      if (isEvent(e, "log")) qInfo().noquote() << p.name() << e.value("t").toInteger() << e.value("line").toString();
-  }
+  static void dump(Probe& p) { NetlabProbes::dump(p); }
   // Milliseconds until `done()` (asked every 500 ms), or -1 after `timeoutMs`.
   static qint64 pollUntil(const std::function<bool()>& done, int timeoutMs) {
     QElapsedTimer clock;
@@ -79,13 +71,7 @@ class NetlabRelink : public QObject {
   static int runLinks(Probe& p) { return ask(p, "status", "status").value("runLinks").toInt(-1); }
 
   std::unique_ptr<Probe> peer(const NetLab& lab, const QString& host, int port) const {
-    QDir().mkpath(dir_.filePath(host + "/run"));
-    QFile::copy(dir_.filePath("run.json"), dir_.filePath(host + "/run/run.json"));
-    return std::make_unique<Probe>(host,
-                                   QStringList{"--listen", QString("0.0.0.0:%1").arg(port), "--bootstrap",
-                                               NetLab::kBootstrap, "--key", dir_.filePath(host + ".key"), "--internet",
-                                               "--run", runTorrent_, "--run-dir", dir_.filePath(host + "/run")},
-                                   QStringList{"ip", "netns", "exec", lab.netns(host)});
+    return lab_.peer(lab, host, port);
   }
 
   // Records (seq) and a fresh file each way; true when all four arrived within `withinMs` of `from`
@@ -123,24 +109,12 @@ class NetlabRelink : public QObject {
   }
 
  private Q_SLOTS:
-  void initTestCase() {
-    if (const auto why = NetLab::unavailableReason(); !why.isEmpty())
-      QSKIP(qPrintable("the emulated internet cannot be built here: " + why));
-    QVERIFY(dir_.isValid());
-    QFile::copy(QStringLiteral(ES_SHARE_DIR "/runs/default/run.json"), dir_.filePath("run.json"));
-    auto torrent = es::p2p::makeTorrent(dir_.filePath("run.json").toStdString());
-    QVERIFY2(torrent.ok(), torrent.ok() ? "" : torrent.error().c_str());
-    runTorrent_ = dir_.filePath("run.torrent");
-    QFile file(runTorrent_);
-    QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write(torrent->bytes.data(), qint64(torrent->bytes.size()));
-  }
+  void initTestCase() { ES_NETLAB_PROBES_INIT(lab_, dir_); }
 
   void anOutgoingOnlyPeerRelinksAfterALongCut() {
     NetLab lab(1);
     QVERIFY2(lab.ok(), qPrintable(lab.log()));
-    Probe boot("boot", {"--listen", NetLab::kBootstrap, "--key", dir_.filePath("boot.key"), "--internet"},
-               {"ip", "netns", "exec", lab.netns("boot")});
+    const auto boot = lab_.bootstrap(lab);
     auto pub = peer(lab, "pub1", 20000);
     auto nat = peer(lab, "natp1", 20111);
     for (auto* p : {pub.get(), nat.get()})
