@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <set>
 
 // Plain loops over float32, as the int8 codec (delta_codec.cpp): the selection and the rounding are
 // the documented rule exactly, independent of torch kernels, so every peer decodes the same bits.
