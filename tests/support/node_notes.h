@@ -4,6 +4,7 @@
 
 #include <QList>
 #include <QString>
+#include <QStringList>
 #include <QVariantMap>
 
 #include <functional>
@@ -28,6 +29,15 @@ class NodeNotes {
   bool has(const QString& kind, const QVariantMap& match = {}) const { return !of(kind, match).isEmpty(); }
   int count(const QString& kind, const QVariantMap& match = {}) const { return int(of(kind, match).size()); }
   const QList<NodeNote>& all() const { return notes_; }  // in the order noted
+  // Every note as "kind(round N)", in order: what a failing check prints, so that a run that took
+  // an unusual path says which one.
+  QString trail() const {
+    QStringList out;
+    for (const auto& n : notes_)
+      out << (n.fields.contains("round") ? QString("%1(round %2)").arg(n.kind, n.fields.value("round").toString())
+                                         : n.kind);
+    return out.join(", ");
+  }
   // Some note of `kind` for which `test` holds.
   bool any(const QString& kind, const std::function<bool(const QVariantMap&)>& test) const {
     for (const auto& n : notes_)
