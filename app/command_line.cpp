@@ -106,7 +106,9 @@ struct Options {
 
 void setUpParser(QCommandLineParser& parser, const Options& o) {
   parser.setApplicationDescription(
-      QStringLiteral("ExpertSwarm: train a Mixture-of-Experts language model together with other volunteers."));
+      QStringLiteral("ExpertSwarm: train a Mixture-of-Experts language model together with other volunteers.\n"
+                     "Other commands (each with --help): create-run (a run of your own from a text corpus), "
+                     "export, sample, eval."));
   parser.setSingleDashWordOptionMode(QCommandLineParser::ParseAsLongOptions);
   parser.addOptions({o.help,       o.version,     o.noGui,     o.localOnly,     o.run,         o.dataDir,
                      o.steps,      o.experts,     o.device,    o.threads,       o.logEvery,    o.evalEvery,

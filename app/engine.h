@@ -75,7 +75,7 @@ class Engine : public QObject {
   int openLedger(const std::string& dbPath);
   node::RunInfo describeRun(const std::string& ledgerPath) const;
   int fetchManifest();  // engine_magnet.cpp, with the two below
-  void continueWithManifest(const QString& dir, bool fresh);
+  void continueWithManifest(const QString& runFolder, const QString& dir, bool fresh);
   void discardManifest(const QString& dir, bool fresh, const QString& error);
   void wireNode();
 

@@ -1,16 +1,21 @@
-// Engine: joining a run by its magnet link. The run's id is the v2 info-hash of its run torrent,
-// whose only file is run.json; the session fetches it from the run's peers (found on the DHT under
-// the same key they announce the run on), then the run starts as from a folder. The manifest names
-// its corpus by relative path: a run made from the bundled corpus finds it here (linked in).
+// Engine: joining a run by its magnet link. The run's id is the v2 info-hash of its run torrent:
+// run.json alone (a run of a text corpus, which names its corpus by relative path: a run made
+// from the bundled corpus finds it here, linked in), or a prepared run's whole folder (create-run:
+// run.json, tokenizer.json and the token shards). The session fetches it from the run's peers
+// (found on the DHT under the same key they announce the run on), then the run starts as from a
+// folder.
 //
 // The torrent comes from strangers: its metadata must be one plain file named run.json of at most
-// train::kMaxRunManifestBytes, checked before any piece is asked for (the fetch's limits), and a
-// join that fails for any reason leaves no folder of it behind.
+// train::kMaxRunManifestBytes, or exactly a prepared run's files within their bounds
+// (train::preparedTorrentProblem), checked before any piece is asked for (the fetch's limits); a
+// join that fails for any reason leaves no folder of it behind. Every shard is fetched for now:
+// fetching only a peer's own shards is issue 40's next step.
 #include "app/data_dir.h"
 #include "app/engine.h"
 #include "app/engine_parts.h"
 #include "app/run_setup.h"
 
+#include "core/train/prepared_run.h"
 #include "core/train/run_manifest.h"
 
 #include <QDir>
@@ -29,8 +34,9 @@ int Engine::fetchManifest() {
   const QString dir = dataDir + QStringLiteral("/joined/") + hash.left(16);
   const bool fresh = !QFileInfo::exists(dir);  // an earlier join's folder is not ours to remove
   auto* session = parts_->session.get();
-  // Once: the first of done / failed / refused / deadline wins.
-  auto finish = [this, session, hash, dir, fresh](const QString& error) {
+  // Once: the first of done / failed / refused / deadline wins. `fetched`: the run.json or the
+  // prepared run's folder.
+  auto finish = [this, session, hash, dir, fresh](const QString& error, const QString& fetched = {}) {
     manifestDeadline_.stop();
     QObject::disconnect(session, nullptr, this, nullptr);
     // Done: joinRun adds the same torrent again, as a seed. Else its files go (a refused one's are
@@ -38,11 +44,12 @@ int Engine::fetchManifest() {
     session->retire(hash.toStdString(), !error.isEmpty());
     if (!error.isEmpty()) return discardManifest(dir, fresh, error);
     Q_EMIT noted(QStringLiteral("manifest"), {{"run", hash}, {"state", "fetched"}});
-    continueWithManifest(dir, fresh);
+    continueWithManifest(QFileInfo(fetched).isDir() ? fetched : dir, dir, fresh);
   };
-  connect(session, &p2p::SwarmSession::transferFinished, this, [finish, hash](const QString& infoHash, const QString&) {
-    if (infoHash == hash) finish({});
-  });
+  connect(session, &p2p::SwarmSession::transferFinished, this,
+          [finish, hash](const QString& infoHash, const QString& path) {
+            if (infoHash == hash) finish({}, path);
+          });
   connect(session, &p2p::SwarmSession::transferFailed, this,
           [finish, hash](const QString& infoHash, const QString& reason) {
             if (infoHash == hash) finish(QStringLiteral("fetching the run's manifest failed: %1").arg(reason));
@@ -50,7 +57,8 @@ int Engine::fetchManifest() {
   connect(session, &p2p::SwarmSession::transferRefused, this,
           [finish, hash](const QString& infoHash, const QString& reason) {
             if (infoHash == hash)
-              finish(QStringLiteral("the run's torrent is not one run.json of at most %1 bytes: it holds %2")
+              finish(QStringLiteral("the run's torrent is neither one run.json of at most %1 bytes nor a prepared "
+                                    "run's folder: it holds %2")
                          .arg(train::kMaxRunManifestBytes)
                          .arg(reason));
           });
@@ -62,6 +70,9 @@ int Engine::fetchManifest() {
   node::FetchLimits limits;
   limits.name = "run.json";
   limits.maxBytes = train::kMaxRunManifestBytes;
+  limits.folder = [](const std::string&, const node::FetchLimits::FolderFiles& files) {
+    return train::preparedTorrentProblem(files);
+  };
   if (auto s = session->fetch(hash.toStdString(), dir.toStdString(), limits); !s) return fail(1, s.error());
   manifestDeadline_.start(kManifestDeadlineMs);
   info("Fetching the manifest of run " + hash.toStdString() + " from its peers");
@@ -87,20 +98,25 @@ void Engine::discardManifest(const QString& dir, bool fresh, const QString& erro
   });
 }
 
-void Engine::continueWithManifest(const QString& dir, bool fresh) {
+// `runFolder`: where run.json is (the fetch's folder `dir`, or the prepared run's folder in it).
+void Engine::continueWithManifest(const QString& runFolder, const QString& dir, bool fresh) {
   // Read with its bound and checked here, though prepareRun reads it again: a fetched manifest
   // that is no manifest leaves nothing behind either.
-  const QString path = dir + QStringLiteral("/run.json");
-  if (auto manifest = train::loadRunManifest(path.toStdString()); !manifest) {
+  const QString path = runFolder + QStringLiteral("/run.json");
+  auto manifest = train::loadRunManifest(path.toStdString());
+  if (!manifest) {
     if (fresh) QDir(dir).removeRecursively();
     fail(1, "the run's manifest: " + manifest.error() + (fresh ? "; nothing of it was kept" : ""));
     return;
   }
-  info("Fetched the run's manifest into \"" + dir.toStdString() + "\"");
+  info("Fetched the run's manifest into \"" + runFolder.toStdString() + "\"");
+  // A run of the bundled corpus finds it linked in; a prepared run brought its data (and a link
+  // in its folder would be a file its run.json does not list).
   const QString bundledCorpus = shareDir_ + QStringLiteral("/runs/default/corpus");
-  if (!QFileInfo::exists(dir + QStringLiteral("/corpus")) && QFileInfo::exists(bundledCorpus))
+  if (!manifest->data.prepared() && !QFileInfo::exists(dir + QStringLiteral("/corpus")) &&
+      QFileInfo::exists(bundledCorpus))
     QFile::link(bundledCorpus, dir + QStringLiteral("/corpus"));
-  cl_.run = dir;
+  cl_.run = runFolder;
   startRun();  // reports failed() itself; the session is kept
 }
 

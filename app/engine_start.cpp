@@ -70,14 +70,12 @@ std::string mergeRuleLine(const train::SwarmPolicy& s) {
   return line;
 }
 
-// The run torrent: its manifest, byte-identical everywhere, so the run id is the same on every
-// machine (the data is prepared locally from the bundled corpus).
-Status writeRunTorrent(const QString& runDir, const QString& runTorrent) {
-  auto torrent = p2p::makeTorrent((runDir + QStringLiteral("/run.json")).toStdString());
-  if (!torrent) return makeError(torrent.error());
+// The run torrent (run_setup.h: run.json alone, or a prepared run's whole folder), as prepareRun
+// made it: its v2 info-hash is the run id on every machine.
+Status writeRunTorrent(const p2p::TorrentFile& torrent, const QString& runTorrent) {
   QSaveFile torrentFile(runTorrent);
   if (!torrentFile.open(QIODevice::WriteOnly) ||
-      torrentFile.write(torrent->bytes.data(), qint64(torrent->bytes.size())) < 0 || !torrentFile.commit())
+      torrentFile.write(torrent.bytes.data(), qint64(torrent.bytes.size())) < 0 || !torrentFile.commit())
     return makeError("cannot write \"" + runTorrent.toStdString() + "\"");
   return {};
 }
@@ -91,7 +89,7 @@ int Engine::startRun() {
     return fail(p.prepared.exitCode, lastSetupLine_.substr(lastSetupLine_.rfind("expertswarm: ", 0) == 0 ? 13 : 0),
                 true);
   const QString runTorrent = p.prepared.runDir + QStringLiteral("/run.torrent");
-  if (auto s = writeRunTorrent(p.prepared.runDir, runTorrent); !s) return fail(1, s.error());
+  if (auto s = writeRunTorrent(p.prepared.runTorrent, runTorrent); !s) return fail(1, s.error());
   if (const int code = joinSwarm(runTorrent)) return code;
   if (const int code = configureNode()) return code;
   announceRun();
@@ -117,7 +115,7 @@ int Engine::joinSwarm(const QString& runTorrent) {
     if (const int code = openSession(p.prepared.dataDir)) return code;
   auto work = identityWork(p.prepared.dataDir, workBits);
   if (!work) return fail(1, work.error());
-  if (auto s = p.session->joinRun(runTorrent.toStdString(), p.prepared.runDir.toStdString(), {workBits, work->nonce});
+  if (auto s = p.session->joinRun(runTorrent.toStdString(), p.prepared.seedDir.toStdString(), {workBits, work->nonce});
       !s)
     return fail(1, s.error());
   if (!cl_.runMagnetHash.isEmpty() && p.session->runId() != cl_.runMagnetHash.toStdString())

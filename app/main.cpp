@@ -1,6 +1,7 @@
 // expertswarm: parse the command line, pick the application object (QApplication for the window,
 // QCoreApplication headless — chosen at run time), wire the modules, run.
 #include "app/command_line.h"
+#include "app/create_run_command.h"
 #include "app/gui_client.h"
 #include "app/local_training.h"
 #include "app/model_commands.h"
@@ -39,8 +40,8 @@ int main(int argc, char** argv) {
   bool wantsWindow = true;
   for (int i = 1; i < argc; ++i) {
     const QByteArray arg(argv[i]);
-    if ((i == 1 && (arg == "export" || arg == "sample" || arg == "eval")) || arg == "--no-gui" || arg == "-no-gui" ||
-        arg == "--help" || arg == "-help" || arg == "-h" || arg == "--version" || arg == "-version")
+    if ((i == 1 && (arg == "export" || arg == "sample" || arg == "eval" || arg == "create-run")) || arg == "--no-gui" ||
+        arg == "-no-gui" || arg == "--help" || arg == "-help" || arg == "-h" || arg == "--version" || arg == "-version")
       wantsWindow = false;
   }
   std::unique_ptr<QCoreApplication> app;
@@ -50,6 +51,8 @@ int main(int argc, char** argv) {
     app = std::make_unique<QCoreApplication>(argc, argv);
 
   const QString shareDir = QCoreApplication::applicationDirPath() + QStringLiteral("/../share/expertswarm");
+  if (es::app::isCreateRunCommand(QCoreApplication::arguments()))
+    return es::app::runCreateRunCommand(QCoreApplication::arguments(), shareDir);
   if (es::app::isModelCommand(QCoreApplication::arguments())) {
     const auto model = es::app::parseModelCommand(QCoreApplication::arguments());
     if (!model.command) {

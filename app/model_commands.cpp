@@ -33,7 +33,9 @@ Expected<LoadedRun> loadRun(const ModelCommand& c, const QString& shareDir) {
   QString runId = c.runMagnetHash;
   if (runId.isEmpty()) {
     const QString source = c.run == QLatin1String("default") ? shareDir + QStringLiteral("/runs/default") : c.run;
-    auto torrent = p2p::makeTorrent((source + QStringLiteral("/run.json")).toStdString());
+    auto manifest = train::loadRunManifest((source + QStringLiteral("/run.json")).toStdString());
+    if (!manifest) return makeError("no run at \"" + source.toStdString() + "\": " + manifest.error());
+    auto torrent = runTorrentOf(source, *manifest);
     if (!torrent) return makeError("no run at \"" + source.toStdString() + "\": " + torrent.error());
     runId = QString::fromStdString(torrent->infoHashV2);
   }

@@ -1,6 +1,7 @@
 #include "app/run_setup.h"
 #include "app/data_dir.h"
 
+#include "core/train/prepared_run.h"
 #include "core/train/trainer.h"
 #include "p2p/torrent_maker.h"
 
@@ -64,29 +65,41 @@ PreparedRun prepareRun(const CommandLine& cl, const QString& shareDir) {
       return fail(2, "--experts: expert " + std::to_string(e) + " does not exist; run \"" + manifest->name +
                          "\" has experts 0.." + std::to_string(manifest->model.nExperts - 1));
   if (auto usable = train::checkDevice(cl.device.toStdString()); !usable) return fail(2, "--device: " + usable.error());
-  // The corpus before anything is created: a stranger's manifest may name files outside its folder.
+  // The data before anything is created: a stranger's manifest may name files outside its folder,
+  // and a prepared folder's files must be the ones its run.json lists.
   const QString bundledCorpus = shareDir + QStringLiteral("/runs/default/corpus");
-  if (auto corpus = train::checkCorpusFiles(*manifest, out.sourceDir.toStdString(), bundledCorpus.toStdString());
-      !corpus)
-    return fail(2, corpus.error());
-  // Keyed by the run id (the v2 info-hash of run.json, as the swarm computes it), never by the
-  // manifest's name: two runs with one name cannot share a folder, and the path is 64 hex digits
-  // inside runs/ whatever the manifest says.
-  auto torrent = p2p::makeTorrent((out.sourceDir + QStringLiteral("/run.json")).toStdString());
+  const auto sourceText = out.sourceDir.toStdString();
+  if (auto files = manifest->data.prepared()
+                       ? train::checkPreparedFiles(*manifest, sourceText)
+                       : train::checkCorpusFiles(*manifest, sourceText, bundledCorpus.toStdString());
+      !files)
+    return fail(2, files.error());
+  // Keyed by the run id (the v2 info-hash of the run torrent, as the swarm computes it), never by
+  // the manifest's name: two runs with one name cannot share a folder, and the path is 64 hex
+  // digits inside runs/ whatever the manifest says.
+  auto torrent = runTorrentOf(out.sourceDir, *manifest);
   if (!torrent) return fail(1, torrent.error());
+  out.runTorrent = std::move(*torrent);
   const QString runsDir = out.dataDir + QStringLiteral("/runs");
-  out.runDir = runsDir + QLatin1Char('/') + QString::fromStdString(torrent->infoHashV2);
+  out.runDir = runsDir + QLatin1Char('/') + QString::fromStdString(out.runTorrent.infoHashV2);
   adoptNamedRunFolder(out.sourceDir, runsDir, manifest->name, out.runDir);
   if (!QDir().mkpath(out.runDir + QStringLiteral("/state")))
     return fail(1, "cannot create \"" + out.runDir.toStdString() + "/state\"");
-  if (auto prepared = train::prepareRunData(out.sourceDir.toStdString(), out.runDir.toStdString(), info,
-                                            bundledCorpus.toStdString());
+  if (auto prepared = manifest->data.prepared() ? train::linkPreparedRun(sourceText, out.runDir.toStdString())
+                                                : train::prepareRunData(sourceText, out.runDir.toStdString(), info,
+                                                                        bundledCorpus.toStdString());
       !prepared)
     return fail(1, "preparing the run failed: " + prepared.error());
+  out.seedDir = manifest->data.prepared() ? QFileInfo(QDir(out.sourceDir).absolutePath()).absolutePath() : out.runDir;
   auto data = train::loadRunData(out.runDir.toStdString());
   if (!data) return fail(1, data.error());
   out.data = std::make_unique<train::RunData>(std::move(*data));
   return out;
+}
+
+Expected<p2p::TorrentFile> runTorrentOf(const QString& sourceDir, const train::RunManifest& manifest) {
+  if (manifest.data.prepared()) return p2p::makeTorrent(QDir(sourceDir).absolutePath().toStdString());
+  return p2p::makeTorrent((sourceDir + QStringLiteral("/run.json")).toStdString());
 }
 
 }  // namespace es::app

@@ -4,6 +4,7 @@
 
 #include "app/command_line.h"
 #include "core/train/corpus_prep.h"
+#include "p2p/torrent_maker.h"
 
 #include <QString>
 
@@ -17,10 +18,17 @@ struct PreparedRun {
   QString sourceDir;  // the run folder it came from (bundled or --run)
   QString runDir;     // <data dir>/runs/<run id> (the v2 info-hash of run.json)
   std::unique_ptr<train::RunData> data;
-  int exitCode = 0;  // non-zero: setup failed and the message was printed
+  p2p::TorrentFile runTorrent;  // what the run id is the v2 info-hash of
+  QString seedDir;              // where the run torrent's files are (its save path)
+  int exitCode = 0;             // non-zero: setup failed and the message was printed
 };
 
 PreparedRun prepareRun(const CommandLine& cl, const QString& shareDir);
+
+// The run torrent of the run in `sourceDir`: its run.json alone for a run of a text corpus (each
+// peer prepares the data itself), the whole folder for a prepared run (create-run: the data
+// travels with it). Its v2 info-hash is the run id.
+Expected<p2p::TorrentFile> runTorrentOf(const QString& sourceDir, const train::RunManifest& manifest);
 
 void info(const std::string& line);  // one line to stderr (and to the sink, if one is set)
 // Where info() lines also go (the engine relays them to the GUI's log); set and cleared on the

@@ -1,5 +1,6 @@
 // Checkpoint swarms: publish a file as a deterministic hybrid torrent, fetch one by its v2
 // info-hash from the run's peers and the DHT, report progress, retire old ones.
+#include "p2p/content_limits.h"
 #include "p2p/swarm_session_impl.h"
 #include "p2p/torrent_maker.h"
 
@@ -32,43 +33,6 @@ TransferStatus statusOf(const std::string& hash, const Transfer& t) {
   s.finished = t.finished;
   s.seeding = st.is_seeding;
   return s;
-}
-
-std::string joined(const std::vector<std::int64_t>& sizes) {
-  std::string out;
-  for (const auto s : sizes) out += (out.empty() ? "" : " or ") + std::to_string(s);
-  return out;
-}
-
-// Empty when the torrent is one plain file that `limits` allow, else why not (for the log and the
-// sender's ban: numbers and our own expectations only, nothing the sender chose).
-std::string contentProblem(const lt::torrent_info& ti, const node::FetchLimits& limits) {
-  const auto& files = ti.files();
-  int count = 0;
-  lt::file_index_t file{};
-  for (const auto i : files.file_range()) {
-    if (files.pad_file_at(i)) continue;
-    ++count;
-    file = i;
-  }
-  if (count != 1) return std::to_string(count) + " files, expected exactly one";
-  // libtorrent makes a symlink file a link on disk as soon as it checks the files, before any
-  // piece: one pointing anywhere would sit in the fetch's folder. Ours never carry attributes.
-  if (files.file_flags(file)) return "a file with attributes (a symlink, executable or hidden), expected a plain file";
-  // The name becomes the file's path under the fetch's folder and appears in log lines; the path
-  // must be the name itself (a file at the torrent's root).
-  if (!isPlainName(ti.name()) || files.file_path(file) != ti.name())
-    return "a file name that is not 1-128 characters of [A-Za-z0-9._-]";
-  if (!limits.name.empty() && ti.name() != limits.name)
-    return "a file named \"" + ti.name() + "\", expected \"" + limits.name + "\"";
-  const std::int64_t bytes = files.file_size(file);
-  if (limits.maxBytes > 0 && bytes > limits.maxBytes)
-    return "a file of " + std::to_string(bytes) + " bytes, more than the " + std::to_string(limits.maxBytes) +
-           " allowed";
-  if (limits.sizes.empty() || std::find(limits.sizes.begin(), limits.sizes.end(), bytes) != limits.sizes.end())
-    return {};
-  return "a file of " + std::to_string(bytes) + " bytes, expected " + joined(limits.sizes) +
-         " (the size its sender's claimed experts predict)";
 }
 
 }  // namespace

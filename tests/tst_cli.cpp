@@ -57,6 +57,34 @@ class CliTest : public QObject {
     QVERIFY2(QDir(dataDir.path()).isEmpty(), "bad input must not create anything");
   }
 
+  // create-run (issue 40): bad input is exit 2 and a message naming it, nothing created.
+  void createRunRejectsBadInputWithExitCodeTwo_data() {
+    QTest::addColumn<QStringList>("arguments");
+    QTest::addColumn<QString>("mentions");
+    const QString corpus = QStringLiteral(ES_SHARE_DIR "/runs/default/corpus");
+    QTest::newRow("no --out") << QStringList{corpus} << "--out DIR is required";
+    QTest::newRow("no corpus") << QStringList{"--out", "@/run"} << "name the corpus";
+    QTest::newRow("unknown preset") << QStringList{"--out", "@/run", "--preset", "huge", corpus} << "--preset";
+    QTest::newRow("val fraction") << QStringList{"--out", "@/run", "--val-fraction", "0.7", corpus} << "--val-fraction";
+    QTest::newRow("shard tokens") << QStringList{"--out", "@/run", "--shard-tokens", "5", corpus} << "--shard-tokens";
+    QTest::newRow("unknown flag") << QStringList{"--out", "@/run", "--frobnicate", corpus} << "frobnicate";
+    QTest::newRow("a folder name that is no run name")
+        << QStringList{"--out", "@/my run", corpus} << "names the run torrent";
+    QTest::newRow("a bad run name") << QStringList{"--out", "@/run", "--name", "../x", corpus} << "--name";
+    QTest::newRow("a compressed corpus") << QStringList{"--out", "@/run", ES_TEST_SOURCE_DIR "/../resources/corpus"}
+                                         << "is compressed";
+  }
+  void createRunRejectsBadInputWithExitCodeTwo() {
+    QFETCH(QStringList, arguments);
+    QFETCH(QString, mentions);
+    QTemporaryDir dir;
+    for (auto& a : arguments) a.replace(QLatin1Char('@'), dir.path());
+    const auto run = runClient(QStringList{QStringLiteral("create-run")} + arguments);
+    QVERIFY2(run.exitCode == 2, qPrintable(run.err));
+    QVERIFY2(run.err.contains(mentions), qPrintable(run.err));
+    QVERIFY2(QDir(dir.path()).isEmpty(), "bad input must not create anything");
+  }
+
   void rejectsAnExpertTheRunDoesNotHave() {
     QTemporaryDir dataDir;
     const auto run = runClient({QStringLiteral("--no-gui"), QStringLiteral("--local-only"), QStringLiteral("--experts"),

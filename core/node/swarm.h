@@ -60,7 +60,12 @@ struct FetchLimits {
   std::vector<std::int64_t> sizes;  // of one of these sizes (empty: any size)
   std::int64_t maxBytes = 0;        // of at most this many bytes (0: no bound)
   std::string name = {};            // with this name (empty: any name of [A-Za-z0-9._-])
-  bool any() const { return !sizes.empty() || maxBytes > 0 || !name.empty(); }
+  // A folder instead of one file, when set (a prepared run's torrent): it is given the folder's
+  // name and each file's path below it with its size — plain files whose every path component
+  // is [A-Za-z0-9._-], checked by the swarm layer first — and says what is wrong ("" = allowed).
+  using FolderFiles = std::vector<std::pair<std::string, std::int64_t>>;
+  std::function<std::string(const std::string& folder, const FolderFiles& files)> folder = {};
+  bool any() const { return !sizes.empty() || maxBytes > 0 || !name.empty() || folder; }
 };
 
 // What a joining peer asks the swarm layer for: `count` experts for `round`, the leases judged by

@@ -1,12 +1,12 @@
 #include "core/train/corpus_prep.h"
 
 #include "core/common/atomic_file.h"
+#include "core/train/prepared_run.h"
 #include "core/train/token_shard.h"
 
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 
 namespace es::train {
@@ -14,12 +14,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::string shardName(int index) {
-  char name[32];
-  std::snprintf(name, sizeof name, "train-%03d.bin", index);
-  return name;
-}
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -82,7 +76,7 @@ Status prepareRunData(const std::string& sourceDir, const std::string& runDirTex
     const std::vector<std::uint16_t> shard(
         train.begin() + static_cast<std::ptrdiff_t>(begin),
         train.begin() + static_cast<std::ptrdiff_t>(std::min(train.size(), begin + shardTokens)));
-    if (auto s = writeTokenShard((runDir / "data" / shardName(shards)).string(), shard); !s) return s;
+    if (auto s = writeTokenShard((runDir / "data" / trainShardName(shards)).string(), shard); !s) return s;
   }
   if (auto s = writeTokenShard((runDir / "data" / "val.bin").string(), val); !s) return s;
   if (auto s = tokenizer->save((runDir / "tokenizer.json").string()); !s) return s;
@@ -91,36 +85,76 @@ Status prepareRunData(const std::string& sourceDir, const std::string& runDirTex
   return writeFileAtomically((runDir / "prepared.json").string(), marker.dump(2) + "\n");
 }
 
+namespace {
+
+// The manifest, tokenizer and token files of a run, read and checked: every id inside the
+// vocabulary, at least one sequence of each.
+Expected<RunData> readRunData(RunManifest manifest, const fs::path& tokenizerPath,
+                              const std::vector<fs::path>& trainShards, const fs::path& valPath,
+                              const std::string& where) {
+  auto tokenizer = BpeTokenizer::load(tokenizerPath.string());
+  if (!tokenizer) return makeError(tokenizer.error());
+  if (tokenizer->vocabSize() != manifest.model.vocabSize)
+    return makeError(tokenizerPath.string() + ": " + std::to_string(tokenizer->vocabSize()) +
+                     " tokens, the model expects " + std::to_string(manifest.model.vocabSize));
+  auto train = std::make_shared<std::vector<std::uint16_t>>();
+  for (const auto& path : trainShards) {
+    auto shard = readTokenShard(path.string());
+    if (!shard) return makeError(shard.error());
+    train->insert(train->end(), shard->begin(), shard->end());
+  }
+  auto val = readTokenShard(valPath.string());
+  if (!val) return makeError(val.error());
+  for (auto* tokens : {train.get(), &val.value()})
+    for (auto id : *tokens)
+      if (id >= manifest.model.vocabSize) return makeError("token id out of vocabulary in " + where);
+  const auto minTokens = static_cast<std::size_t>(manifest.model.seqLen) + 1;
+  if (train->size() < minTokens || val->size() < minTokens)
+    return makeError("run data in \"" + where + "\" is shorter than one sequence");
+  return RunData{std::move(manifest), std::move(*tokenizer), std::move(train),
+                 std::make_shared<const std::vector<std::uint16_t>>(std::move(*val))};
+}
+
+}  // namespace
+
+Status linkPreparedRun(const std::string& sourceDir, const std::string& runDirText) {
+  const fs::path runDir(runDirText);
+  auto manifestText = readRunManifestText((fs::path(sourceDir) / "run.json").string());
+  if (!manifestText) return makeError(manifestText.error());
+  std::error_code ec;
+  const auto source = fs::canonical(sourceDir, ec);
+  if (ec) return makeError("run folder \"" + sourceDir + "\": " + ec.message());
+  if (auto s = writeFileAtomically((runDir / "run.json").string(), *manifestText); !s) return s;
+  const json marker = {{"prepared_run", source.string()}};
+  return writeFileAtomically((runDir / "prepared.json").string(), marker.dump(2) + "\n");
+}
+
 Expected<RunData> loadRunData(const std::string& runDirText) {
   const fs::path runDir(runDirText);
   auto markerText = readWholeFile((runDir / "prepared.json").string());
   if (!markerText) return makeError("run data not prepared: " + markerText.error());
   const json marker = json::parse(*markerText, nullptr, false);
+  if (marker.is_object() && marker.contains("prepared_run") && marker["prepared_run"].is_string())
+    return loadPreparedRun(marker["prepared_run"].get<std::string>());
   if (!marker.is_object() || !marker.contains("train_shards") || !marker["train_shards"].is_number_integer())
     return makeError((runDir / "prepared.json").string() + ": malformed");
-
   auto manifest = loadRunManifest((runDir / "run.json").string());
   if (!manifest) return makeError(manifest.error());
-  auto tokenizer = BpeTokenizer::load((runDir / "tokenizer.json").string());
-  if (!tokenizer) return makeError(tokenizer.error());
+  std::vector<fs::path> shards;
+  for (int i = 0; i < marker["train_shards"].get<int>(); ++i) shards.push_back(runDir / "data" / trainShardName(i));
+  return readRunData(std::move(*manifest), runDir / "tokenizer.json", shards, runDir / "data" / "val.bin", runDirText);
+}
 
-  auto train = std::make_shared<std::vector<std::uint16_t>>();
-  const int shards = marker["train_shards"].get<int>();
-  for (int i = 0; i < shards; ++i) {
-    auto shard = readTokenShard((runDir / "data" / shardName(i)).string());
-    if (!shard) return makeError(shard.error());
-    train->insert(train->end(), shard->begin(), shard->end());
-  }
-  auto val = readTokenShard((runDir / "data" / "val.bin").string());
-  if (!val) return makeError(val.error());
-  for (auto* tokens : {train.get(), &val.value()})
-    for (auto id : *tokens)
-      if (id >= manifest->model.vocabSize) return makeError("token id out of vocabulary in " + runDirText);
-  const auto minTokens = static_cast<std::size_t>(manifest->model.seqLen) + 1;
-  if (train->size() < minTokens || val->size() < minTokens)
-    return makeError("run data in \"" + runDirText + "\" is shorter than one sequence");
-  return RunData{std::move(*manifest), std::move(*tokenizer), std::move(train),
-                 std::make_shared<const std::vector<std::uint16_t>>(std::move(*val))};
+Expected<RunData> loadPreparedRun(const std::string& dirText) {
+  const fs::path dir(dirText);
+  auto manifest = loadRunManifest((dir / "run.json").string());
+  if (!manifest) return makeError(manifest.error());
+  if (!manifest->data.prepared()) return makeError((dir / "run.json").string() + ": names no prepared shards");
+  if (auto s = checkPreparedFiles(*manifest, dirText); !s) return makeError(s.error());
+  std::vector<fs::path> shards;
+  for (std::size_t i = 0; i < manifest->data.preparedTrainTokens.size(); ++i)
+    shards.push_back(dir / "data" / trainShardName(int(i)));
+  return readRunData(std::move(*manifest), dir / "tokenizer.json", shards, dir / "data" / "val.bin", dirText);
 }
 
 }  // namespace es::train

@@ -30,5 +30,12 @@ struct RunData {
 };
 
 Expected<RunData> loadRunData(const std::string& runDir);
+// The run folder of a prepared run (create-run) in the data dir: a copy of its run.json and a
+// prepared.json that names the folder the data stays in (it is the run torrent, seeded in place),
+// so loadRunData(runDir) reads it from there. `sourceDir` was checked (checkPreparedFiles).
+Status linkPreparedRun(const std::string& sourceDir, const std::string& runDir);
+// A prepared run's folder (create-run, or fetched by magnet), read in place: no tokenizer is
+// trained and no text tokenized. Its files are checked against its run.json first (prepared_run.h).
+Expected<RunData> loadPreparedRun(const std::string& dir);
 
 }  // namespace es::train

@@ -52,8 +52,32 @@ Reader corpusList(std::vector<std::string>& out) {
   };
 }
 
+Reader shardList(std::vector<std::int64_t>& out) {
+  return [&out](const json& list) -> std::string {
+    if (!list.is_array() || list.empty() || list.size() > std::size_t(kMaxPreparedShards))
+      return "must be a list of 1 to " + std::to_string(kMaxPreparedShards) + " token counts";
+    std::int64_t total = 0;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      std::int64_t tokens = 0;
+      if (auto problem = integer(tokens, 1, kMaxShardTokens)(list[i]); !problem.empty())
+        return "data.prepared.train_shards[" + std::to_string(i) + "]: " + problem;
+      total += tokens;
+      if (total > kMaxPreparedTrainTokens)
+        return "more than " + std::to_string(kMaxPreparedTrainTokens) + " training tokens in all";
+      out.push_back(tokens);
+    }
+    return {};
+  };
+}
+
+Readers preparedReaders(DataConfig& d) {
+  return {{"train_shards", shardList(d.preparedTrainTokens)},
+          {"val_tokens", integer(d.preparedValTokens, 1, kMaxShardTokens)}};
+}
+
 Readers dataReaders(DataConfig& d) {
-  return {{"train_corpus", corpusList(d.trainCorpus)},
+  return {{"prepared", [&d](const json& v) { return readObject(v, "data.prepared", preparedReaders(d)); }},
+          {"train_corpus", corpusList(d.trainCorpus)},
           {"val_corpus",
            [&d](const json& v) -> std::string {
              if (auto problem = text(d.valCorpus, 4096)(v); !problem.empty()) return problem;
@@ -66,14 +90,27 @@ Reader nested(const std::string& where, std::function<Readers()> readers) {
   return [where, readers](const json& v) { return readObject(v, where, readers()); };
 }
 
+std::string crossChecksAfterData(const RunManifest& m);
+
 // Rules between fields, after every field was read on its own.
 std::string crossChecks(const RunManifest& m, std::int64_t format) {
   if (format != 1) return "format: missing (must be 1)";
   if (m.name.empty()) return "name: missing";
   if (!isValidRunName(m.name))
     return "name: must match [A-Za-z0-9._-]{1,64} and not be \".\" or \"..\", got \"" + m.name + "\"";
+  if (m.data.prepared()) {
+    if (!m.data.trainCorpus.empty() || !m.data.valCorpus.empty())
+      return "data: a run names either its text corpus (train_corpus, val_corpus) or its prepared shards, not both";
+    if (m.data.preparedValTokens == 0) return "data.prepared.val_tokens: missing";
+    return crossChecksAfterData(m);
+  }
+  if (m.data.preparedValTokens > 0) return "data.prepared.train_shards: missing";
   if (m.data.trainCorpus.empty()) return "data.train_corpus: missing";
   if (m.data.valCorpus.empty()) return "data.val_corpus: missing";
+  return crossChecksAfterData(m);
+}
+
+std::string crossChecksAfterData(const RunManifest& m) {
   if (m.train.warmupSteps > m.train.totalSteps) return "train.warmup_steps: exceeds train.total_steps";
   if (std::int64_t(m.train.batchSize) * m.model.seqLen > kMaxTokensPerStep)
     return "train.batch_size: batch_size × model.seq_len must be at most " + std::to_string(kMaxTokensPerStep) +

@@ -49,10 +49,28 @@ struct TrainConfig {
   int checkpointInterval = 100;  // steps between durable training-state saves
 };
 
+// A run made by `expertswarm create-run` (core/train/run_create.h) carries its data already
+// tokenized, in the run torrent beside run.json: tokenizer.json, data/val.bin and
+// data/train-NNN.bin (token_shard.h), listed here by token count — the file sizes follow
+// (16 + 2 × tokens), so a torrent whose files disagree is refused before a shard is fetched. The
+// bytes themselves are fixed by the run id: the v2 info-hash of the whole run folder commits to
+// every file's merkle root, so run.json carries no hash of its own (it could not name the torrent
+// it is part of).
+constexpr int kMaxPreparedShards = 4096;
+constexpr std::int64_t kMaxShardTokens = std::int64_t(1) << 28;  // 512 MiB a shard
+// Every peer still loads every shard it holds into memory (loadRunData), and a joiner fetches
+// them all until shards are assigned per peer: 1 GiB of tokens in all (~2 GiB of text).
+constexpr std::int64_t kMaxPreparedTrainTokens = std::int64_t(1) << 29;
+constexpr std::int64_t kMaxTokenizerBytes = std::int64_t(16) << 20;
+
 struct DataConfig {
   std::vector<std::string> trainCorpus;  // text files, relative to the run's source folder
   std::string valCorpus;
   std::int64_t shardTokens = 1 << 20;  // tokens per train-NNN.bin shard
+  // "prepared": tokens in each data/train-NNN.bin and in data/val.bin (empty = a text corpus).
+  std::vector<std::int64_t> preparedTrainTokens;
+  std::int64_t preparedValTokens = 0;
+  bool prepared() const { return !preparedTrainTokens.empty(); }
 };
 
 // The "swarm" object: every key the node reads, with its default. These are the only defaults:

@@ -73,6 +73,7 @@ Status checkCorpusFiles(const RunManifest& m, const std::string& sourceDir, cons
   std::vector<fs::path> roots{source};
   if (!alsoAllowedDir.empty())
     if (auto other = fs::canonical(alsoAllowedDir, ec); !ec) roots.push_back(std::move(other));
+  if (m.data.prepared()) return {};  // no text corpus: the shards are checked by checkPreparedFiles
   std::vector<std::pair<std::string, std::string>> files;  // (field, path)
   for (std::size_t i = 0; i < m.data.trainCorpus.size(); ++i)
     files.emplace_back("data.train_corpus[" + std::to_string(i) + "]", m.data.trainCorpus[i]);

@@ -1,0 +1,38 @@
+// The files of a prepared run (DataConfig::prepared): a folder made by `expertswarm create-run`
+// that is the run torrent as it is shared — run.json, tokenizer.json, data/val.bin and
+// data/train-NNN.bin, nothing else. Checked by stat() before any of it is read: a folder fetched
+// from strangers whose files disagree with its run.json (a count, a size, an extra or missing
+// file, a link) is refused with the file named.
+#pragma once
+
+#include "core/common/expected.h"
+#include "core/train/run_manifest.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace es::train {
+
+std::string trainShardName(int index);  // "train-007.bin" (3 digits at least)
+
+// Relative paths, in the order a run folder lists them: run.json, tokenizer.json, data/val.bin,
+// then data/train-000.bin ….
+std::vector<std::string> preparedRunFiles(const RunManifest& manifest);
+
+// The size a token shard of `tokens` tokens has on disk (token_shard.h).
+std::int64_t tokenShardBytes(std::int64_t tokens);
+
+// `dir` holds exactly preparedRunFiles(manifest) (hidden files and our partial writes aside, which
+// no torrent carries), each a regular file (not a link) of the size run.json implies;
+// tokenizer.json at most kMaxTokenizerBytes.
+Status checkPreparedFiles(const RunManifest& manifest, const std::string& dir);
+
+// A prepared run's torrent as its metadata lists it (each file's path below the folder, and its
+// size), judged before any of it is fetched: exactly the files a prepared run has — shards
+// numbered from 000 without a gap — each within its bound, the shards' tokens within
+// kMaxPreparedTrainTokens. "" = allowed, else what is wrong. Whether the sizes are the ones
+// run.json lists is checkPreparedFiles' job once run.json is here.
+std::string preparedTorrentProblem(const std::vector<std::pair<std::string, std::int64_t>>& files);
+
+}  // namespace es::train

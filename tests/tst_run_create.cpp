@@ -1,0 +1,217 @@
+// create-run (issue 40, core/train/run_create.h) and the prepared run it makes: the folder is
+// whole or absent, the same corpus gives the same bytes, bad input is refused with the reason and
+// nothing created, and a prepared folder or torrent whose files disagree with run.json is refused
+// (prepared_run.h). The corpus here is small generated text; no Torch.
+#include "core/train/corpus_text.h"
+#include "core/train/prepared_run.h"
+#include "core/train/run_create.h"
+#include "core/train/run_manifest.h"
+
+#include <QDir>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace es::train;
+using TorrentFiles = std::vector<std::pair<std::string, std::int64_t>>;
+Q_DECLARE_METATYPE(TorrentFiles)
+
+class RunCreate : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir dir_;
+  std::string template_;
+
+  // The first `bytes` of the bundled training text, cut at a line break: real English, so that
+  // a tokenizer of the tiny preset's 1024 tokens finds its merges.
+  static QByteArray someText(int bytes, int offset = 0) {
+    QFile f(ES_SHARE_DIR "/runs/default/corpus/sotu-train.txt");
+    if (!f.open(QIODevice::ReadOnly)) qFatal("no bundled corpus");
+    QByteArray text = f.readAll().mid(offset, bytes);
+    return text.left(text.lastIndexOf('\n') + 1);
+  }
+  QString write(const QString& name, const QByteArray& bytes) {
+    const QString path = dir_.filePath(name);
+    QDir().mkpath(QFileInfo(path).path());
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size()) qFatal("cannot write %s", qPrintable(path));
+    return path;
+  }
+  CreateRunRequest request(const QString& corpus, const QString& out) const {
+    CreateRunRequest r;
+    r.corpus = {corpus.toStdString()};
+    r.out = dir_.filePath(out).toStdString();
+    r.manifestTemplate = template_;
+    r.preset = "tiny";
+    r.shardTokens = 4096;
+    return r;
+  }
+  static QByteArray bytesOf(const QString& path) {
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QFile t(ES_SHARE_DIR "/runs/default/run.json");
+    QVERIFY(t.open(QIODevice::ReadOnly));
+    template_ = t.readAll().toStdString();
+    write("corpus/a.txt", someText(600000));
+    QByteArray jsonl;
+    for (const auto& line : someText(100000, 700000).split('\n'))
+      if (!line.trimmed().isEmpty())
+        jsonl += "{\"text\": \"" + line.trimmed().replace('\\', ' ').replace('"', '\'') + "\", \"id\": 1}\n";
+    write("corpus/sub/b.jsonl", jsonl);
+    write("corpus/README.md", "not part of the corpus");
+  }
+
+  void aRunIsCreatedWholeAndItsFilesMatchItsManifest() {
+    const auto created = createRun(request(dir_.filePath("corpus"), "run-one"), [](const std::string&, double) {});
+    QVERIFY2(created.ok(), created.ok() ? "" : created.error().c_str());
+    QVERIFY(created->shards > 1);
+    auto manifest = loadRunManifest(created->dir + "/run.json");
+    QVERIFY2(manifest.ok(), manifest.ok() ? "" : manifest.error().c_str());
+    QVERIFY(manifest->data.prepared());
+    QCOMPARE(int(manifest->data.preparedTrainTokens.size()), created->shards);
+    QCOMPARE(manifest->data.preparedValTokens, created->valTokens);
+    QCOMPARE(manifest->name, std::string("run-one"));
+    QCOMPARE(manifest->model.vocabSize, 1024);  // the tiny preset
+    QVERIFY(checkPreparedFiles(*manifest, created->dir).ok());
+    QVERIFY(!QFileInfo::exists(dir_.filePath("run-one.partial")));
+  }
+
+  // The same corpus and settings give the same bytes (so the same run id) wherever made.
+  void theSameCorpusGivesTheSameRun() {
+    QVERIFY(createRun(request(dir_.filePath("corpus"), "same/run"), [](const std::string&, double) {}).ok());
+    QVERIFY(createRun(request(dir_.filePath("corpus"), "again/run"), [](const std::string&, double) {}).ok());
+    for (const char* f : {"run.json", "tokenizer.json", "data/val.bin", "data/train-000.bin", "data/train-001.bin"}) {
+      const auto a = bytesOf(dir_.filePath(QString("same/run/") + f));
+      QVERIFY2(!a.isEmpty() && a == bytesOf(dir_.filePath(QString("again/run/") + f)), f);
+    }
+  }
+
+  // An interrupted create left its .partial folder: the next one starts clean. An existing run
+  // folder is never touched.
+  void aLeftoverIsClearedAndAnExistingRunKept() {
+    write("left/run.partial/data/train-000.bin", "half a shard");
+    QVERIFY(createRun(request(dir_.filePath("corpus"), "left/run"), [](const std::string&, double) {}).ok());
+    QVERIFY(!QFileInfo::exists(dir_.filePath("left/run.partial")));
+    const auto before = bytesOf(dir_.filePath("left/run/run.json"));
+    const auto again = createRun(request(dir_.filePath("corpus/a.txt"), "left/run"), [](const std::string&, double) {});
+    QVERIFY(!again.ok());
+    QVERIFY2(again.error().find("exists already") != std::string::npos, again.error().c_str());
+    QCOMPARE(bytesOf(dir_.filePath("left/run/run.json")), before);
+  }
+
+  void badInputIsRefusedAndNothingCreated_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QByteArray>("bytes");
+    QTest::addColumn<QString>("why");
+    QTest::newRow("empty") << "e.txt" << QByteArray() << "the corpus is empty";
+    QTest::newRow("not utf-8") << "u.txt" << QByteArray("caf\xe9 au lait")
+                               << "not UTF-8 text (an invalid byte at offset 3)";
+    QTest::newRow("jsonl without text") << "j.jsonl" << QByteArray("{\"text\": \"ok\"}\n{\"body\": 1}\n")
+                                        << "line 2: not a JSON object with a string \"text\"";
+    QTest::newRow("compressed") << "c.txt.gz" << QByteArray("\x1f\x8b") << "is compressed; decompress it first";
+    QTest::newRow("too small for the vocabulary")
+        << "s.txt" << QByteArray("a b c d e f g\n") << "too small for a vocabulary";
+    QTest::newRow("unknown kind") << "x.csv" << QByteArray("a,b") << "is neither .txt nor .jsonl";
+  }
+  void badInputIsRefusedAndNothingCreated() {
+    QFETCH(QString, file);
+    QFETCH(QByteArray, bytes);
+    QFETCH(QString, why);
+    const QString path = write("bad/" + file, bytes);
+    const QString out = "bad-out-" + QString(QTest::currentDataTag()).replace(' ', '-');
+    const auto created = createRun(request(path, out), [](const std::string&, double) {});
+    QVERIFY(!created.ok());
+    QVERIFY2(created.error().find(why.toStdString()) != std::string::npos, created.error().c_str());
+    QVERIFY(!QFileInfo::exists(dir_.filePath(out)));
+    QVERIFY(!QFileInfo::exists(dir_.filePath(out + ".partial")));
+  }
+
+  // 150 kB reach the gpu-1b preset's 4096 tokens but hold out too few for one of its 1024-token
+  // validation sequences. (Fewer training tokens than one batch is refused too, but no text that
+  // reaches a preset's vocabulary is that short.)
+  void tooFewTokensAreRefused() {
+    auto r = request(write("few/f.txt", someText(150000)), "few-out");
+    r.preset = "gpu-1b";
+    const auto created = createRun(r, [](const std::string&, double) {});
+    QVERIFY(!created.ok());
+    QVERIFY2(created.error().find("fewer than one sequence: raise --val-fraction") != std::string::npos,
+             created.error().c_str());
+    QVERIFY(!QFileInfo::exists(dir_.filePath("few-out")));
+  }
+
+  // A prepared folder that is not what its run.json lists is refused, naming the file.
+  void aFolderThatDisagreesWithItsManifestIsRefused() {
+    QVERIFY(createRun(request(dir_.filePath("corpus"), "tamper/run"), [](const std::string&, double) {}).ok());
+    const QString run = dir_.filePath("tamper/run");
+    auto manifest = loadRunManifest((run + "/run.json").toStdString());
+    QVERIFY(manifest.ok());
+    write("tamper/run/notes.txt", "hello");
+    auto s = checkPreparedFiles(*manifest, run.toStdString());
+    QVERIFY(!s.ok() && s.error().find("\"notes.txt\" is not part of the run") != std::string::npos);
+    QFile::remove(run + "/notes.txt");
+    QFile shard(run + "/data/train-001.bin");
+    QVERIFY(shard.open(QIODevice::Append) && shard.write("xx") == 2);
+    shard.close();
+    s = checkPreparedFiles(*manifest, run.toStdString());
+    QVERIFY2(!s.ok() && s.error().find("\"data/train-001.bin\" has") != std::string::npos,
+             s.ok() ? "" : s.error().c_str());
+    QFile::remove(run + "/data/train-001.bin");
+    s = checkPreparedFiles(*manifest, run.toStdString());
+    QVERIFY(!s.ok() && s.error().find("\"data/train-001.bin\" is missing") != std::string::npos);
+  }
+
+  void aTorrentListingIsJudgedBeforeAnyFetch_data() {
+    using Files = TorrentFiles;
+    QTest::addColumn<TorrentFiles>("files");
+    QTest::addColumn<QString>("why");
+    const Files good{{"run.json", 900}, {"tokenizer.json", 5000}, {"data/val.bin", 1016}, {"data/train-000.bin", 2016}};
+    QTest::newRow("a prepared run") << good << "";
+    auto gap = good;
+    gap.push_back({"data/train-002.bin", 2016});
+    QTest::newRow("a gap") << gap << "\"data/train-002.bin\", which is not a file of a prepared run";
+    auto odd = good;
+    odd[3].second = 2017;
+    QTest::newRow("an odd size") << odd << "not a token shard's size";
+    auto huge = good;
+    huge[1].second = kMaxTokenizerBytes + 1;
+    QTest::newRow("a huge tokenizer") << huge << "tokenizer.json of";
+    Files many{{"run.json", 900}, {"tokenizer.json", 5000}, {"data/val.bin", 1016}};
+    for (int i = 0; i <= kMaxPreparedShards; ++i) many.push_back({"data/" + trainShardName(i), 18});
+    QTest::newRow("too many shards") << many << "which is not a file of a prepared run";
+    Files heavy{{"run.json", 900}, {"tokenizer.json", 5000}, {"data/val.bin", 1016}};
+    for (int i = 0; i < 3; ++i) heavy.push_back({"data/" + trainShardName(i), tokenShardBytes(kMaxShardTokens)});
+    QTest::newRow("too many tokens") << heavy << "training tokens";
+    QTest::newRow("no run.json") << Files{good.begin() + 1, good.end()} << "no run.json";
+  }
+  void aTorrentListingIsJudgedBeforeAnyFetch() {
+    QFETCH(TorrentFiles, files);
+    QFETCH(QString, why);
+    const auto problem = QString::fromStdString(preparedTorrentProblem(files));
+    if (why.isEmpty())
+      QVERIFY2(problem.isEmpty(), qPrintable(problem));
+    else
+      QVERIFY2(problem.contains(why), qPrintable(problem));
+  }
+
+  void aManifestNamesEitherACorpusOrShards() {
+    const std::string base = R"({"format": 1, "name": "x", "data": )";
+    auto both = parseRunManifest(base + R"({"train_corpus": ["a.txt"], "val_corpus": "v.txt",
+        "prepared": {"train_shards": [100], "val_tokens": 100}}})");
+    QVERIFY(!both.ok() && both.error().find("not both") != std::string::npos);
+    auto noVal = parseRunManifest(base + R"({"prepared": {"train_shards": [100]}}})");
+    QVERIFY(!noVal.ok() && noVal.error().find("data.prepared.val_tokens: missing") != std::string::npos);
+    auto zero = parseRunManifest(base + R"({"prepared": {"train_shards": [100, 0], "val_tokens": 9}}})");
+    QVERIFY2(!zero.ok() && zero.error().find("data.prepared.train_shards[1]") != std::string::npos,
+             zero.ok() ? "" : zero.error().c_str());
+    auto ok = parseRunManifest(base + R"({"prepared": {"train_shards": [100, 7], "val_tokens": 9}}})");
+    QVERIFY2(ok.ok(), ok.ok() ? "" : ok.error().c_str());
+    QCOMPARE(ok->data.preparedTrainTokens, (std::vector<std::int64_t>{100, 7}));
+  }
+};
+
+QTEST_GUILESS_MAIN(RunCreate)
+#include "tst_run_create.moc"
