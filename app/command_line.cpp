@@ -90,6 +90,10 @@ struct Options {
   const QCommandLineOption diskQuota{
       QStringLiteral("disk-quota-mib"),
       QStringLiteral("Swarm: most the run folder may hold (default: from the run's model)."), QStringLiteral("MIB")};
+  const QCommandLineOption dataBudget{
+      QStringLiteral("data-budget-mib"),
+      QStringLiteral("Swarm: most disk the training shards of a run joined by magnet may take (default: all)."),
+      QStringLiteral("MIB")};
   const QCommandLineOption hostMemory{
       QStringLiteral("host-memory-mib"),
       QStringLiteral("Most host memory the claim is sized by (default: what is available)."), QStringLiteral("MIB")};
@@ -114,7 +118,7 @@ void setUpParser(QCommandLineParser& parser, const Options& o) {
                      o.steps,      o.experts,     o.device,    o.threads,       o.logEvery,    o.evalEvery,
                      o.fresh,      o.listen,      o.bootstrap, o.publicNetwork, o.portMapping, o.rounds,
                      o.syncEvery,  o.exportModel, o.diskQuota, o.hostMemory,    o.gpuMemory,   o.events,
-                     o.testPoison, o.uiSnapshot});
+                     o.dataBudget, o.testPoison,  o.uiSnapshot});
 }
 
 // --help, --version and stray arguments end parsing before any option is read.
@@ -209,8 +213,8 @@ Complaint readPositiveInts(const QCommandLineParser& parser, const Options& o, C
   for (const IntOption& i :
        {IntOption{&o.threads, &c.threads, 1}, IntOption{&o.logEvery, &c.logEvery, 1},
         IntOption{&o.evalEvery, &c.evalEvery, 1}, IntOption{&o.syncEvery, &c.syncEvery, 1},
-        IntOption{&o.diskQuota, &c.diskQuotaMiB, 1}, IntOption{&o.hostMemory, &c.hostMemoryCapMiB, 1},
-        IntOption{&o.gpuMemory, &c.gpuMemoryCapMiB, 1}}) {
+        IntOption{&o.diskQuota, &c.diskQuotaMiB, 1}, IntOption{&o.dataBudget, &c.dataBudgetMiB, 1},
+        IntOption{&o.hostMemory, &c.hostMemoryCapMiB, 1}, IntOption{&o.gpuMemory, &c.gpuMemoryCapMiB, 1}}) {
     if (!parser.isSet(*i.option)) continue;
     const auto v = parseInteger(parser.value(*i.option), i.lo, 1 << 30);
     if (!v)

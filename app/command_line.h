@@ -36,10 +36,11 @@ struct CommandLine {
   QString testPoison;   // hidden, tests only: nan | norm | foreign | reverse | stale
   QString uiSnapshot;   // hidden, tests only: GUI writes window.png + ui-state.json here, then quits
   // From the donor's settings (GUI) or the command line (headless).
-  int claimSize = 0;                       // experts to claim; 0: the run's experts_per_peer
-  int hostMemoryCapMiB = 0;                // --host-memory-mib: the pre-flight's host memory; 0: no cap
-  int gpuMemoryCapMiB = 0;                 // --gpu-memory-mib: the pre-flight's GPU memory; 0: no cap
-  int diskQuotaMiB = 0;                    // --disk-quota-mib (or the donor's setting); 0: from the model
+  int claimSize = 0;         // experts to claim; 0: the run's experts_per_peer
+  int hostMemoryCapMiB = 0;  // --host-memory-mib: the pre-flight's host memory; 0: no cap
+  int gpuMemoryCapMiB = 0;   // --gpu-memory-mib: the pre-flight's GPU memory; 0: no cap
+  int diskQuotaMiB = 0;      // --disk-quota-mib (or the donor's setting); 0: from the model
+  int dataBudgetMiB = 0;     // --data-budget-mib (or the donor's setting): a joined prepared run's shards; 0: all
   int uploadLimit = 0, downloadLimit = 0;  // bytes/s, 0: unlimited
 };
 

@@ -7,6 +7,7 @@
 #include "app/command_line.h"
 #include "core/common/expected.h"
 #include "core/node/node_metatypes.h"
+#include "core/node/swarm.h"
 #include "p2p/identity_work.h"
 
 #include <QObject>
@@ -16,6 +17,8 @@
 #include <QVariantMap>
 
 #include <memory>
+#include <set>
+#include <string>
 
 namespace es::app {
 
@@ -76,6 +79,7 @@ class Engine : public QObject {
   node::RunInfo describeRun(const std::string& ledgerPath) const;
   int fetchManifest();  // engine_magnet.cpp, with the two below
   void continueWithManifest(const QString& runFolder, const QString& dir, bool fresh);
+  std::set<std::string> wantedRunFiles(const node::FetchLimits::FolderFiles& files, const QString& runId);
   void discardManifest(const QString& dir, bool fresh, const QString& error);
   void wireNode();
 

@@ -8,8 +8,9 @@
 // The torrent comes from strangers: its metadata must be one plain file named run.json of at most
 // train::kMaxRunManifestBytes, or exactly a prepared run's files within their bounds
 // (train::preparedTorrentProblem), checked before any piece is asked for (the fetch's limits); a
-// join that fails for any reason leaves no folder of it behind. Every shard is fetched for now:
-// fetching only a peer's own shards is issue 40's next step.
+// join that fails for any reason leaves no folder of it behind. Of a prepared run, a peer fetches
+// the training shards assigned to it within its data budget (`--data-budget-mib`; all by default),
+// and keeps the fetch's state in the folder (train::kPartialRunState) to seed what it holds.
 #include "app/data_dir.h"
 #include "app/engine.h"
 #include "app/engine_parts.h"
@@ -17,10 +18,14 @@
 
 #include "core/train/prepared_run.h"
 #include "core/train/run_manifest.h"
+#include "core/train/shard_assignment.h"
+#include "p2p/identity.h"
 
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+
+#include <algorithm>
 
 namespace es::app {
 namespace {
@@ -46,9 +51,21 @@ int Engine::fetchManifest() {
     Q_EMIT noted(QStringLiteral("manifest"), {{"run", hash}, {"state", "fetched"}});
     continueWithManifest(QFileInfo(fetched).isDir() ? fetched : dir, dir, fresh);
   };
+  // A prepared run's folder holds only the shards assigned to us: its torrent cannot be hashed
+  // from it again, so the fetch's state (metadata, merkle trees, which files) is kept in it first.
   connect(session, &p2p::SwarmSession::transferFinished, this,
-          [finish, hash](const QString& infoHash, const QString& path) {
-            if (infoHash == hash) finish({}, path);
+          [this, session, finish, hash](const QString& infoHash, const QString& path) {
+            if (infoHash != hash) return;
+            if (!QFileInfo(path).isDir()) return finish({}, path);
+            connect(session, &p2p::SwarmSession::fetchStateSaved, this,
+                    [finish, hash, path](const QString& savedHash, const QString& error) {
+                      if (savedHash != hash) return;
+                      finish(error.isEmpty() ? QString() : QStringLiteral("cannot keep the run's state: ") + error,
+                             path);
+                    });
+            const auto state = path + QLatin1Char('/') + QLatin1String(train::kPartialRunState);
+            if (auto s = session->saveFetchState(hash.toStdString(), state.toStdString()); !s)
+              finish(QString::fromStdString(s.error()));
           });
   connect(session, &p2p::SwarmSession::transferFailed, this,
           [finish, hash](const QString& infoHash, const QString& reason) {
@@ -73,11 +90,33 @@ int Engine::fetchManifest() {
   limits.folder = [](const std::string&, const node::FetchLimits::FolderFiles& files) {
     return train::preparedTorrentProblem(files);
   };
+  limits.folderWanted = [this, hash](const node::FetchLimits::FolderFiles& files) {
+    return wantedRunFiles(files, hash);
+  };
   if (auto s = session->fetch(hash.toStdString(), dir.toStdString(), limits); !s) return fail(1, s.error());
   manifestDeadline_.start(kManifestDeadlineMs);
   info("Fetching the manifest of run " + hash.toStdString() + " from its peers");
   Q_EMIT noted(QStringLiteral("manifest"), {{"run", hash}, {"state", "fetching"}});
   return 0;
+}
+
+// Of a prepared run's files, the ones this peer fetches: the small ones and the training shards
+// assigned to it within its data budget (train::assignShards, epoch 0).
+std::set<std::string> Engine::wantedRunFiles(const node::FetchLimits::FolderFiles& files, const QString& runId) {
+  std::set<std::string> wanted{"run.json", "tokenizer.json", "data/val.bin"};
+  std::vector<std::int64_t> tokens;  // the listing was judged already: shards 000… in order
+  for (int i = 0;; ++i) {
+    const auto name = "data/" + train::trainShardName(i);
+    const auto it = std::find_if(files.begin(), files.end(), [&](const auto& f) { return f.first == name; });
+    if (it == files.end()) break;
+    tokens.push_back((it->second - train::tokenShardBytes(0)) / 2);
+  }
+  const std::int64_t budget = std::int64_t(cl_.dataBudgetMiB) << 20;
+  const auto held = train::assignShards(parts_->identity->peerId(), runId.toStdString(), 0, tokens, budget);
+  for (const int i : held) wanted.insert("data/" + train::trainShardName(i));
+  info("Fetching " + std::to_string(held.size()) + " of the run's " + std::to_string(tokens.size()) +
+       " training shards" + (budget > 0 ? " (--data-budget-mib " + std::to_string(cl_.dataBudgetMiB) + ")" : ""));
+  return wanted;
 }
 
 // libtorrent deletes a removed torrent's files on its disk threads after the call returned (and

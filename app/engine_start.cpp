@@ -88,8 +88,11 @@ int Engine::startRun() {
   if (p.prepared.exitCode)
     return fail(p.prepared.exitCode, lastSetupLine_.substr(lastSetupLine_.rfind("expertswarm: ", 0) == 0 ? 13 : 0),
                 true);
-  const QString runTorrent = p.prepared.runDir + QStringLiteral("/run.torrent");
-  if (auto s = writeRunTorrent(p.prepared.runTorrent, runTorrent); !s) return fail(1, s.error());
+  QString runTorrent = p.prepared.runState;  // a prepared run held in part: its fetch state
+  if (runTorrent.isEmpty()) {
+    runTorrent = p.prepared.runDir + QStringLiteral("/run.torrent");
+    if (auto s = writeRunTorrent(p.prepared.runTorrent, runTorrent); !s) return fail(1, s.error());
+  }
   if (const int code = joinSwarm(runTorrent)) return code;
   if (const int code = configureNode()) return code;
   announceRun();

@@ -37,6 +37,7 @@ void applySettings(CommandLine& cl, const settings::ClientSettings& s) {
   if (cl.hostMemoryCapMiB == 0) cl.hostMemoryCapMiB = s.hostMemoryCapMiB;
   if (cl.gpuMemoryCapMiB == 0) cl.gpuMemoryCapMiB = s.gpuMemoryCapMiB;
   if (cl.diskQuotaMiB == 0) cl.diskQuotaMiB = s.diskQuotaMiB;
+  if (cl.dataBudgetMiB == 0) cl.dataBudgetMiB = s.dataBudgetMiB;
   cl.uploadLimit = s.uploadLimitKiB * 1024;
   cl.downloadLimit = s.downloadLimitKiB * 1024;
 }

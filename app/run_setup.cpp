@@ -3,6 +3,7 @@
 
 #include "core/train/prepared_run.h"
 #include "core/train/trainer.h"
+#include "p2p/run_torrent_file.h"
 #include "p2p/torrent_maker.h"
 
 #include <QDir>
@@ -69,11 +70,14 @@ PreparedRun prepareRun(const CommandLine& cl, const QString& shareDir) {
   // and a prepared folder's files must be the ones its run.json lists.
   const QString bundledCorpus = shareDir + QStringLiteral("/runs/default/corpus");
   const auto sourceText = out.sourceDir.toStdString();
+  const QString runState = out.sourceDir + QLatin1Char('/') + QLatin1String(train::kPartialRunState);
+  const bool partial = manifest->data.prepared() && QFileInfo::exists(runState);
   if (auto files = manifest->data.prepared()
-                       ? train::checkPreparedFiles(*manifest, sourceText)
+                       ? train::checkPreparedFiles(*manifest, sourceText, partial)
                        : train::checkCorpusFiles(*manifest, sourceText, bundledCorpus.toStdString());
       !files)
     return fail(2, files.error());
+  if (partial) out.runState = runState;
   // Keyed by the run id (the v2 info-hash of the run torrent, as the swarm computes it), never by
   // the manifest's name: two runs with one name cannot share a folder, and the path is 64 hex
   // digits inside runs/ whatever the manifest says.
@@ -98,6 +102,14 @@ PreparedRun prepareRun(const CommandLine& cl, const QString& shareDir) {
 }
 
 Expected<p2p::TorrentFile> runTorrentOf(const QString& sourceDir, const train::RunManifest& manifest) {
+  const QString runState = sourceDir + QLatin1Char('/') + QLatin1String(train::kPartialRunState);
+  if (manifest.data.prepared() && QFileInfo::exists(runState)) {
+    auto state = p2p::loadRunTorrent(runState.toStdString());
+    if (!state) return makeError(state.error());
+    if (state->torrent.name != QDir(sourceDir).dirName().toStdString())
+      return makeError("\"" + runState.toStdString() + "\" is the state of another run folder");
+    return state->torrent;
+  }
   if (manifest.data.prepared()) return p2p::makeTorrent(QDir(sourceDir).absolutePath().toStdString());
   return p2p::makeTorrent((sourceDir + QStringLiteral("/run.json")).toStdString());
 }

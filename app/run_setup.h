@@ -18,7 +18,8 @@ struct PreparedRun {
   QString sourceDir;  // the run folder it came from (bundled or --run)
   QString runDir;     // <data dir>/runs/<run id> (the v2 info-hash of run.json)
   std::unique_ptr<train::RunData> data;
-  p2p::TorrentFile runTorrent;  // what the run id is the v2 info-hash of
+  p2p::TorrentFile runTorrent;  // what the run id is the v2 info-hash of (no bytes: see runState)
+  QString runState;             // a prepared run's copy in part: its resume file, what joinRun adds
   QString seedDir;              // where the run torrent's files are (its save path)
   int exitCode = 0;             // non-zero: setup failed and the message was printed
 };
@@ -28,6 +29,8 @@ PreparedRun prepareRun(const CommandLine& cl, const QString& shareDir);
 // The run torrent of the run in `sourceDir`: its run.json alone for a run of a text corpus (each
 // peer prepares the data itself), the whole folder for a prepared run (create-run: the data
 // travels with it). Its v2 info-hash is the run id.
+// A copy of a prepared run fetched by magnet carries its fetch state (train::kPartialRunState): the
+// torrent is that state's, not a hash of the folder (it lacks the shards assigned to others).
 Expected<p2p::TorrentFile> runTorrentOf(const QString& sourceDir, const train::RunManifest& manifest);
 
 void info(const std::string& line);  // one line to stderr (and to the sink, if one is set)

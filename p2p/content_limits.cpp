@@ -74,4 +74,21 @@ std::string contentProblem(const lt::torrent_info& ti, const node::FetchLimits& 
          " (the size its sender's claimed experts predict)";
 }
 
+std::vector<lt::download_priority_t> folderPriorities(const lt::torrent_info& ti, const node::FetchLimits& limits) {
+  const auto& files = ti.files();
+  if (!limits.folder || !limits.folderWanted || files.num_files() < 1) return {};
+  const std::string prefix = ti.name() + "/";
+  node::FetchLimits::FolderFiles listed;
+  for (const auto i : files.file_range())
+    if (!files.pad_file_at(i)) listed.emplace_back(files.file_path(i).substr(prefix.size()), files.file_size(i));
+  const auto wanted = limits.folderWanted(listed);
+  std::vector<lt::download_priority_t> priorities(std::size_t(files.num_files()), lt::default_priority);
+  for (const auto i : files.file_range()) {
+    const std::string path = files.file_path(i);
+    if (!files.pad_file_at(i) && path.rfind(prefix, 0) == 0 && !wanted.count(path.substr(prefix.size())))
+      priorities[std::size_t(static_cast<int>(i))] = lt::dont_download;
+  }
+  return priorities;
+}
+
 }  // namespace es::p2p

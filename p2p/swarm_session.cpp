@@ -4,6 +4,7 @@
 #include "p2p/dht_state.h"
 #include "p2p/identity_work.h"
 #include "p2p/lt_settings.h"
+#include "p2p/run_torrent_file.h"
 #include "p2p/swarm_session_impl.h"
 #include "p2p/torrent_maker.h"
 
@@ -267,6 +268,16 @@ void SwarmSession::Impl::dispatch(lt::alert* a) {
     case lt::session_stats_alert::alert_type:
       onSessionStats(*static_cast<lt::session_stats_alert*>(a));
       return;
+    case lt::save_resume_data_alert::alert_type: {
+      const auto* r = static_cast<lt::save_resume_data_alert*>(a);
+      onResumeData(r->handle, &r->params, {});
+      return;
+    }
+    case lt::save_resume_data_failed_alert::alert_type: {
+      const auto* r = static_cast<lt::save_resume_data_failed_alert*>(a);
+      onResumeData(r->handle, nullptr, r->error.message());
+      return;
+    }
     case lt::alerts_dropped_alert::alert_type:
       onAlertsDropped();
       return;
@@ -282,18 +293,16 @@ void SwarmSession::Impl::dispatch(lt::alert* a) {
 Status SwarmSession::joinRun(const std::string& torrentFile, const std::string& saveDir, const RunRules& rules) {
   auto& d = *impl_;
   if (d.book) return makeError("already in run " + d.runId);
-  auto torrent = loadTorrent(torrentFile);
-  if (!torrent) return makeError(torrent.error());
-  lt::add_torrent_params params;
+  auto loaded = loadRunTorrent(torrentFile);
+  if (!loaded) return makeError(loaded.error());
+  auto& [torrent, params] = *loaded;
   lt::error_code ec;
-  params.ti = std::make_shared<lt::torrent_info>(torrent->bytes, ec, lt::from_span);
-  if (ec) return makeError("run torrent: " + ec.message());
   params.save_path = saveDir;
   params.userdata = runTag(d.hub.get());  // the gossip rides on this torrent's connections
   params.flags &= ~(lt::torrent_flags::auto_managed | lt::torrent_flags::paused);
   d.runHandle = d.session->add_torrent(std::move(params), ec);
   if (ec) return makeError("cannot add the run torrent: " + ec.message());
-  d.runId = torrent->infoHashV2;
+  d.runId = torrent.infoHashV2;
   std::copy_n(d.runHandle.info_hashes().v2.data(), lt::sha1_hash::size(), d.rendezvous.data());
   d.salt = d.runId.substr(0, 32);
   if (identityWorkBits(d.identity.publicKey(), rules.ownWork) < rules.minWorkBits)

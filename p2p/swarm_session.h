@@ -90,7 +90,8 @@ class SwarmSession : public QObject {
   std::string reachabilityLine() const;
   std::string networkSummary() const;
 
-  // Joins a run: seeds (or fetches) the run torrent `torrentFile` into `saveDir`, announces it on
+  // Joins a run: seeds (or fetches) the run torrent `torrentFile` (a .torrent, or a ".resume" file
+  // of saveFetchState: the files it did not fetch stay unfetched) into `saveDir`, announces it on
   // the DHT and gossips records with its peers. The run id is the torrent's v2 info-hash (hex).
   // `rules`: the identity work the run asks of every key, and our key's nonce (it must have it).
   struct RunRules {
@@ -118,6 +119,11 @@ class SwarmSession : public QObject {
   void publishFileAsync(const std::string& path, std::function<void(Expected<std::string>)> done);
   Status fetch(const std::string& infoHash, const std::string& saveDir, const node::FetchLimits& limits = {});
   void retire(const std::string& infoHash, bool deleteFile);
+  // Saves what the fetched transfer `infoHash` is — its metadata, merkle trees, the files it holds
+  // — as a libtorrent resume file at `path` (written atomically); fetchStateSaved tells when.
+  // joinRun takes such a file (".resume") where a .torrent cannot be made again by hashing the
+  // folder: a prepared run of which this peer fetched only some shards.
+  Status saveFetchState(const std::string& infoHash, const std::string& path);
   // True while libtorrent still deletes a removed transfer's files (then filesRemoved follows).
   bool removingFiles(const std::string& infoHash) const;
   std::vector<TransferStatus> transfers() const;
@@ -139,7 +145,8 @@ class SwarmSession : public QObject {
   void transferFinished(const QString& infoHash, const QString& path);
   void transferFailed(const QString& infoHash, const QString& reason);
   void transferRefused(const QString& infoHash, const QString& reason);  // removed: broke the fetch's limits
-  void filesRemoved(const QString& infoHash);  // a removed transfer's files are gone from disk
+  void filesRemoved(const QString& infoHash);                           // a removed transfer's files are gone from disk
+  void fetchStateSaved(const QString& infoHash, const QString& error);  // saveFetchState: "" = saved
   void pieceHashFailed(const QString& infoHash);
   void runPeersChanged(int peers);
   void networkChanged();  // listen/external address or reachability changed (lines go to settings.log)

@@ -70,7 +70,8 @@ struct SwarmSession::Impl {
   int retryMs = 0;  // the next fast rendezvous interval (backs off while peers are missing)
   std::chrono::steady_clock::time_point lastAnnounce, lastLookup, lastPeerKick;
 
-  std::map<std::string, Transfer> transfers;  // v2 info-hash hex → transfer
+  std::map<std::string, Transfer> transfers;      // v2 info-hash hex → transfer
+  std::map<std::string, std::string> stateFiles;  // saveFetchState: v2 info-hash hex → where to
   // publishFileAsync hashes here, one file at a time (in order; a second core stays for training
   // and the network), so the engine thread keeps pumping alerts, gossip and timers meanwhile.
   QThreadPool hashing;
@@ -120,6 +121,7 @@ struct SwarmSession::Impl {
   void kickTransfers();
   // swarm_transfers.cpp
   void onTransferFinished(const lt::torrent_handle& handle);
+  void onResumeData(const lt::torrent_handle& handle, const lt::add_torrent_params* params, const std::string& error);
   void onCacheFlushed(const lt::torrent_handle& handle);
   void onMetadata(const lt::torrent_handle& handle);
   void limitSeeding(Transfer& t);

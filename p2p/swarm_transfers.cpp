@@ -216,6 +216,7 @@ void SwarmSession::Impl::onMetadata(const lt::torrent_handle& handle) {
   }
   t->awaitingCheck = false;
   t->name = ti->name();
+  if (auto priorities = folderPriorities(*ti, t->limits); !priorities.empty()) handle.prioritize_files(priorities);
   handle.unset_flags(lt::torrent_flags::upload_mode);
 }
 

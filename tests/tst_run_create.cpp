@@ -6,11 +6,14 @@
 #include "core/train/prepared_run.h"
 #include "core/train/run_create.h"
 #include "core/train/run_manifest.h"
+#include "core/train/shard_assignment.h"
 
 #include <QDir>
 #include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <set>
 
 using namespace es::train;
 using TorrentFiles = std::vector<std::pair<std::string, std::int64_t>>;
@@ -162,6 +165,45 @@ class RunCreate : public QObject {
     QFile::remove(run + "/data/train-001.bin");
     s = checkPreparedFiles(*manifest, run.toStdString());
     QVERIFY(!s.ok() && s.error().find("\"data/train-001.bin\" is missing") != std::string::npos);
+  }
+
+  // Each peer's shards fit its budget (at least one), are the same on every call, differ between
+  // peers, and many peers together hold every shard.
+  void shardsAreAssignedWithinTheBudgetAndCoverTheCorpus() {
+    const std::vector<std::int64_t> tokens(40, 1 << 20);  // 40 shards of 2 MiB
+    const std::int64_t budget = std::int64_t(9) << 20;    // 4 shards
+    std::set<int> covered;
+    std::set<std::vector<int>> distinct;
+    for (int p = 0; p < 40; ++p) {
+      const std::string peer = "peer-" + std::to_string(p);
+      const auto held = assignShards(peer, "run", 0, tokens, budget);
+      QCOMPARE(int(held.size()), 4);
+      QCOMPARE(held, assignShards(peer, "run", 0, tokens, budget));
+      QVERIFY(std::is_sorted(held.begin(), held.end()));
+      covered.insert(held.begin(), held.end());
+      distinct.insert(held);
+    }
+    QVERIFY2(covered.size() >= 36, qPrintable(QString("40 peers x 4 shards cover %1 of 40").arg(covered.size())));
+    QVERIFY(distinct.size() >= 38);
+    QCOMPARE(int(assignShards("p", "run", 0, tokens, 1).size()), 1);   // over budget: still one
+    QCOMPARE(int(assignShards("p", "run", 0, tokens, 0).size()), 40);  // no budget: all
+    QVERIFY(assignShards("p", "run", 0, tokens, budget) != assignShards("p", "run", 1, tokens, budget));
+  }
+
+  // A copy that holds some shards passes only when asked to allow that, and never with none.
+  void aCopyInPartHoldsSomeShards() {
+    QVERIFY(createRun(request(dir_.filePath("corpus"), "part/run"), [](const std::string&, double) {}).ok());
+    const QString run = dir_.filePath("part/run");
+    auto manifest = loadRunManifest((run + "/run.json").toStdString());
+    QVERIFY(manifest.ok() && manifest->data.preparedTrainTokens.size() > 2);
+    QVERIFY(QFile::remove(run + "/data/train-001.bin"));
+    QVERIFY(!checkPreparedFiles(*manifest, run.toStdString()).ok());
+    QVERIFY(checkPreparedFiles(*manifest, run.toStdString(), true).ok());
+    QCOMPARE(presentShards(*manifest, run.toStdString()).size(), manifest->data.preparedTrainTokens.size() - 1);
+    for (std::size_t i = 0; i < manifest->data.preparedTrainTokens.size(); ++i)
+      QFile::remove(run + "/data/" + QString::fromStdString(trainShardName(int(i))));
+    const auto none = checkPreparedFiles(*manifest, run.toStdString(), true);
+    QVERIFY(!none.ok() && none.error().find("no training shard") != std::string::npos);
   }
 
   void aTorrentListingIsJudgedBeforeAnyFetch_data() {

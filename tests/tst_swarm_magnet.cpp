@@ -109,8 +109,9 @@ class SwarmMagnet : public QObject {
 
   // Issue 40: a run made with `create-run` from a corpus no client ships (here the bundled text
   // under other names and folders) is hosted from its folder and joined by its magnet link
-  // alone: the joiner fetches the whole prepared folder (run.json, tokenizer.json, the shards),
-  // trains no tokenizer, and merges every round with the host. The default preset, as in the test
+  // alone: the joiner fetches run.json, tokenizer.json, the validation shard and the training
+  // shards assigned to it within its --data-budget-mib, trains no tokenizer, seeds what it holds
+  // (its fetch state kept in the folder) and merges every round with the host. The default preset, as in the test
   // above: its rounds are long enough for the joiner to arrive while the host is in round 1 (the
   // tiny preset's 5 steps take 0.1 s: the host was done before the joiner had the manifest).
   void aCreatedRunIsJoinedByMagnetWithItsData() {
@@ -135,13 +136,25 @@ class SwarmMagnet : public QObject {
     SwarmClient a("a", args("created-a", first) << "--run" << runDir);
     QVERIFY2(waitUntil([&] { return !a.runId().isEmpty() || !a.running(); }, 120000), "the host did not start");
     QCOMPARE(a.runId(), match.captured(1));  // the id create-run printed is the one the host serves
-    SwarmClient b("b", args("created-b", "127.0.0.1:0") << "--run" << match.captured(0) << "--bootstrap" << first);
+    // 3 MiB of shards: fewer than the host's (2 MiB each, the last one less), as assigned to b.
+    SwarmClient b("b", args("created-b", "127.0.0.1:0")
+                           << "--run" << match.captured(0) << "--bootstrap" << first << "--data-budget-mib"
+                           << "3");
     trainedTogether(a, b);
     if (QTest::currentTestFailed()) return;
     QVERIFY2(!b.logContains("Tokenizer trained"), "the joiner trained a tokenizer of its own");
     const QString fetched = dir_.filePath("created-b") + "/joined/" + a.runId().left(16) + "/my-run";
-    for (const char* file : {"run.json", "tokenizer.json", "data/val.bin", "data/train-000.bin"})
+    for (const char* file : {"run.json", "tokenizer.json", "data/val.bin"})
       QVERIFY2(QFileInfo(fetched + "/" + file).isFile(), file);
+    // Only its shards came, within the budget, and it said how many.
+    const auto shards = QDir(fetched + "/data").entryInfoList({"train-*.bin"}, QDir::Files);
+    qint64 bytes = 0;
+    for (const auto& f : shards) bytes += f.size();
+    const auto all = QDir(runDir + "/data").entryList({"train-*.bin"}, QDir::Files).size();
+    QVERIFY2(!shards.isEmpty() && shards.size() < all && bytes <= 3 << 20,
+             qPrintable(QString("%1 of %2 shards, %3 bytes").arg(shards.size()).arg(all).arg(bytes)));
+    QVERIFY2(b.logContains(QString("Fetching %1 of the run's %2 training shards").arg(shards.size()).arg(all)),
+             "the joiner did not say which shards it fetched");
   }
 
   // A torrent of `path` that keeps what our torrent maker drops (p2p/torrent_maker.cpp: no

@@ -44,6 +44,7 @@ ClientSettings everyFieldChanged() {
   s.pauseAboveGpuC = 83;
   s.claimSize = 12;
   s.diskQuotaMiB = 3000;
+  s.dataBudgetMiB = 700;
   s.dataDir = QStringLiteral("/srv/expertswarm data");
   s.uploadLimitKiB = 512;
   s.downloadLimitKiB = 2048;
@@ -75,6 +76,7 @@ QStringList differingFields(const ClientSettings& a, const ClientSettings& b) {
   check(a.pauseAboveGpuC == b.pauseAboveGpuC, "pauseAboveGpuC");
   check(a.claimSize == b.claimSize, "claimSize");
   check(a.diskQuotaMiB == b.diskQuotaMiB, "diskQuotaMiB");
+  check(a.dataBudgetMiB == b.dataBudgetMiB, "dataBudgetMiB");
   check(a.dataDir == b.dataDir, "dataDir");
   check(a.uploadLimitKiB == b.uploadLimitKiB, "uploadLimitKiB");
   check(a.downloadLimitKiB == b.downloadLimitKiB, "downloadLimitKiB");
@@ -101,7 +103,7 @@ class TestUiSettings : public QObject {
  private Q_SLOTS:
   void settingsRoundTripThroughQSettings() {
     const ClientSettings changed = everyFieldChanged();
-    QCOMPARE(differingFields(changed, ClientSettings{}).size(), 22);
+    QCOMPARE(differingFields(changed, ClientSettings{}).size(), 23);
     QTemporaryDir dir;
     QVERIFY(dir.isValid());
     const QString path = dir.filePath(QStringLiteral("expertswarm.ini"));
@@ -114,17 +116,29 @@ class TestUiSettings : public QObject {
     QSettings store(path, QSettings::IniFormat);
     QStringList keys = store.allKeys();
     keys.sort();
-    QCOMPARE(keys, QStringList({"desktop/firstRunDone",     "desktop/startAtLogin",
-                                "donation/idleMinutes",     "donation/pauseAboveGpuCelsius",
-                                "donation/pauseOnBattery",  "donation/pauseWhenUserActive",
-                                "donation/scheduleEnabled", "donation/scheduleEnd",
-                                "donation/scheduleStart",   "engine/claimSize",
-                                "engine/dataDir",           "engine/device",
-                                "engine/diskQuotaMiB",      "engine/gpuMemoryCapMiB",
-                                "engine/hostMemoryCapMiB",  "network/bootstrap",
-                                "network/downloadLimitKiB", "network/listenPort",
-                                "network/portMapping",      "network/public",
-                                "network/uploadLimitKiB",   "run/source"}));
+    QCOMPARE(keys, QStringList({"desktop/firstRunDone",
+                                "desktop/startAtLogin",
+                                "donation/idleMinutes",
+                                "donation/pauseAboveGpuCelsius",
+                                "donation/pauseOnBattery",
+                                "donation/pauseWhenUserActive",
+                                "donation/scheduleEnabled",
+                                "donation/scheduleEnd",
+                                "donation/scheduleStart",
+                                "engine/claimSize",
+                                "engine/dataBudgetMiB",
+                                "engine/dataDir",
+                                "engine/device",
+                                "engine/diskQuotaMiB",
+                                "engine/gpuMemoryCapMiB",
+                                "engine/hostMemoryCapMiB",
+                                "network/bootstrap",
+                                "network/downloadLimitKiB",
+                                "network/listenPort",
+                                "network/portMapping",
+                                "network/public",
+                                "network/uploadLimitKiB",
+                                "run/source"}));
     QCOMPARE(store.value("donation/scheduleStart").toString(), QStringLiteral("09:30"));
     const ClientSettings loaded = ClientSettings::load(store);
     QCOMPARE(differingFields(loaded, changed), QStringList());

@@ -90,6 +90,12 @@ QWidget* SettingsDialog::buildComputeTab() {
       QStringLiteral("Most the run folder may hold; at the quota no new contribution is fetched "
                      "(training goes on). auto: from the run's model size"));
   form->addRow(QStringLiteral("Disk quota:"), diskQuota_);
+  dataBudget_ = spin(page, "dataBudget", 0, 64 * 1024 * 1024, QStringLiteral(" MiB"), QStringLiteral("all"));
+  dataBudget_->setSingleStep(1024);
+  dataBudget_->setToolTip(
+      QStringLiteral("Most disk the training shards of a run joined by its magnet link may take; this computer "
+                     "fetches and trains on the shards assigned to it within it. all: every shard"));
+  form->addRow(QStringLiteral("Training data budget:"), dataBudget_);
   claimSize_ = spin(page, "claimSize", 0, 64, QStringLiteral(" experts"), QStringLiteral("auto"));
   claimSize_->setToolTip(
       QStringLiteral("How many experts this computer trains; auto fits the run's default in memory"));
@@ -186,6 +192,7 @@ settings::ClientSettings SettingsDialog::settings() const {
   s.hostMemoryCapMiB = hostMemoryCap_->value();
   s.gpuMemoryCapMiB = gpuMemoryCap_->value();
   s.diskQuotaMiB = diskQuota_->value();
+  s.dataBudgetMiB = dataBudget_->value();
   s.claimSize = claimSize_->value();
   s.uploadLimitKiB = uploadLimit_->value();
   s.downloadLimitKiB = downloadLimit_->value();
@@ -213,6 +220,7 @@ void SettingsDialog::setSettings(const settings::ClientSettings& s) {
   hostMemoryCap_->setValue(s.hostMemoryCapMiB);
   gpuMemoryCap_->setValue(s.gpuMemoryCapMiB);
   diskQuota_->setValue(s.diskQuotaMiB);
+  dataBudget_->setValue(s.dataBudgetMiB);
   claimSize_->setValue(s.claimSize);
   uploadLimit_->setValue(s.uploadLimitKiB);
   downloadLimit_->setValue(s.downloadLimitKiB);

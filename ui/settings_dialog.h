@@ -43,6 +43,7 @@ class SettingsDialog : public QDialog {
   QSpinBox* hostMemoryCap_ = nullptr;
   QSpinBox* gpuMemoryCap_ = nullptr;
   QSpinBox* diskQuota_ = nullptr;
+  QSpinBox* dataBudget_ = nullptr;
   QSpinBox* claimSize_ = nullptr;
   QSpinBox* uploadLimit_ = nullptr;
   QSpinBox* downloadLimit_ = nullptr;

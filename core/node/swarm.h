@@ -65,6 +65,9 @@ struct FetchLimits {
   // is [A-Za-z0-9._-], checked by the swarm layer first — and says what is wrong ("" = allowed).
   using FolderFiles = std::vector<std::pair<std::string, std::int64_t>>;
   std::function<std::string(const std::string& folder, const FolderFiles& files)> folder = {};
+  // Of an allowed folder, the files to fetch (paths below the folder; unset: all of them). The
+  // others are never asked for, so never written (v2 aligns every file to its own pieces).
+  std::function<std::set<std::string>(const FolderFiles& files)> folderWanted = {};
   bool any() const { return !sizes.empty() || maxBytes > 0 || !name.empty() || folder; }
 };
 

@@ -15,6 +15,7 @@ constexpr auto kDevice = "engine/device";
 constexpr auto kHostMemoryCapMiB = "engine/hostMemoryCapMiB";
 constexpr auto kGpuMemoryCapMiB = "engine/gpuMemoryCapMiB";
 constexpr auto kDiskQuotaMiB = "engine/diskQuotaMiB";
+constexpr auto kDataBudgetMiB = "engine/dataBudgetMiB";
 constexpr auto kClaimSize = "engine/claimSize";
 constexpr auto kDataDir = "engine/dataDir";
 constexpr auto kUploadLimitKiB = "network/uploadLimitKiB";
@@ -143,6 +144,7 @@ ClientSettings ClientSettings::load(const QSettings& store) {
   s.gpuMemoryCapMiB = readInt(store, kGpuMemoryCapMiB, d.gpuMemoryCapMiB, 0, INT_MAX);
   s.claimSize = readInt(store, kClaimSize, d.claimSize, 0, kMaxClaimSize);
   s.diskQuotaMiB = readInt(store, kDiskQuotaMiB, d.diskQuotaMiB, 0, INT_MAX);
+  s.dataBudgetMiB = readInt(store, kDataBudgetMiB, d.dataBudgetMiB, 0, INT_MAX);
   s.dataDir = readString(store, kDataDir, d.dataDir);
   s.uploadLimitKiB = readInt(store, kUploadLimitKiB, d.uploadLimitKiB, 0, INT_MAX);
   s.downloadLimitKiB = readInt(store, kDownloadLimitKiB, d.downloadLimitKiB, 0, INT_MAX);
@@ -171,6 +173,7 @@ void ClientSettings::save(QSettings& store) const {
   store.setValue(QLatin1String(kGpuMemoryCapMiB), gpuMemoryCapMiB);
   store.setValue(QLatin1String(kClaimSize), claimSize);
   store.setValue(QLatin1String(kDiskQuotaMiB), diskQuotaMiB);
+  store.setValue(QLatin1String(kDataBudgetMiB), dataBudgetMiB);
   store.setValue(QLatin1String(kDataDir), dataDir);
   store.setValue(QLatin1String(kUploadLimitKiB), uploadLimitKiB);
   store.setValue(QLatin1String(kDownloadLimitKiB), downloadLimitKiB);
@@ -203,6 +206,8 @@ QString ClientSettings::validate() const {
     return QStringLiteral("Claim size must be between 0 (auto) and %1 experts, not %2.")
         .arg(kMaxClaimSize)
         .arg(claimSize);
+  if (dataBudgetMiB < 0)
+    return QStringLiteral("Data budget must be 0 (all of a run's shards) or more, not %1 MiB.").arg(dataBudgetMiB);
   if (diskQuotaMiB < 0)
     return QStringLiteral("Disk quota must be 0 (auto, from the run's model) or more, not %1 MiB.").arg(diskQuotaMiB);
   if (uploadLimitKiB < 0)
@@ -241,10 +246,10 @@ QString ClientSettings::validate() const {
 bool ClientSettings::operator==(const ClientSettings& o) const {
   return device == o.device && hostMemoryCapMiB == o.hostMemoryCapMiB && gpuMemoryCapMiB == o.gpuMemoryCapMiB &&
          claimSize == o.claimSize && pauseOnBattery == o.pauseOnBattery && pauseAboveGpuC == o.pauseAboveGpuC &&
-         diskQuotaMiB == o.diskQuotaMiB && dataDir == o.dataDir && uploadLimitKiB == o.uploadLimitKiB &&
-         downloadLimitKiB == o.downloadLimitKiB && publicNetwork == o.publicNetwork && portMapping == o.portMapping &&
-         bootstrapNodes == o.bootstrapNodes && listenPort == o.listenPort &&
-         pauseWhenUserActive == o.pauseWhenUserActive && idleMinutes == o.idleMinutes &&
+         diskQuotaMiB == o.diskQuotaMiB && dataBudgetMiB == o.dataBudgetMiB && dataDir == o.dataDir &&
+         uploadLimitKiB == o.uploadLimitKiB && downloadLimitKiB == o.downloadLimitKiB &&
+         publicNetwork == o.publicNetwork && portMapping == o.portMapping && bootstrapNodes == o.bootstrapNodes &&
+         listenPort == o.listenPort && pauseWhenUserActive == o.pauseWhenUserActive && idleMinutes == o.idleMinutes &&
          scheduleEnabled == o.scheduleEnabled && scheduleStart == o.scheduleStart && scheduleEnd == o.scheduleEnd &&
          startAtLogin == o.startAtLogin && firstRunDone == o.firstRunDone && runSource == o.runSource;
 }

@@ -22,6 +22,8 @@ struct ClientSettings {
   // The run folder's disk quota; 0 = auto: derived from the run's model (sync::defaultDiskQuotaBytes:
   // 3 rounds × 32 peers × the largest contribution + 16 × the model's float32 size).
   int diskQuotaMiB = 0;
+  // Most disk a joined prepared run's training shards may take (issue 40); 0 = all of them.
+  int dataBudgetMiB = 0;
   QString dataDir;  // empty = ~/.local/share/expertswarm (app/data_dir.h)
   // Applied at once (libtorrent rate limits, bytes/s = KiB/s × 1024).
   int uploadLimitKiB = 0;  // 0 = unlimited

@@ -150,10 +150,11 @@ Expected<RunData> loadPreparedRun(const std::string& dirText) {
   auto manifest = loadRunManifest((dir / "run.json").string());
   if (!manifest) return makeError(manifest.error());
   if (!manifest->data.prepared()) return makeError((dir / "run.json").string() + ": names no prepared shards");
-  if (auto s = checkPreparedFiles(*manifest, dirText); !s) return makeError(s.error());
+  // A copy fetched in part (its resume file says so) trains on the shards it holds.
+  const bool partial = fs::exists(dir / kPartialRunState);
+  if (auto s = checkPreparedFiles(*manifest, dirText, partial); !s) return makeError(s.error());
   std::vector<fs::path> shards;
-  for (std::size_t i = 0; i < manifest->data.preparedTrainTokens.size(); ++i)
-    shards.push_back(dir / "data" / trainShardName(int(i)));
+  for (const int i : presentShards(*manifest, dirText)) shards.push_back(dir / "data" / trainShardName(i));
   return readRunData(std::move(*manifest), dir / "tokenizer.json", shards, dir / "data" / "val.bin", dirText);
 }
 

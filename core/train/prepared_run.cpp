@@ -55,14 +55,20 @@ std::vector<std::string> preparedRunFiles(const RunManifest& manifest) {
 
 std::int64_t tokenShardBytes(std::int64_t tokens) { return 16 + 2 * tokens; }
 
-Status checkPreparedFiles(const RunManifest& m, const std::string& dirText) {
+Status checkPreparedFiles(const RunManifest& m, const std::string& dirText, bool someShards) {
   const fs::path dir(dirText);
   const std::string where = "run folder \"" + dirText + "\": ";
   auto present = filesBelow(dir);
   if (!present) return makeError(where + present.error());
   const auto expected = preparedRunFiles(m);
+  std::size_t shards = 0;
   for (const auto& file : expected) {
-    if (!present->erase(file)) return makeError(where + "\"" + file + "\" is missing");
+    const bool shard = file.rfind("data/train-", 0) == 0;
+    if (!present->erase(file)) {
+      if (someShards && shard) continue;
+      return makeError(where + "\"" + file + "\" is missing");
+    }
+    shards += shard ? 1 : 0;
     std::error_code ec;
     const auto size = std::int64_t(fs::file_size(dir / file, ec));
     if (ec) return makeError(where + "\"" + file + "\": " + ec.message());
@@ -78,7 +84,16 @@ Status checkPreparedFiles(const RunManifest& m, const std::string& dirText) {
                        std::to_string(kMaxTokenizerBytes) + " allowed");
   }
   if (!present->empty()) return makeError(where + "\"" + *present->begin() + "\" is not part of the run");
+  if (shards == 0) return makeError(where + "it holds no training shard");
   return {};
+}
+
+std::vector<int> presentShards(const RunManifest& m, const std::string& dir) {
+  std::vector<int> out;
+  std::error_code ec;
+  for (std::size_t i = 0; i < m.data.preparedTrainTokens.size(); ++i)
+    if (fs::is_regular_file(fs::path(dir) / "data" / trainShardName(int(i)), ec)) out.push_back(int(i));
+  return out;
 }
 
 std::string preparedTorrentProblem(const std::vector<std::pair<std::string, std::int64_t>>& files) {

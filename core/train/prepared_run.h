@@ -25,8 +25,17 @@ std::int64_t tokenShardBytes(std::int64_t tokens);
 
 // `dir` holds exactly preparedRunFiles(manifest) (hidden files and our partial writes aside, which
 // no torrent carries), each a regular file (not a link) of the size run.json implies;
-// tokenizer.json at most kMaxTokenizerBytes.
-Status checkPreparedFiles(const RunManifest& manifest, const std::string& dir);
+// tokenizer.json at most kMaxTokenizerBytes. With `someShards`, training shards may be missing
+// (a peer's copy holds the shards assigned to it: shard_assignment.h), but one must be there.
+Status checkPreparedFiles(const RunManifest& manifest, const std::string& dir, bool someShards = false);
+
+// The indices of the training shards present in `dir` (after checkPreparedFiles).
+std::vector<int> presentShards(const RunManifest& manifest, const std::string& dir);
+
+// A prepared run's copy that holds only some of its shards carries its torrent as this resume
+// file (hidden: no torrent includes it), written when it was fetched; a complete folder is hashed
+// into its torrent instead.
+constexpr const char* kPartialRunState = ".run.resume";
 
 // A prepared run's torrent as its metadata lists it (each file's path below the folder, and its
 // size), judged before any of it is fetched: exactly the files a prepared run has — shards
