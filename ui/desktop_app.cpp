@@ -2,6 +2,7 @@
 
 #include "core/store/ledger.h"
 #include "ui/autostart.h"
+#include "ui/create_run_dialog.h"
 #include "ui/dashboard.h"
 #include "ui/donation_controller.h"
 #include "ui/engine_control.h"
@@ -56,6 +57,14 @@ DesktopApp::DesktopApp(EngineControl& engine, QSettings& store, QString executab
   }
   connect(window_->settingsAction(), &QAction::triggered, this, &DesktopApp::openSettings);
   connect(window_->exportAction(), &QAction::triggered, this, &DesktopApp::chooseExportFolder);
+  connect(window_->createRunAction(), &QAction::triggered, this, [this] {
+    auto* dialog = new CreateRunDialog(executable_, window_.get());
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &CreateRunDialog::created, this, [this](const QString& folder, const QString& link) {
+      window_->log()->append(tr("Created the run \"%1\"; others join it with %2").arg(folder, link));
+    });
+    dialog->show();
+  });
   connect(window_->model(), &ModelView::exportRequested, this, &DesktopApp::chooseExportFolder);
   connect(&engine_, &EngineControl::started, this, [this](const node::RunInfo& info) {
     runInfo_ = info;

@@ -41,6 +41,7 @@ MainWindow::MainWindow(EngineControl& engine, DonationController& donation, QWid
   auto* app = menuBar()->addMenu(tr("&ExpertSwarm"));
   settingsAction_ = app->addAction(tr("&Settings…"));
   exportAction_ = app->addAction(tr("&Export model…"));
+  createRunAction_ = app->addAction(tr("&Create a run…"));
   app->addSeparator();
   quitAction_ = app->addAction(tr("&Quit"));
   quitAction_->setShortcut(QKeySequence::Quit);

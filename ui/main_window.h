@@ -41,7 +41,8 @@ class MainWindow : public QMainWindow {
   LogView* log() const { return log_; }
   QTabWidget* tabs() const { return tabs_; }
   QAction* settingsAction() const { return settingsAction_; }
-  QAction* exportAction() const { return exportAction_; }  // File ▸ Export (also the Model tab's button)
+  QAction* exportAction() const { return exportAction_; }        // File ▸ Export (also the Model tab's button)
+  QAction* createRunAction() const { return createRunAction_; }  // a run of one's own (CreateRunDialog)
   QAction* pauseAction() const { return pauseAction_; }
   QAction* snoozeAction() const { return snoozeAction_; }
   QAction* finishRoundAction() const { return finishRoundAction_; }
@@ -68,6 +69,7 @@ class MainWindow : public QMainWindow {
   QLabel* networkLabel_ = nullptr;
   QAction* settingsAction_ = nullptr;
   QAction* exportAction_ = nullptr;
+  QAction* createRunAction_ = nullptr;
   QAction* pauseAction_ = nullptr;
   QAction* snoozeAction_ = nullptr;
   QAction* finishRoundAction_ = nullptr;
