@@ -201,6 +201,13 @@ Complaint readExportPoisonAndRounds(const QCommandLineParser& parser, const Opti
     if (!v) return QStringLiteral("--rounds must be a positive integer, not '%1'").arg(parser.value(o.rounds));
     c.rounds = *v;
   }
+  if (parser.isSet(o.dataBudget)) {
+    bool ok = false;
+    const double mib = parser.value(o.dataBudget).toDouble(&ok);
+    if (!ok || !(mib > 0) || mib > double(1 << 30))
+      return QStringLiteral("--data-budget-mib must be a positive number, not '%1'").arg(parser.value(o.dataBudget));
+    c.dataBudgetBytes = std::max<std::int64_t>(1, std::int64_t(mib * double(1 << 20)));
+  }
   return std::nullopt;
 }
 
@@ -213,8 +220,8 @@ Complaint readPositiveInts(const QCommandLineParser& parser, const Options& o, C
   for (const IntOption& i :
        {IntOption{&o.threads, &c.threads, 1}, IntOption{&o.logEvery, &c.logEvery, 1},
         IntOption{&o.evalEvery, &c.evalEvery, 1}, IntOption{&o.syncEvery, &c.syncEvery, 1},
-        IntOption{&o.diskQuota, &c.diskQuotaMiB, 1}, IntOption{&o.dataBudget, &c.dataBudgetMiB, 1},
-        IntOption{&o.hostMemory, &c.hostMemoryCapMiB, 1}, IntOption{&o.gpuMemory, &c.gpuMemoryCapMiB, 1}}) {
+        IntOption{&o.diskQuota, &c.diskQuotaMiB, 1}, IntOption{&o.hostMemory, &c.hostMemoryCapMiB, 1},
+        IntOption{&o.gpuMemory, &c.gpuMemoryCapMiB, 1}}) {
     if (!parser.isSet(*i.option)) continue;
     const auto v = parseInteger(parser.value(*i.option), i.lo, 1 << 30);
     if (!v)

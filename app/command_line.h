@@ -40,7 +40,9 @@ struct CommandLine {
   int hostMemoryCapMiB = 0;  // --host-memory-mib: the pre-flight's host memory; 0: no cap
   int gpuMemoryCapMiB = 0;   // --gpu-memory-mib: the pre-flight's GPU memory; 0: no cap
   int diskQuotaMiB = 0;      // --disk-quota-mib (or the donor's setting); 0: from the model
-  int dataBudgetMiB = 0;     // --data-budget-mib (or the donor's setting): a joined prepared run's shards; 0: all
+  // --data-budget-mib (a number: 0.5 is 512 KiB; or the donor's setting, whole MiB): the disk a
+  // joined prepared run's training shards may take; 0: all of them.
+  std::int64_t dataBudgetBytes = 0;
   int uploadLimit = 0, downloadLimit = 0;  // bytes/s, 0: unlimited
 };
 

@@ -79,6 +79,7 @@ class Engine : public QObject {
   node::RunInfo describeRun(const std::string& ledgerPath) const;
   int fetchManifest();  // engine_magnet.cpp, with the two below
   void continueWithManifest(const QString& runFolder, const QString& dir, bool fresh);
+  void startShardRotation();
   std::set<std::string> wantedRunFiles(const node::FetchLimits::FolderFiles& files, const QString& runId);
   void discardManifest(const QString& dir, bool fresh, const QString& error);
   void wireNode();

@@ -111,11 +111,11 @@ std::set<std::string> Engine::wantedRunFiles(const node::FetchLimits::FolderFile
     if (it == files.end()) break;
     tokens.push_back((it->second - train::tokenShardBytes(0)) / 2);
   }
-  const std::int64_t budget = std::int64_t(cl_.dataBudgetMiB) << 20;
+  const std::int64_t budget = cl_.dataBudgetBytes;
   const auto held = train::assignShards(parts_->identity->peerId(), runId.toStdString(), 0, tokens, budget);
   for (const int i : held) wanted.insert("data/" + train::trainShardName(i));
   info("Fetching " + std::to_string(held.size()) + " of the run's " + std::to_string(tokens.size()) +
-       " training shards" + (budget > 0 ? " (--data-budget-mib " + std::to_string(cl_.dataBudgetMiB) + ")" : ""));
+       " training shards" + (budget > 0 ? " (a data budget of " + std::to_string(budget) + " bytes)" : ""));
   return wanted;
 }
 

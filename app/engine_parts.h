@@ -3,6 +3,7 @@
 
 #include "app/engine.h"
 #include "app/run_setup.h"
+#include "app/shard_rotation.h"
 #include "core/node/node.h"
 #include "core/store/ledger.h"
 #include "p2p/identity.h"
@@ -20,6 +21,7 @@ struct Engine::Parts {
   std::unique_ptr<p2p::P2pSwarm> swarm;
   std::unique_ptr<store::Ledger> ledger;
   std::unique_ptr<node::Node> node;
+  std::unique_ptr<ShardRotation> rotation;  // a prepared run held in part (after node: goes first)
   node::NodeConfig config;
 };
 

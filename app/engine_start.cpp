@@ -3,6 +3,7 @@
 #include "app/engine.h"
 #include "app/engine_gpu.h"
 #include "app/engine_parts.h"
+#include "core/train/prepared_run.h"
 
 #include "app/run_setup.h"
 #include "core/node/node.h"
@@ -102,12 +103,34 @@ int Engine::startRun() {
   p.config.runName = data.manifest.name;
   p.node = std::make_unique<node::Node>(*p.swarm, p.config, data.train, data.val, p.ledger.get());
   wireNode();
+  startShardRotation();
   const node::RunInfo runInfo = describeRun(dbPath);
   setInfoSink({});  // from here on the node's messages are the log
   Q_EMIT started(runInfo);
   p.node->start();
   viewTimer_.start(1000);
   return 0;
+}
+
+// A prepared run held in part moves on through its shards as it trains (app/shard_rotation.h).
+void Engine::startShardRotation() {
+  auto& p = *parts_;
+  const auto& m = p.prepared.data->manifest;
+  if (p.prepared.runState.isEmpty() || !m.data.prepared()) return;
+  ShardRotationSetup setup;
+  setup.folder = p.prepared.sourceDir;
+  setup.peerId = p.identity->peerId();
+  setup.runId = p.session->runId();
+  setup.shardTokens = m.data.preparedTrainTokens;
+  setup.budgetBytes = cl_.dataBudgetBytes;
+  setup.tokensPerStep = std::int64_t(m.train.batchSize) * m.model.seqLen;
+  setup.vocabSize = m.model.vocabSize;
+  const auto held = train::presentShards(m, p.prepared.sourceDir.toStdString());
+  p.rotation = std::make_unique<ShardRotation>(std::move(setup), held, *p.session, *p.node);
+  connect(p.rotation.get(), &ShardRotation::noted, this, &Engine::noted);
+  connect(p.rotation.get(), &ShardRotation::message, this, &Engine::message);
+  connect(p.node.get(), &node::Node::stepped, p.rotation.get(),
+          [r = p.rotation.get()](const node::StepReport& report) { r->onStep(report.step); });
 }
 
 // A session already open was opened to fetch the manifest (engine_magnet.cpp).

@@ -37,7 +37,7 @@ void applySettings(CommandLine& cl, const settings::ClientSettings& s) {
   if (cl.hostMemoryCapMiB == 0) cl.hostMemoryCapMiB = s.hostMemoryCapMiB;
   if (cl.gpuMemoryCapMiB == 0) cl.gpuMemoryCapMiB = s.gpuMemoryCapMiB;
   if (cl.diskQuotaMiB == 0) cl.diskQuotaMiB = s.diskQuotaMiB;
-  if (cl.dataBudgetMiB == 0) cl.dataBudgetMiB = s.dataBudgetMiB;
+  if (cl.dataBudgetBytes == 0) cl.dataBudgetBytes = std::int64_t(s.dataBudgetMiB) << 20;
   cl.uploadLimit = s.uploadLimitKiB * 1024;
   cl.downloadLimit = s.downloadLimitKiB * 1024;
 }

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -100,6 +101,12 @@ class SwarmSession : public QObject {
   };
   Status joinRun(const std::string& torrentFile, const std::string& saveDir, const RunRules& rules);
   const std::string& runId() const;
+  // A prepared run held in part (issue 40; p2p/swarm_run_files.cpp): the run torrent's files to
+  // hold (paths below its folder; the others are not fetched), whether all of `files` are here,
+  // and deleting `files` from disk (libtorrent then rechecks what it holds).
+  Status setRunFiles(const std::set<std::string>& wanted);
+  bool runFilesComplete(const std::set<std::string>& files) const;
+  Status dropRunFiles(const std::set<std::string>& files);
 
   // Signs `record` (pk = our key, run = our run), stores it, gossips it and puts it as a BEP44
   // item. seq must be higher than our last one.

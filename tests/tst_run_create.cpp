@@ -168,11 +168,10 @@ class RunCreate : public QObject {
   }
 
   // Each peer's shards fit its budget (at least one), are the same on every call, differ between
-  // peers, and many peers together hold every shard.
-  void shardsAreAssignedWithinTheBudgetAndCoverTheCorpus() {
+  // peers, move on with the epoch, and one peer covers every shard in corpus / budget epochs.
+  void shardsAreAssignedWithinTheBudgetAndMoveOn() {
     const std::vector<std::int64_t> tokens(40, 1 << 20);  // 40 shards of 2 MiB
     const std::int64_t budget = std::int64_t(9) << 20;    // 4 shards
-    std::set<int> covered;
     std::set<std::vector<int>> distinct;
     for (int p = 0; p < 40; ++p) {
       const std::string peer = "peer-" + std::to_string(p);
@@ -180,14 +179,25 @@ class RunCreate : public QObject {
       QCOMPARE(int(held.size()), 4);
       QCOMPARE(held, assignShards(peer, "run", 0, tokens, budget));
       QVERIFY(std::is_sorted(held.begin(), held.end()));
-      covered.insert(held.begin(), held.end());
       distinct.insert(held);
+      std::set<int> covered;  // over 10 epochs: every shard once
+      for (int e = 0; e < 10; ++e) {
+        const auto window = assignShards(peer, "run", e, tokens, budget);
+        QCOMPARE(int(window.size()), 4);
+        covered.insert(window.begin(), window.end());
+      }
+      QCOMPARE(int(covered.size()), 40);
     }
-    QVERIFY2(covered.size() >= 36, qPrintable(QString("40 peers x 4 shards cover %1 of 40").arg(covered.size())));
     QVERIFY(distinct.size() >= 38);
     QCOMPARE(int(assignShards("p", "run", 0, tokens, 1).size()), 1);   // over budget: still one
     QCOMPARE(int(assignShards("p", "run", 0, tokens, 0).size()), 40);  // no budget: all
     QVERIFY(assignShards("p", "run", 0, tokens, budget) != assignShards("p", "run", 1, tokens, budget));
+    // An epoch is one pass over its window: 4 shards of 2^20 tokens.
+    QCOMPARE(epochAtTokens("p", "run", tokens, budget, 0), std::int64_t(0));
+    QCOMPARE(epochAtTokens("p", "run", tokens, budget, (std::int64_t(4) << 20) - 1), std::int64_t(0));
+    QCOMPARE(epochAtTokens("p", "run", tokens, budget, std::int64_t(4) << 20), std::int64_t(1));
+    QCOMPARE(epochAtTokens("p", "run", tokens, budget, std::int64_t(9) << 21), std::int64_t(4));
+    QCOMPARE(epochAtTokens("p", "run", tokens, 0, std::int64_t(1) << 40), std::int64_t(0));  // all held
   }
 
   // A copy that holds some shards passes only when asked to allow that, and never with none.

@@ -76,6 +76,9 @@ class Node : public QObject, private Agreement::Host {
   // contribution go out first, so the swarm does not wait for it.
   void setPaused(bool paused);
   void finishRoundThenPause();
+  // Training batches from now on come from `tokens` (a prepared run's peer moved on to other
+  // shards); the trainer thread swaps them between two steps.
+  void setTrainTokens(std::shared_ptr<const std::vector<std::uint16_t>> tokens);
   bool paused() const { return paused_; }
   // The swarm around us for views: peers (ourselves first), transfers, traffic.
   SwarmView view() const;

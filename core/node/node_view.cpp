@@ -18,6 +18,13 @@ void Node::setPaused(bool paused) {
       worker_, [w = worker_, paused] { w->setPaused(paused); }, Qt::QueuedConnection);
 }
 
+void Node::setTrainTokens(std::shared_ptr<const std::vector<std::uint16_t>> tokens) {
+  train_ = tokens;  // what a trainer started later gets
+  if (worker_)
+    QMetaObject::invokeMethod(
+        worker_, [w = worker_, tokens] { w->setTrainTokens(tokens); }, Qt::QueuedConnection);
+}
+
 void Node::finishRoundThenPause() {
   if (!worker_) {
     pauseAfterRound_ = true;

@@ -167,6 +167,11 @@ void TrainerWorker::writeSnapshotNow() {
   if (path) Q_EMIT snapshotWritten(peer_->mergedRound(), QString::fromStdString(*path));
 }
 
+void TrainerWorker::setTrainTokens(std::shared_ptr<const std::vector<std::uint16_t>> tokens) {
+  if (!peer_) return;
+  if (auto s = peer_->setTrainTokens(std::move(tokens)); !s) Q_EMIT failed(QString::fromStdString(s.error()));
+}
+
 void TrainerWorker::setPaused(bool paused) {
   if (paused == paused_) return;
   paused_ = paused;

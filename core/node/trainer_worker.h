@@ -57,6 +57,7 @@ class TrainerWorker : public QObject {
   void remerge(qint64 round, const std::vector<IncomingContribution>& contributions, const QString& fingerprint);
   // A snapshot of the newest merged state, now (peers that merged another state need it).
   void writeSnapshotNow();
+  void setTrainTokens(std::shared_ptr<const std::vector<std::uint16_t>> tokens);  // SpesPeer::setTrainTokens
   Status exportTo(const QString& path);  // the merged model (safetensors) + <path>.config.json
 
  Q_SIGNALS:

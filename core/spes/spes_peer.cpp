@@ -362,6 +362,13 @@ void SpesPeer::waitForWrites() {
   if (impl_->writer.joinable()) impl_->writer.join();
 }
 
+Status SpesPeer::setTrainTokens(std::shared_ptr<const std::vector<std::uint16_t>> tokens) {
+  auto& d = *impl_;
+  if (auto s = d.trainer->setTrainTokens(tokens); !s) return s;
+  d.trainTokens = std::move(tokens);
+  return {};
+}
+
 Status SpesPeer::setLocalExperts(const std::vector<int>& experts) {
   auto& d = *impl_;
   // A new trainer with the new trainable set, loaded from the current full state: weights, step,

@@ -129,6 +129,8 @@ class SpesPeer {
 
   // Changes the experts this peer trains (a re-claim after churn, or shedding a replica).
   Status setLocalExperts(const std::vector<int>& experts);
+  // The training tokens from now on (Trainer::setTrainTokens), kept for later trainers too.
+  Status setTrainTokens(std::shared_ptr<const std::vector<std::uint16_t>> tokens);
   std::vector<int> localExperts() const;  // sorted
 
   Status exportWeights(const std::string& path) const;  // the merged base, safetensors + config

@@ -158,4 +158,17 @@ Expected<RunData> loadPreparedRun(const std::string& dirText) {
   return readRunData(std::move(*manifest), dir / "tokenizer.json", shards, dir / "data" / "val.bin", dirText);
 }
 
+Expected<TokenBuffer> readTrainShards(const std::string& dir, const std::vector<int>& indices, int vocabSize) {
+  auto tokens = std::make_shared<std::vector<std::uint16_t>>();
+  for (const int i : indices) {
+    const auto path = (fs::path(dir) / "data" / trainShardName(i)).string();
+    auto shard = readTokenShard(path);
+    if (!shard) return makeError(shard.error());
+    for (const auto id : *shard)
+      if (id >= vocabSize) return makeError("token id out of vocabulary in " + path);
+    tokens->insert(tokens->end(), shard->begin(), shard->end());
+  }
+  return TokenBuffer(std::move(tokens));
+}
+
 }  // namespace es::train

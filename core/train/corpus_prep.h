@@ -37,5 +37,8 @@ Status linkPreparedRun(const std::string& sourceDir, const std::string& runDir);
 // A prepared run's folder (create-run, or fetched by magnet), read in place: no tokenizer is
 // trained and no text tokenized. Its files are checked against its run.json first (prepared_run.h).
 Expected<RunData> loadPreparedRun(const std::string& dir);
+// The training shards `indices` of a prepared run's folder, concatenated in that order, each id
+// inside `vocabSize` (a peer moving on to other shards: core/train/shard_assignment.h).
+Expected<TokenBuffer> readTrainShards(const std::string& dir, const std::vector<int>& indices, int vocabSize);
 
 }  // namespace es::train

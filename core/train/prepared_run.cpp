@@ -89,10 +89,14 @@ Status checkPreparedFiles(const RunManifest& m, const std::string& dirText, bool
 }
 
 std::vector<int> presentShards(const RunManifest& m, const std::string& dir) {
+  return presentShardsIn(dir, int(m.data.preparedTrainTokens.size()));
+}
+
+std::vector<int> presentShardsIn(const std::string& dir, int shardCount) {
   std::vector<int> out;
   std::error_code ec;
-  for (std::size_t i = 0; i < m.data.preparedTrainTokens.size(); ++i)
-    if (fs::is_regular_file(fs::path(dir) / "data" / trainShardName(int(i)), ec)) out.push_back(int(i));
+  for (int i = 0; i < shardCount; ++i)
+    if (fs::is_regular_file(fs::path(dir) / "data" / trainShardName(i), ec)) out.push_back(i);
   return out;
 }
 

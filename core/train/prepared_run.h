@@ -31,6 +31,7 @@ Status checkPreparedFiles(const RunManifest& manifest, const std::string& dir, b
 
 // The indices of the training shards present in `dir` (after checkPreparedFiles).
 std::vector<int> presentShards(const RunManifest& manifest, const std::string& dir);
+std::vector<int> presentShardsIn(const std::string& dir, int shardCount);
 
 // A prepared run's copy that holds only some of its shards carries its torrent as this resume
 // file (hidden: no torrent includes it), written when it was fetched; a complete folder is hashed

@@ -25,25 +25,73 @@ std::uint64_t splitmix(std::uint64_t x) {
 
 }  // namespace
 
+namespace {
+
+// The peer's order of all shards: by descending hash score.
+std::vector<int> shardOrder(const std::string& peerId, const std::string& runId, std::size_t count) {
+  const std::uint64_t key = splitmix(fnv1a(peerId) ^ splitmix(fnv1a(runId)));
+  std::vector<std::uint64_t> score(count);
+  for (std::size_t i = 0; i < count; ++i) score[i] = splitmix(key ^ splitmix(std::uint64_t(i)));
+  std::vector<int> order(count);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return score[std::size_t(a)] > score[std::size_t(b)]; });
+  return order;
+}
+
+// The window of `order` from `start` that fits the budget: how many shards (at least one).
+std::size_t windowLength(const std::vector<int>& order, std::size_t start, const std::vector<std::int64_t>& tokens,
+                         std::int64_t budgetBytes) {
+  std::size_t length = 0;
+  std::int64_t bytes = 0;
+  while (length < order.size()) {
+    const std::int64_t size = tokenShardBytes(tokens[std::size_t(order[(start + length) % order.size()])]);
+    if (length > 0 && bytes + size > budgetBytes) break;
+    bytes += size;
+    ++length;
+  }
+  return length;
+}
+
+bool holdsAll(const std::vector<std::int64_t>& tokens, std::int64_t budgetBytes) {
+  std::int64_t all = 0;
+  for (const auto t : tokens) all += tokenShardBytes(t);
+  return budgetBytes <= 0 || all <= budgetBytes;
+}
+
+}  // namespace
+
 std::vector<int> assignShards(const std::string& peerId, const std::string& runId, std::int64_t epoch,
                               const std::vector<std::int64_t>& shardTokens, std::int64_t budgetBytes) {
-  std::vector<int> order(shardTokens.size());
-  std::iota(order.begin(), order.end(), 0);
-  if (budgetBytes <= 0) return order;
-  const std::uint64_t key = splitmix(fnv1a(peerId) ^ splitmix(fnv1a(runId) + std::uint64_t(epoch)));
-  std::vector<std::uint64_t> score(shardTokens.size());
-  for (std::size_t i = 0; i < score.size(); ++i) score[i] = splitmix(key ^ splitmix(std::uint64_t(i)));
-  std::sort(order.begin(), order.end(), [&](int a, int b) { return score[std::size_t(a)] > score[std::size_t(b)]; });
+  std::vector<int> all(shardTokens.size());
+  std::iota(all.begin(), all.end(), 0);
+  if (shardTokens.empty() || holdsAll(shardTokens, budgetBytes)) return all;
+  const auto order = shardOrder(peerId, runId, shardTokens.size());
+  std::size_t start = 0;
+  for (std::int64_t e = 0; e < epoch; ++e)
+    start = (start + windowLength(order, start, shardTokens, budgetBytes)) % order.size();
   std::vector<int> held;
-  std::int64_t bytes = 0;
-  for (const int i : order) {
-    const std::int64_t size = tokenShardBytes(shardTokens[std::size_t(i)]);
-    if (!held.empty() && bytes + size > budgetBytes) continue;  // a smaller one further down may fit
-    held.push_back(i);
-    bytes += size;
-  }
+  for (std::size_t k = 0, n = windowLength(order, start, shardTokens, budgetBytes); k < n; ++k)
+    held.push_back(order[(start + k) % order.size()]);
   std::sort(held.begin(), held.end());
   return held;
+}
+
+std::int64_t epochAtTokens(const std::string& peerId, const std::string& runId,
+                           const std::vector<std::int64_t>& shardTokens, std::int64_t budgetBytes,
+                           std::int64_t tokensTrained, std::int64_t maxEpoch) {
+  if (shardTokens.empty() || holdsAll(shardTokens, budgetBytes)) return 0;
+  const auto order = shardOrder(peerId, runId, shardTokens.size());
+  std::size_t start = 0;
+  std::int64_t epoch = 0;
+  for (; epoch < maxEpoch; ++epoch) {
+    const std::size_t n = windowLength(order, start, shardTokens, budgetBytes);
+    std::int64_t tokens = 0;
+    for (std::size_t k = 0; k < n; ++k) tokens += shardTokens[std::size_t(order[(start + k) % order.size()])];
+    if (tokensTrained < tokens) break;
+    tokensTrained -= tokens;
+    start = (start + n) % order.size();
+  }
+  return epoch;
 }
 
 }  // namespace es::train

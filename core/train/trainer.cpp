@@ -290,4 +290,13 @@ Status Trainer::saveWeights(const std::string& path) const {
                                 {"step", std::to_string(impl_->step)}});
 }
 
+Status Trainer::setTrainTokens(std::shared_ptr<const std::vector<std::uint16_t>> tokens) {
+  auto& d = *impl_;
+  if (!tokens || tokens->size() < std::size_t(d.options.model.seqLen) + 1)
+    return makeError("fewer training tokens than one window");
+  d.trainSampler = std::make_unique<BatchSampler>(std::move(tokens), d.options.model.seqLen, d.options.train.batchSize,
+                                                  d.options.dataSeed);
+  return {};
+}
+
 }  // namespace es::train

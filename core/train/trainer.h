@@ -52,6 +52,9 @@ class Trainer {
 
   StepStats trainStep();
   double evaluate();  // mean cross-entropy over the fixed validation slice
+  // Training batches from now on come from `tokens` (a peer's shards of a prepared run moved on:
+  // core/train/shard_assignment.h); the step and data seed are kept. At least one window.
+  Status setTrainTokens(std::shared_ptr<const std::vector<std::uint16_t>> tokens);
 
   std::int64_t step() const;
   const TrainerOptions& options() const;

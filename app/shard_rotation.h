@@ -1,0 +1,57 @@
+// A peer that holds some shards of a prepared run moves on through them (issue 40): at every step
+// it computes its epoch (train::epochAtTokens: one pass over its window of shards, counted by the
+// run's global step; after the first move at most one window further per move, so no window is
+// skipped), and when the epoch changes it fetches the new window's shards on the run
+// torrent, hands their tokens to the trainer once all are here (Node::setTrainTokens: training
+// never waits for the transfer), and deletes the shards it no longer holds. Every move is noted
+// ("shards": epoch, held, fetched, dropped) with what is on disk at that moment.
+#pragma once
+
+#include "core/node/node.h"
+#include "p2p/swarm_session.h"
+
+#include <QObject>
+#include <QTimer>
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace es::app {
+
+struct ShardRotationSetup {
+  QString folder;  // the run folder (the run torrent's files are below it)
+  std::string peerId, runId;
+  std::vector<std::int64_t> shardTokens;  // the run's shards, from run.json
+  std::int64_t budgetBytes = 0;
+  std::int64_t tokensPerStep = 0;  // batch_size × seq_len
+  int vocabSize = 0;
+};
+
+class ShardRotation : public QObject {
+  Q_OBJECT
+
+ public:
+  // `held`: the shards on disk now (what the trainer was given at start).
+  ShardRotation(ShardRotationSetup setup, std::vector<int> held, p2p::SwarmSession& session, node::Node& node);
+
+  void onStep(std::int64_t step);
+
+ Q_SIGNALS:
+  void noted(const QString& kind, const QVariantMap& fields);
+  void message(const QString& line);
+
+ private:
+  void checkFetched();
+  std::set<std::string> filesOf(const std::vector<int>& shards, bool withSmallFiles) const;
+
+  ShardRotationSetup s_;
+  p2p::SwarmSession& session_;
+  node::Node& node_;
+  std::vector<int> held_, target_;
+  std::int64_t epoch_ = -1, targetEpoch_ = -1;
+  QTimer poll_;
+};
+
+}  // namespace es::app
