@@ -79,8 +79,12 @@ std::vector<lt::download_priority_t> folderPriorities(const lt::torrent_info& ti
   if (!limits.folder || !limits.folderWanted || files.num_files() < 1) return {};
   const std::string prefix = ti.name() + "/";
   node::FetchLimits::FolderFiles listed;
-  for (const auto i : files.file_range())
-    if (!files.pad_file_at(i)) listed.emplace_back(files.file_path(i).substr(prefix.size()), files.file_size(i));
+  for (const auto i : files.file_range()) {
+    const std::string path = files.file_path(i);
+    if (files.pad_file_at(i)) continue;
+    if (path.rfind(prefix, 0) != 0) return {};  // one file, not a folder (a run.json alone): all of it
+    listed.emplace_back(path.substr(prefix.size()), files.file_size(i));
+  }
   const auto wanted = limits.folderWanted(listed);
   std::vector<lt::download_priority_t> priorities(std::size_t(files.num_files()), lt::default_priority);
   for (const auto i : files.file_range()) {
