@@ -1,6 +1,7 @@
 #include "app/create_run_command.h"
 
 #include "core/train/corpus_text.h"
+#include "core/train/prepared_run.h"
 #include "core/train/run_create.h"
 #include "core/train/run_manifest.h"
 #include "p2p/torrent_maker.h"
@@ -9,6 +10,7 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QSaveFile>
 #include <QTextStream>
 
 #include <unistd.h>
@@ -158,6 +160,13 @@ int runCreateRunCommand(const QStringList& arguments, const QString& shareDir) {
   const auto torrent = p2p::makeTorrent(created->dir);
   if (!torrent) {
     QTextStream(stderr) << "expertswarm create-run: " << QString::fromStdString(torrent.error()) << "\n";
+    return 1;
+  }
+  // Kept in the folder (hidden: no torrent carries it) to tell a damaged file from the original.
+  QSaveFile kept(QString::fromStdString(created->dir) + QLatin1Char('/') + QLatin1String(train::kCreatedRunTorrent));
+  if (!kept.open(QIODevice::WriteOnly) || kept.write(torrent->bytes.data(), qint64(torrent->bytes.size())) < 0 ||
+      !kept.commit()) {
+    QTextStream(stderr) << "expertswarm create-run: cannot write " << kept.fileName() << "\n";
     return 1;
   }
   QTextStream(stdout) << "Created run \"" << QString::fromStdString(created->dir) << "\": " << created->trainTokens

@@ -110,7 +110,19 @@ Expected<p2p::TorrentFile> runTorrentOf(const QString& sourceDir, const train::R
       return makeError("\"" + runState.toStdString() + "\" is the state of another run folder");
     return state->torrent;
   }
-  if (manifest.data.prepared()) return p2p::makeTorrent(QDir(sourceDir).absolutePath().toStdString());
+  if (manifest.data.prepared()) {
+    auto made = p2p::makeTorrent(QDir(sourceDir).absolutePath().toStdString());
+    const QString created = sourceDir + QLatin1Char('/') + QLatin1String(train::kCreatedRunTorrent);
+    if (!made || !QFileInfo::exists(created)) return made;
+    auto original = p2p::loadTorrent(created.toStdString());
+    if (!original) return makeError(original.error());
+    if (original->infoHashV2 != made->infoHashV2)
+      return makeError("\"" + p2p::firstDifferingFile(*original, *made) + "\" in \"" + sourceDir.toStdString() +
+                       "\" is not the file the run was created with (its bytes changed since; " +
+                       train::kCreatedRunTorrent +
+                       " keeps the original's hashes): restore it, or create the run again");
+    return made;
+  }
   return p2p::makeTorrent((sourceDir + QStringLiteral("/run.json")).toStdString());
 }
 

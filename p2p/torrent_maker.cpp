@@ -11,6 +11,7 @@
 #include <cctype>
 #include <filesystem>
 #include <iterator>
+#include <map>
 #include <sstream>
 
 namespace es::p2p {
@@ -76,6 +77,22 @@ Expected<TorrentFile> loadTorrent(const std::string& torrentPath) {
   auto t = describe(ti, std::move(*bytes));
   if (!t) return makeError("\"" + torrentPath + "\": " + t.error());
   return t;
+}
+
+std::string firstDifferingFile(const TorrentFile& expected, const TorrentFile& actual) {
+  lt::error_code ec1, ec2;
+  const lt::torrent_info a(expected.bytes, ec1, lt::from_span), b(actual.bytes, ec2, lt::from_span);
+  if (ec1 || ec2) return "(a torrent that does not parse)";
+  std::map<std::string, lt::sha256_hash> roots;
+  for (const auto i : b.files().file_range())
+    if (!b.files().pad_file_at(i)) roots[b.files().file_path(i)] = b.files().root(i);
+  for (const auto i : a.files().file_range()) {
+    if (a.files().pad_file_at(i)) continue;
+    const auto it = roots.find(a.files().file_path(i));
+    if (it == roots.end() || it->second != a.files().root(i)) return a.files().file_path(i);
+    roots.erase(it);
+  }
+  return roots.empty() ? std::string() : roots.begin()->first;
 }
 
 bool isInfoHashV2(const std::string& hex) {

@@ -26,6 +26,10 @@ Expected<TorrentFile> makeTorrent(const std::string& path, int pieceSize = kDefa
 // Reads a .torrent file and checks that it is a hybrid torrent.
 Expected<TorrentFile> loadTorrent(const std::string& torrentPath);
 
+// The first file (its path inside the torrent) whose bytes differ between two torrents of the same
+// layout — by v2 merkle root, or a file one lacks — or "" when all agree.
+std::string firstDifferingFile(const TorrentFile& expected, const TorrentFile& actual);
+
 // True for exactly 64 lower- or upper-case hex digits.
 bool isInfoHashV2(const std::string& hex);
 

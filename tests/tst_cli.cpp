@@ -85,6 +85,30 @@ class CliTest : public QObject {
     QVERIFY2(QDir(dir.path()).isEmpty(), "bad input must not create anything");
   }
 
+  // A created run whose shard changed on disk (same size, other bytes) is refused by its host,
+  // naming the file — hashing the folder again would otherwise make it another run.
+  void aCreatedRunWithADamagedShardIsRefused() {
+    QTemporaryDir dir;
+    const QString run = dir.filePath("my-run");
+    const auto created =
+        runClient({"create-run", "--out", run, "--preset", "tiny", ES_SHARE_DIR "/runs/default/corpus"});
+    QVERIFY2(created.exitCode == 0, qPrintable(created.err));
+    QFile shard(run + "/data/train-000.bin");
+    QVERIFY(shard.open(QIODevice::ReadWrite) && shard.seek(1000));
+    const QByteArray two = shard.read(2);
+    QVERIFY(two.size() == 2 && two[0] != two[1] && shard.seek(1000));
+    QByteArray swapped;
+    swapped.append(two[1]).append(two[0]);
+    QCOMPARE(shard.write(swapped), qint64(2));
+    shard.close();
+    const auto host =
+        runClient({"--no-gui", "--local-only", "--run", run, "--data-dir", dir.filePath("data"), "--steps", "1"});
+    QCOMPARE(host.exitCode, 1);
+    QVERIFY2(
+        host.err.contains("data/train-000.bin\" in") && host.err.contains("is not the file the run was created with"),
+        qPrintable(host.err));
+  }
+
   void rejectsAnExpertTheRunDoesNotHave() {
     QTemporaryDir dataDir;
     const auto run = runClient({QStringLiteral("--no-gui"), QStringLiteral("--local-only"), QStringLiteral("--experts"),

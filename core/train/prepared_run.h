@@ -37,6 +37,9 @@ std::vector<int> presentShardsIn(const std::string& dir, int shardCount);
 // file (hidden: no torrent includes it), written when it was fetched; a complete folder is hashed
 // into its torrent instead.
 constexpr const char* kPartialRunState = ".run.resume";
+// The torrent create-run made of the folder (hidden too): a host hashing the folder again must get
+// the same, or a file changed since (a damaged shard) and the host would serve another run.
+constexpr const char* kCreatedRunTorrent = ".run.torrent";
 
 // A prepared run's torrent as its metadata lists it (each file's path below the folder, and its
 // size), judged before any of it is fetched: exactly the files a prepared run has — shards
