@@ -16,6 +16,7 @@
 #include <QTimer>
 #include <QVariantMap>
 
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -80,6 +81,9 @@ class Engine : public QObject {
   int fetchManifest();  // engine_magnet.cpp, with the two below
   void continueWithManifest(const QString& runFolder, const QString& dir, bool fresh);
   void startShardRotation();
+  using ManifestDone = std::function<void(const QString& error, const QString& fetched)>;
+  node::FetchLimits runTorrentLimits(const QString& hash);
+  void keepFetchState(const QString& hash, const QString& folder, const ManifestDone& done);
   std::set<std::string> wantedRunFiles(const node::FetchLimits::FolderFiles& files, const QString& runId);
   void discardManifest(const QString& dir, bool fresh, const QString& error);
   void wireNode();

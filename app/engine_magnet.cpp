@@ -41,7 +41,7 @@ int Engine::fetchManifest() {
   auto* session = parts_->session.get();
   // Once: the first of done / failed / refused / deadline wins. `fetched`: the run.json or the
   // prepared run's folder.
-  auto finish = [this, session, hash, dir, fresh](const QString& error, const QString& fetched = {}) {
+  const ManifestDone finish = [this, session, hash, dir, fresh](const QString& error, const QString& fetched) {
     manifestDeadline_.stop();
     QObject::disconnect(session, nullptr, this, nullptr);
     // Done: joinRun adds the same torrent again, as a seed. Else its files go (a refused one's are
@@ -51,25 +51,15 @@ int Engine::fetchManifest() {
     Q_EMIT noted(QStringLiteral("manifest"), {{"run", hash}, {"state", "fetched"}});
     continueWithManifest(QFileInfo(fetched).isDir() ? fetched : dir, dir, fresh);
   };
-  // A prepared run's folder holds only the shards assigned to us: its torrent cannot be hashed
-  // from it again, so the fetch's state (metadata, merkle trees, which files) is kept in it first.
   connect(session, &p2p::SwarmSession::transferFinished, this,
-          [this, session, finish, hash](const QString& infoHash, const QString& path) {
+          [this, finish, hash](const QString& infoHash, const QString& path) {
             if (infoHash != hash) return;
             if (!QFileInfo(path).isDir()) return finish({}, path);
-            connect(session, &p2p::SwarmSession::fetchStateSaved, this,
-                    [finish, hash, path](const QString& savedHash, const QString& error) {
-                      if (savedHash != hash) return;
-                      finish(error.isEmpty() ? QString() : QStringLiteral("cannot keep the run's state: ") + error,
-                             path);
-                    });
-            const auto state = path + QLatin1Char('/') + QLatin1String(train::kPartialRunState);
-            if (auto s = session->saveFetchState(hash.toStdString(), state.toStdString()); !s)
-              finish(QString::fromStdString(s.error()));
+            keepFetchState(hash, path, finish);
           });
   connect(session, &p2p::SwarmSession::transferFailed, this,
           [finish, hash](const QString& infoHash, const QString& reason) {
-            if (infoHash == hash) finish(QStringLiteral("fetching the run's manifest failed: %1").arg(reason));
+            if (infoHash == hash) finish(QStringLiteral("fetching the run's manifest failed: %1").arg(reason), {});
           });
   connect(session, &p2p::SwarmSession::transferRefused, this,
           [finish, hash](const QString& infoHash, const QString& reason) {
@@ -77,13 +67,26 @@ int Engine::fetchManifest() {
               finish(QStringLiteral("the run's torrent is neither one run.json of at most %1 bytes nor a prepared "
                                     "run's folder: it holds %2")
                          .arg(train::kMaxRunManifestBytes)
-                         .arg(reason));
+                         .arg(reason),
+                     {});
           });
   manifestDeadline_.setSingleShot(true);
   connect(&manifestDeadline_, &QTimer::timeout, this, [finish] {
     finish(QStringLiteral("no peer of this run answered within %1 s; is a --bootstrap node of the run given?")
-               .arg(kManifestDeadlineMs / 1000));
+               .arg(kManifestDeadlineMs / 1000),
+           {});
   });
+  if (auto s = session->fetch(hash.toStdString(), dir.toStdString(), runTorrentLimits(hash)); !s)
+    return fail(1, s.error());
+  manifestDeadline_.start(kManifestDeadlineMs);
+  info("Fetching the manifest of run " + hash.toStdString() + " from its peers");
+  Q_EMIT noted(QStringLiteral("manifest"), {{"run", hash}, {"state", "fetching"}});
+  return 0;
+}
+
+// What a run torrent fetched from strangers may be: run.json alone, or a prepared run's folder of
+// which we fetch our shards.
+node::FetchLimits Engine::runTorrentLimits(const QString& hash) {
   node::FetchLimits limits;
   limits.name = "run.json";
   limits.maxBytes = train::kMaxRunManifestBytes;
@@ -93,11 +96,21 @@ int Engine::fetchManifest() {
   limits.folderWanted = [this, hash](const node::FetchLimits::FolderFiles& files) {
     return wantedRunFiles(files, hash);
   };
-  if (auto s = session->fetch(hash.toStdString(), dir.toStdString(), limits); !s) return fail(1, s.error());
-  manifestDeadline_.start(kManifestDeadlineMs);
-  info("Fetching the manifest of run " + hash.toStdString() + " from its peers");
-  Q_EMIT noted(QStringLiteral("manifest"), {{"run", hash}, {"state", "fetching"}});
-  return 0;
+  return limits;
+}
+
+// A prepared run's folder holds only the shards assigned to us: its torrent cannot be hashed from
+// it again, so the fetch's state (metadata, merkle trees, which files) is kept in it, then `done`.
+void Engine::keepFetchState(const QString& hash, const QString& folder, const ManifestDone& done) {
+  auto* session = parts_->session.get();
+  connect(session, &p2p::SwarmSession::fetchStateSaved, this,
+          [done, hash, folder](const QString& savedHash, const QString& error) {
+            if (savedHash != hash) return;
+            done(error.isEmpty() ? QString() : QStringLiteral("cannot keep the run's state: ") + error, folder);
+          });
+  const auto state = folder + QLatin1Char('/') + QLatin1String(train::kPartialRunState);
+  if (auto s = session->saveFetchState(hash.toStdString(), state.toStdString()); !s)
+    done(QString::fromStdString(s.error()), {});
 }
 
 // Of a prepared run's files, the ones this peer fetches: the small ones and the training shards
