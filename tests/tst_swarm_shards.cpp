@@ -81,12 +81,14 @@ class SwarmShards : public QObject {
       }
       return true;
     };
-    const bool done = waitUntil([&] { return covered() || !host.running(); }, 300000);
+    // 56-121 s here (2 cores; the README run's 121 s beside other tests): room for a slower CI
+    // machine inside CTest's 600 s.
+    const bool done = waitUntil([&] { return covered() || !host.running(); }, 450000);
     for (auto& j : joiners)
       qInfo().noquote() << j->name() << ":" << j->events("shards").size() << "moves;"
                         << j->log().filter("Epoch").join("\n  ");
     QVERIFY2(host.running(), qPrintable(host.log().join("\n  ")));
-    QVERIFY2(done, "a joiner did not get through every shard within 300 s");
+    QVERIFY2(done, "a joiner did not get through every shard within 450 s");
     for (int j = 0; j < 4; ++j) {
       const auto& c = *joiners[std::size_t(j)];
       QVERIFY2(c.logContains(QString("Fetching 4 of the run's %1 training shards").arg(shards)), qPrintable(c.name()));
