@@ -39,14 +39,7 @@ class NodeRounds : public QObject {
   }
 
   NodeConfig configFor(const QString& name) const {
-    NodeConfig c = es::test::tinyNodeConfig(*data_, dir_.path(), name);
-    c.maxRounds = 3;
-    c.policy.deadlineMinSeconds = 20;
-    c.policy.deadlineMaxSeconds = 30;
-    c.policy.snapshotEvery = 1;
-    c.peer.trainer.dataSeed = name == "peer-a" ? 1 : 2;
-    c.peer.syncEvery = 3;
-    return c;
+    return es::test::roundingNodeConfig(*data_, dir_.path(), name, 3, 3, 20, 30, name == "peer-a" ? 1 : 2);
   }
 
  private Q_SLOTS:

@@ -1,8 +1,10 @@
-// Specification of the node's rules about other peers (core/node/rules/peer_rules.h, core/node/rules/bans.h;
-// issue 15 items 2 and 6): leases that cannot run forever, tie-breaks no id wins every round,
-// banned and silent peers owning nothing, and bans that outlive a restart and then expire.
+// Specification of the node's rules about other peers (core/node/rules/peer_rules.h, bans.h,
+// first_round.h; issue 15 items 2 and 6, issue 37): leases that cannot run forever, tie-breaks no
+// id wins every round, banned and silent peers owning nothing, bans that outlive a restart and then
+// expire, and how much of its first round a peer that took a snapshot trains.
 #include "core/common/lease_terms.h"
 #include "core/node/rules/bans.h"
+#include "core/node/rules/first_round.h"
 #include "core/node/rules/merged_set.h"
 #include "core/node/rules/peer_rules.h"
 #include "core/node/rules/round_claims.h"
@@ -258,6 +260,28 @@ class PeerRulesTest : public QObject {
     QVERIFY(!banInForce(ban, ban.at + kBanExpiryMs));
     // At a later time the same ledger holds no ban in force.
     QVERIFY(loadBans(path, "run-1", ban.at + kBanExpiryMs)->empty());
+  }
+
+  // A peer that adopted the snapshot of round r trains only what is left of round r+1 (issue 37):
+  // the others train 10 steps of 1 s (1000 tokens a step at 1000 tok/s).
+  void aSnapshotTakerTrainsWhatIsLeftOfTheSwarmsRound() {
+    FirstRoundPace pace{10, 1000, 4.0, {1000.0, 1000.0, 1000.0}, 1.0};
+    QCOMPARE(firstRoundStepsToSkip(pace), 4);  // 6 s left: 6 of our 1 s steps
+    pace.ownSecondsPerStep = 2.0;
+    QCOMPARE(firstRoundStepsToSkip(pace), 7);  // twice as slow: 3 steps fit
+    pace.ownSecondsPerStep = 0;                // not measured yet: their pace
+    QCOMPARE(firstRoundStepsToSkip(pace), 4);
+    pace.secondsSinceSwarmBegan = 0;
+    QCOMPARE(firstRoundStepsToSkip(pace), 0);  // the round just began: all of it
+    pace.secondsSinceSwarmBegan = 30;
+    QCOMPARE(firstRoundStepsToSkip(pace), 9);  // they are done: one step, never none
+    // The median rate: one liar announcing 10^9 tok/s among three does not move it.
+    pace = {10, 1000, 4.0, {1000.0, 1e9, 1000.0}, 1.0};
+    QCOMPARE(firstRoundStepsToSkip(pace), 4);
+    // Nothing to go by: the whole round, as before.
+    QCOMPARE(firstRoundStepsToSkip({10, 1000, 4.0, {}, 1.0}), 0);
+    QCOMPARE(firstRoundStepsToSkip({10, 1000, 4.0, {0.0, -5.0}, 1.0}), 0);
+    QCOMPARE(firstRoundStepsToSkip({1, 1000, 4.0, {1000.0}, 1.0}), 0);
   }
 };
 

@@ -87,6 +87,10 @@ class SwarmShards : public QObject {
     for (auto& j : joiners)
       qInfo().noquote() << j->name() << ":" << j->events("shards").size() << "moves;"
                         << j->log().filter("Epoch").join("\n  ");
+    if (!done) {  // the whole timeline: where the swarm stopped (a round, a transfer, a move)
+      qInfo().noquote() << host.name() << "\n  " << host.timedLog().join("\n  ");
+      for (auto& j : joiners) qInfo().noquote() << j->name() << "\n  " << j->timedLog().join("\n  ");
+    }
     QVERIFY2(host.running(), qPrintable(host.log().join("\n  ")));
     QVERIFY2(done, "a joiner did not get through every shard within 450 s");
     for (int j = 0; j < 4; ++j) {

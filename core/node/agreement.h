@@ -42,7 +42,7 @@ class Agreement : public QObject {
     virtual void holdGatheredRound() = 0;
     virtual void resumeHeldRound() = 0;  // we gave up waiting: publish the held round after all
     virtual void writeSnapshotNow() = 0;
-    virtual void adoptSnapshot(const std::string& path, std::int64_t round) = 0;
+    virtual void adoptSnapshot(const std::string& path, std::int64_t round, const ContentId& snapshot) = 0;
     virtual void remerge(std::int64_t round, const std::vector<IncomingContribution>& set,
                          const std::string& fingerprint) = 0;
     // The trainer took the swarm's snapshot of `round`: the node's state is that round's now.

@@ -124,7 +124,7 @@ bool Agreement::startSnapshotFetch(const Candidate& c) {
 bool Agreement::fetched(const ContentId& id, const std::string& path) {
   if (!pending_.content.empty() && id == pending_.content) {
     log_.say(QStringLiteral("Snapshot fetched; adopting it"));
-    host_.adoptSnapshot(path, pending_.round);
+    host_.adoptSnapshot(path, pending_.round, pending_.content);
     return true;
   }
   if (!repair_ || !repair_->missing.count(id)) return false;

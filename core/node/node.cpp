@@ -53,6 +53,7 @@ void Node::start() {
   SwarmEvents events;
   events.peersChanged = [this] {
     peers_.noteRecords();
+    pace_.heard(swarm_.peers());
     agreement_.checkAgreement();
     if (agreement_.outOfStep() && agreement_.pendingSnapshot().empty()) agreement_.tryResync();
     gather();

@@ -155,7 +155,8 @@ class Node : public QObject, private Agreement::Host {
   void holdGatheredRound() override;
   void resumeHeldRound() override;
   void writeSnapshotNow() override;
-  void adoptSnapshot(const std::string& path, std::int64_t round) override;
+  void adoptSnapshot(const std::string& path, std::int64_t round, const ContentId& snapshot) override;
+  int stepsTheSwarmTrained(std::int64_t round, const ContentId& snapshot) const;
   void remerge(std::int64_t round, const std::vector<IncomingContribution>& set,
                const std::string& fingerprint) override;
   void tookSnapshot(std::int64_t round, const std::string& fingerprint) override;
@@ -192,6 +193,8 @@ class Node : public QObject, private Agreement::Host {
   std::optional<RoundSummary> lastSummary_;  // of the round closed last (a repair reports it again)
   TrainerSteps trainerSteps_;
   RoundTimes roundTimes_;
+  SwarmPace pace_;
+  int snapshotSkip_ = 0;  // steps of the round after the snapshot being adopted that we skip
   QTimer deadline_, joinWindow_;
   // A gather pass when a silent fetch frees its slot (RoundGather::msUntilASlotFrees).
   QTimer pass_;

@@ -2,6 +2,7 @@
 // and the trainer's answer to a repair.
 #include "core/node/node.h"
 #include "core/node/node_util.h"
+#include "core/node/rules/first_round.h"
 #include "core/sync/fetch_size.h"
 
 namespace es::node {
@@ -27,9 +28,34 @@ void Node::writeSnapshotNow() {
       worker_, [w = worker_] { w->writeSnapshotNow(); }, Qt::QueuedConnection);
 }
 
-void Node::adoptSnapshot(const std::string& path, std::int64_t round) {
+// The swarm is already into the round after the snapshot: we train only what is left of it, so
+// our first contribution comes with the others' (rules/first_round.h; issue 37).
+void Node::adoptSnapshot(const std::string& path, std::int64_t round, const ContentId& snapshot) {
+  snapshotSkip_ = stepsTheSwarmTrained(round, snapshot);
   QMetaObject::invokeMethod(
-      worker_, [w = worker_, p = q(path), round] { w->adoptSnapshot(p, round); }, Qt::QueuedConnection);
+      worker_, [w = worker_, p = q(path), round, skip = snapshotSkip_] { w->adoptSnapshot(p, round, skip); },
+      Qt::QueuedConnection);
+}
+
+// From the peers that announce this snapshot (they merged `round`): when we heard each merge it,
+// and the training rate each announced for its last round; the medians of both.
+int Node::stepsTheSwarmTrained(std::int64_t round, const ContentId& snapshot) const {
+  FirstRoundPace pace;
+  pace.syncEvery = config_.peer.syncEvery;
+  pace.tokensPerStep = std::int64_t(config_.peer.trainer.train.batchSize) * config_.peer.trainer.model.seqLen;
+  std::vector<double> since;
+  for (const auto& p : swarm_.peers()) {
+    const auto it = p.announced.snapshot.find(round);
+    if (it == p.announced.snapshot.end() || it->second != snapshot || peers_.isBanned(p.id)) continue;
+    if (const auto s = pace_.secondsSinceMerged(p.id, round)) {
+      since.push_back(*s);
+      pace.tokensPerSecond.push_back(p.announced.tokensPerSecond);
+    }
+  }
+  if (since.empty()) return 0;
+  pace.secondsSinceSwarmBegan = detail::median(since);
+  pace.ownSecondsPerStep = trainerSteps_.last().seconds;
+  return firstRoundStepsToSkip(pace);
 }
 
 void Node::remerge(std::int64_t round, const std::vector<IncomingContribution>& set, const std::string& fingerprint) {
@@ -48,8 +74,15 @@ void Node::tookSnapshot(std::int64_t round, const std::string& fingerprint) {
   own_.round = round + 1;
   gather_.reset();
   deadline_.stop();
-  Q_EMIT message(QStringLiteral("Took the swarm's snapshot of round %1; training round %2").arg(round).arg(own_.round));
-  Q_EMIT noted(QStringLiteral("snapshot"), {{"round", qint64(round)}, {"training", qint64(own_.round)}});
+  const int steps = config_.peer.syncEvery - snapshotSkip_;
+  Q_EMIT message(QStringLiteral("Took the swarm's snapshot of round %1; training round %2 (%3 of its %4 steps: the "
+                                "swarm is that far into it)")
+                     .arg(round)
+                     .arg(own_.round)
+                     .arg(steps)
+                     .arg(config_.peer.syncEvery));
+  Q_EMIT noted(QStringLiteral("snapshot"),
+               {{"round", qint64(round)}, {"training", qint64(own_.round)}, {"steps", steps}});
   announce();
 }
 

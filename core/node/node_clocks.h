@@ -1,17 +1,20 @@
-// The node's two clocks, measured as they happen (never a stale value repeated): how long rounds
-// take (the adaptive deadline's input) and how much of the wall time the trainer spent in steps.
-// Header-only; owned by Node.
+// The node's clocks, measured as they happen (never a stale value repeated): how long rounds take
+// (the adaptive deadline's input), how much of the wall time the trainer spent in steps, and when
+// we heard others begin their rounds. Header-only; owned by Node.
 #pragma once
 
 #include "core/node/node_config.h"
 #include "core/node/node_reports.h"
 #include "core/node/node_util.h"
+#include "core/node/swarm.h"
 
 #include <QElapsedTimer>
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -82,6 +85,39 @@ class TrainerSteps {
   StepReport last_;
   QElapsedTimer sinceFirstStep_, sinceGpuReading_;
   double firstStepSeconds_ = 0, stepSeconds_ = 0;
+};
+
+// When we first heard each peer announce a merged state of a round — it then began training the
+// next: how far the swarm is into its round when we take a snapshot (rules/first_round.h). At
+// most kKept entries, the oldest heard out first (a flood of made-up rounds evicts only by
+// arriving, and the record book bounds that); a record already here when we started counts as
+// heard then, so a late joiner under-estimates the swarm's lead (and trains more, as before).
+class SwarmPace {
+ public:
+  void heard(const std::vector<SwarmPeer>& peers) {
+    if (!clock_.isValid()) clock_.start();
+    for (const auto& p : peers)
+      for (const auto& merged : p.announced.merged) {
+        const auto key = std::make_pair(merged.first, p.id);
+        if (!firstHeardMs_.try_emplace(key, clock_.elapsed()).second) continue;
+        order_.push_back(key);
+        if (order_.size() > kKept) {
+          firstHeardMs_.erase(order_.front());
+          order_.pop_front();
+        }
+      }
+  }
+  std::optional<double> secondsSinceMerged(const PeerId& peer, std::int64_t round) const {
+    const auto it = firstHeardMs_.find({round, peer});
+    if (it == firstHeardMs_.end()) return std::nullopt;
+    return double(clock_.elapsed() - it->second) / 1000.0;
+  }
+
+ private:
+  static constexpr std::size_t kKept = 8192;
+  QElapsedTimer clock_;
+  std::map<std::pair<std::int64_t, PeerId>, std::int64_t> firstHeardMs_;
+  std::deque<std::pair<std::int64_t, PeerId>> order_;
 };
 
 }  // namespace es::node

@@ -128,13 +128,13 @@ void TrainerWorker::merge(qint64 round, const std::vector<IncomingContribution>&
   }
 }
 
-void TrainerWorker::adoptSnapshot(const QString& path, qint64 expectedRound) {
+void TrainerWorker::adoptSnapshot(const QString& path, qint64 expectedRound, int skipSteps) {
   if (!peer_) return;
   // A fetched file we cannot open is this disk's problem, never its announcers' lie (at afd6a98 a
   // newcomer's snapshot was gone when read, and it banned the five honest peers that announced it).
   if (!QFileInfo(path).isReadable())
     return Q_EMIT snapshotAdopted(0, {}, QStringLiteral("cannot read \"%1\"").arg(path), false);
-  auto round = peer_->adoptSnapshot(path.toStdString(), expectedRound);
+  auto round = peer_->adoptSnapshot(path.toStdString(), expectedRound, skipSteps);
   if (!round) return Q_EMIT snapshotAdopted(0, {}, QString::fromStdString(round.error()), true);
   awaitingMerge_ = 0;
   contributionDue_ = false;

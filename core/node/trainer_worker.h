@@ -50,7 +50,7 @@ class TrainerWorker : public QObject {
   void setPaused(bool paused);
   void pauseAfterRound();
   // Drops the round in progress and continues from a snapshot (newcomer, or out of step).
-  void adoptSnapshot(const QString& path, qint64 expectedRound);  // SpesPeer::adoptSnapshot
+  void adoptSnapshot(const QString& path, qint64 expectedRound, int skipSteps);  // SpesPeer::adoptSnapshot
   // Merges `round` again with the set the majority merged (SpesPeer::remerge; the node's repair of
   // a split): `remerged` says how it went; a contribution written since goes out again, on the
   // new state, as `roundTrained`.

@@ -318,7 +318,7 @@ Expected<std::string> SpesPeer::writeSnapshot(const std::string& dir) const {
   return path;
 }
 
-Expected<std::int64_t> SpesPeer::adoptSnapshot(const std::string& path, std::int64_t expectedRound) {
+Expected<std::int64_t> SpesPeer::adoptSnapshot(const std::string& path, std::int64_t expectedRound, int skipSteps) {
   auto& d = *impl_;
   auto file = ckpt::loadSafetensors(path);
   if (!file) return makeError(file.error());
@@ -347,7 +347,9 @@ Expected<std::int64_t> SpesPeer::adoptSnapshot(const std::string& path, std::int
   d.previousBase.clear();
   d.previousMomentum.clear();
   d.snapshot.clear();
-  d.trainer->impl().step = round * d.config.syncEvery;  // the schedule continues where the swarm is
+  // The schedule continues where the swarm is: at the round's end, or as far into the next as the
+  // swarm got (the round still ends at a multiple of sync_every).
+  d.trainer->impl().step = round * d.config.syncEvery + std::clamp(skipSteps, 0, d.config.syncEvery - 1);
   d.persist();
   return round;
 }

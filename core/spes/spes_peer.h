@@ -116,11 +116,12 @@ class SpesPeer {
   // The merged state of the last round as a snapshot file for newcomers and peers that fell out
   // of step: identical bytes on every peer that merged the same round, hence the same info-hash.
   Expected<std::string> writeSnapshot(const std::string& dir) const;
-  // Takes a snapshot as the new base and weights (optimizer moments kept), at its round's step.
+  // Takes a snapshot as the new base and weights (optimizer moments kept), at its round's step
+  // plus `skipSteps` (the steps of the next round the swarm trained already; fewer than a round).
   // Refused, nothing changed, unless its round is `expectedRound` (what the swarm announced it
   // as; the file's own word is not trusted) and every tensor is float32, finite and shaped as
   // the run's (issue 15, item 1: a far-future NaN snapshot announced by two Sybil keys).
-  Expected<std::int64_t> adoptSnapshot(const std::string& path, std::int64_t expectedRound);
+  Expected<std::int64_t> adoptSnapshot(const std::string& path, std::int64_t expectedRound, int skipSteps = 0);
 
   // The state after each merge (and after adopting a snapshot) is written in the background;
   // `callback` runs on the writer thread once round-N/ is durable (error empty) or failed.

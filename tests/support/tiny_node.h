@@ -44,6 +44,21 @@ inline node::NodeConfig tinyNodeConfig(const train::RunData& data, const QString
   return c;
 }
 
+// tinyNodeConfig for a node that runs rounds to `maxRounds` with a snapshot after each, its
+// deadline between minSeconds and maxSeconds, and its own data order (`dataSeed`).
+inline node::NodeConfig roundingNodeConfig(const train::RunData& data, const QString& root, const QString& name,
+                                           int syncEvery, int maxRounds, double minSeconds, double maxSeconds,
+                                           std::uint64_t dataSeed) {
+  node::NodeConfig c = tinyNodeConfig(data, root, name);
+  c.maxRounds = maxRounds;
+  c.policy.deadlineMinSeconds = minSeconds;
+  c.policy.deadlineMaxSeconds = maxSeconds;
+  c.policy.snapshotEvery = 1;
+  c.peer.trainer.dataSeed = dataSeed;
+  c.peer.syncEvery = syncEvery;
+  return c;
+}
+
 // The bundled default run prepared into `runDir` and loaded: the data every tiny node trains on.
 inline Expected<train::RunData> bundledRunData(const QString& runDir) {
   if (auto s = train::prepareRunData(ES_SHARE_DIR "/runs/default", runDir.toStdString(), [](const std::string&) {}); !s)
