@@ -91,6 +91,7 @@ class Node : public QObject, private Agreement::Host {
   //   deadline {round, seconds, arrived, expected} · cutOff {round, heard, others}
   //   swarmSet {round, peers, contributions} (closed on the set a majority merged)
   //   silentFreshKeys {round, keys} (closed: only fresh keys' silent transfers were missing)
+  //   freshKeysPastDeadline {round, keys} (closed: only fresh keys were missing, past their deadline)
   //   noShow {peer, rounds} · stale {peer, rounds} · waitedForAgain {peer, round} (back in step)
   //   fetchFailed {content, reason, refused} · quota {round, usedBytes, quotaBytes, wantedBytes}
   //   outOfStep {by: "records" (round, members, ours, state) | "bases" (round, stale, contributions)}
@@ -129,7 +130,7 @@ class Node : public QObject, private Agreement::Host {
   // node_gather.cpp: one pass over the records for the round we gather, and the swarm's events.
   void gather();
   void passAfter(qint64 ms);
-  void closeWithoutSilentFreshKeys(const std::set<PeerId>& onAnotherBase);
+  void closeWithoutFreshKeys(const std::set<PeerId>& onAnotherBase);
   void noteAnnounced(const SwarmPeer& peer, const ContentId& content);
   bool builtOnAnotherState(const SwarmPeer& sender) const;  // its record's base is not ours
   bool announcesOurOwn(const PeerId& sender, const ContentId& content);
@@ -138,7 +139,9 @@ class Node : public QObject, private Agreement::Host {
   void refuse(const ContentId& content, const std::string& reason);
   void liftInStepExclusions();
   void onDeadline();
-  void closeRound(bool deadline, const std::set<ContentId>* only = nullptr);
+  // `withoutFreshKeys`: fresh keys' contributions were not waited for (closeWithoutFreshKeys); such
+  // a round, like one closed by the deadline, does not feed the next deadline.
+  void closeRound(bool deadline, const std::set<ContentId>* only = nullptr, bool withoutFreshKeys = false);
   void countNoShows();
   // node_merged.cpp: a round's merge landed.
   void onMerged(const RoundMerged& merged);

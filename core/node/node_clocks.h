@@ -26,7 +26,8 @@ class RoundTimes {
   // training plus gathering (`firstRoundSeconds`) stands in. Without it the next deadline was 1.5 ×
   // our training time (the minimum, 30 s, on the netlab), and a peer that merged round 1 early
   // closed round 2 alone before the others had even published. Deadline-closed rounds do not
-  // feed the deadline (they would only lengthen it).
+  // feed the deadline (they would only lengthen it); nor do rounds closed without fresh keys
+  // (`deadline` true for them too): fresh keys held them, and would lengthen it round by round.
   void close(bool deadline, double firstRoundSeconds) {
     if (sinceClosed_.isValid()) all_.push_back(sinceClosed_.elapsed() / 1000.0);
     if (sinceClosed_.isValid() && !deadline) recent_.push_back(sinceClosed_.elapsed() / 1000.0);
@@ -38,8 +39,16 @@ class RoundTimes {
   // train slower than us are not late yet), within the run's bounds. Before any history, our own
   // training time for this round stands in (it reflects the machine's load).
   double deadlineSeconds(const RoundPolicy& policy, double trainedSeconds) const {
-    const double typical = std::max(detail::median(recent_), trainedSeconds);
-    return std::clamp(policy.deadlineFactor * typical, policy.deadlineMinSeconds, policy.deadlineMaxSeconds);
+    return std::clamp(policy.deadlineFactor * typical(trainedSeconds), policy.deadlineMinSeconds,
+                      policy.deadlineMaxSeconds);
+  }
+  // How long fresh keys (no work of theirs merged) may hold a round: the deadline without its floor
+  // (issue 37 item 5). The floor guards peers whose work we merged against a jittery sub-minimum
+  // round; a fresh key's hold is bounded by the straggler margin the run chose (factor − 1 rounds),
+  // which a newcomer training its first round, less than a round behind, fits in (RoundGather
+  // keeps a smaller floor of its own: msUntilFreshDeadline).
+  double freshDeadlineSeconds(const RoundPolicy& policy, double trainedSeconds) const {
+    return std::min(policy.deadlineFactor * typical(trainedSeconds), policy.deadlineMaxSeconds);
   }
   void merged() { ++merged_; }  // a round's merge landed
   std::int64_t mergedCount() const { return merged_; }
@@ -51,6 +60,8 @@ class RoundTimes {
   }
 
  private:
+  double typical(double trainedSeconds) const { return std::max(detail::median(recent_), trainedSeconds); }
+
   QElapsedTimer sinceClosed_;
   std::vector<double> recent_, all_;
   std::int64_t merged_ = 0;

@@ -60,7 +60,8 @@ void Node::startGathering(const RoundTrained& trained, const ContentId& id) {
     return contributionSizes(sender, claims, round, base);
   };
   gather_.emplace(swarm_, folder_, log_, trained, swarm_.selfId(), std::move(sizesOf),
-                  RoundGather::Deadline{config_.policy.deadlineMinSeconds, config_.policy.deadlineMaxSeconds});
+                  RoundGather::Deadline{config_.policy.deadlineMinSeconds, config_.policy.deadlineMaxSeconds,
+                                        roundTimes_.freshDeadlineSeconds(config_.policy, trained.seconds)});
   gather_->arrive({swarm_.selfId(), trained.contribution.path, std::set<int>(own_.claims.begin(), own_.claims.end())});
   deadline_.start(static_cast<int>(roundTimes_.deadlineSeconds(config_.policy, trained.seconds) * 1000));
   gather();

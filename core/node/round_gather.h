@@ -13,6 +13,7 @@
 
 #include <QElapsedTimer>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -49,6 +50,7 @@ class RoundGather {
   using SizesOf = std::function<FetchLimits(const PeerId& sender, const std::set<int>& claims)>;
   struct Deadline {
     double minSeconds = 0, maxSeconds = 0;
+    double freshSeconds = 0;  // how long fresh keys may hold the round (RoundTimes::freshDeadlineSeconds)
   };
 
   RoundGather(Swarm& swarm, RunFolder& folder, const NodeLog& log, RoundTrained own, const PeerId& self,
@@ -71,6 +73,13 @@ class RoundGather {
   std::set<PeerId> silentSenders() const;
   // A third of the deadline's minimum, at most kSilentFetchMs.
   qint64 silentAfterMs() const;
+  // Milliseconds until fresh keys hold the round no longer: Deadline::freshSeconds, and at least
+  // silentAfterMs() (a newcomer's contribution follows its merge of the round before: records to
+  // hear, a merge to run — on a run of short training rounds that lag is no fraction of them;
+  // tst_node_rounds aLatePeerClosesTheRoundOnTheSetTheOthersMerged). ≤ 0: past it.
+  qint64 msUntilFreshDeadline() const {
+    return std::max(qint64(deadline_.freshSeconds * 1000), silentAfterMs()) - clock_.elapsed();
+  }
 
   void arrive(IncomingContribution contribution) { arrived_[contribution.sender] = std::move(contribution); }  // ours
   // `sender`'s record names `contribution`. True if its bytes are here already (fetched for
