@@ -42,11 +42,12 @@ std::set<std::string> ShardRotation::filesOf(const std::vector<int>& shards, boo
 }
 
 void ShardRotation::onStep(std::int64_t step) {
-  if (poll_.isActive()) return;  // a move under way finishes first
+  if (poll_.isActive() || step * s_.tokensPerStep < nextLookTokens_) return;  // a move under way finishes first
   // The first move goes to where the run's step says; later ones one window at a time, so that a
   // peer whose moves lag behind its steps still walks through every window (every shard).
   auto epoch = train::epochAtTokens(s_.peerId, s_.runId, s_.shardTokens, s_.budgetBytes, step * s_.tokensPerStep);
   if (epoch_ >= 0 && epoch > epoch_) epoch = epoch_ + 1;
+  nextLookTokens_ = train::tokensAtEpochEnd(s_.peerId, s_.runId, s_.shardTokens, s_.budgetBytes, epoch);
   if (epoch == epoch_) return;
   target_ = train::assignShards(s_.peerId, s_.runId, epoch, s_.shardTokens, s_.budgetBytes);
   targetEpoch_ = epoch;

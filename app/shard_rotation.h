@@ -51,6 +51,9 @@ class ShardRotation : public QObject {
   node::Node& node_;
   std::vector<int> held_, target_;
   std::int64_t epoch_ = -1, targetEpoch_ = -1;
+  // The step's tokens at which the epoch we last looked at ends: below it onStep has nothing to do
+  // (it walked every epoch and hashed every shard at each step).
+  std::int64_t nextLookTokens_ = 0;
   QTimer poll_;
 };
 

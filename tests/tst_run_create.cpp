@@ -13,6 +13,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <limits>
 #include <set>
 
 using namespace es::train;
@@ -198,6 +199,14 @@ class RunCreate : public QObject {
     QCOMPARE(epochAtTokens("p", "run", tokens, budget, std::int64_t(4) << 20), std::int64_t(1));
     QCOMPARE(epochAtTokens("p", "run", tokens, budget, std::int64_t(9) << 21), std::int64_t(4));
     QCOMPARE(epochAtTokens("p", "run", tokens, 0, std::int64_t(1) << 40), std::int64_t(0));  // all held
+    // Where each epoch ends, as the rotation checks it each step instead of walking the epochs.
+    for (std::int64_t e = 0; e < 12; ++e) {
+      const auto end = tokensAtEpochEnd("p", "run", tokens, budget, e);
+      QCOMPARE(end, (e + 1) * (std::int64_t(4) << 20));
+      QCOMPARE(epochAtTokens("p", "run", tokens, budget, end - 1), e);
+      QCOMPARE(epochAtTokens("p", "run", tokens, budget, end), e + 1);
+    }
+    QCOMPARE(tokensAtEpochEnd("p", "run", tokens, 0, 3), std::numeric_limits<std::int64_t>::max());
   }
 
   // A copy that holds some shards passes only when asked to allow that, and never with none.

@@ -3,6 +3,7 @@
 #include "core/train/prepared_run.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 namespace es::train {
@@ -76,10 +77,14 @@ std::vector<int> assignShards(const std::string& peerId, const std::string& runI
   return held;
 }
 
-std::int64_t epochAtTokens(const std::string& peerId, const std::string& runId,
-                           const std::vector<std::int64_t>& shardTokens, std::int64_t budgetBytes,
-                           std::int64_t tokensTrained, std::int64_t maxEpoch) {
-  if (shardTokens.empty() || holdsAll(shardTokens, budgetBytes)) return 0;
+namespace {
+
+// Walks a peer's epochs from 0, handing each one's window tokens to `visit` until it says stop or
+// maxEpoch is reached; → the epoch it stopped at.
+template <class Visit>
+std::int64_t walkEpochs(const std::string& peerId, const std::string& runId,
+                        const std::vector<std::int64_t>& shardTokens, std::int64_t budgetBytes, std::int64_t maxEpoch,
+                        Visit visit) {
   const auto order = shardOrder(peerId, runId, shardTokens.size());
   std::size_t start = 0;
   std::int64_t epoch = 0;
@@ -87,11 +92,35 @@ std::int64_t epochAtTokens(const std::string& peerId, const std::string& runId,
     const std::size_t n = windowLength(order, start, shardTokens, budgetBytes);
     std::int64_t tokens = 0;
     for (std::size_t k = 0; k < n; ++k) tokens += shardTokens[std::size_t(order[(start + k) % order.size()])];
-    if (tokensTrained < tokens) break;
-    tokensTrained -= tokens;
+    if (!visit(epoch, tokens)) break;
     start = (start + n) % order.size();
   }
   return epoch;
+}
+
+}  // namespace
+
+std::int64_t epochAtTokens(const std::string& peerId, const std::string& runId,
+                           const std::vector<std::int64_t>& shardTokens, std::int64_t budgetBytes,
+                           std::int64_t tokensTrained, std::int64_t maxEpoch) {
+  if (shardTokens.empty() || holdsAll(shardTokens, budgetBytes)) return 0;
+  return walkEpochs(peerId, runId, shardTokens, budgetBytes, maxEpoch, [&](std::int64_t, std::int64_t tokens) {
+    if (tokensTrained < tokens) return false;
+    tokensTrained -= tokens;
+    return true;
+  });
+}
+
+std::int64_t tokensAtEpochEnd(const std::string& peerId, const std::string& runId,
+                              const std::vector<std::int64_t>& shardTokens, std::int64_t budgetBytes,
+                              std::int64_t epoch) {
+  if (shardTokens.empty() || holdsAll(shardTokens, budgetBytes)) return std::numeric_limits<std::int64_t>::max();
+  std::int64_t sum = 0;
+  walkEpochs(peerId, runId, shardTokens, budgetBytes, epoch + 1, [&](std::int64_t, std::int64_t tokens) {
+    sum += tokens;
+    return true;
+  });
+  return sum;
 }
 
 }  // namespace es::train

@@ -26,4 +26,11 @@ std::int64_t epochAtTokens(const std::string& peerId, const std::string& runId,
                            const std::vector<std::int64_t>& shardTokens, std::int64_t budgetBytes,
                            std::int64_t tokensTrained, std::int64_t maxEpoch = 100000);
 
+// The tokens a peer has trained when `epoch` ends (its windows 0..epoch together): below it,
+// epochAtTokens says `epoch` or less. The largest int64 when every shard is held (no epoch ends).
+// What ShardRotation checks each step instead of walking the epochs again.
+std::int64_t tokensAtEpochEnd(const std::string& peerId, const std::string& runId,
+                              const std::vector<std::int64_t>& shardTokens, std::int64_t budgetBytes,
+                              std::int64_t epoch);
+
 }  // namespace es::train
