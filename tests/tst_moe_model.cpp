@@ -1,8 +1,11 @@
-// The MoE transformer: wire names, grouped expert compute against a per-token reference,
-// causality, the balance loss, and sane initial loss.
+// The MoE transformer: wire names, grouped expert compute against a per-token reference, the
+// fused RMSNorm, SwiGLU and cross-entropy against LibTorch's composites, causality, the balance
+// loss, and sane initial loss.
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
+#include "core/model/cross_entropy.h"
 #include "core/model/moe_transformer.h"
 #include "core/model/tensor_names.h"
+#include "core/model/vector_math.h"
 
 #include <torch/torch.h>
 #endif
@@ -10,6 +13,7 @@
 #include <QtTest>
 
 #include <cmath>
+#include <limits>
 #include <set>
 #include <stdexcept>
 
@@ -138,6 +142,96 @@ class MoeModelTest : public QObject {
       QVERIFY2(torch::equal(automatic[i], looped[i]), what.c_str());
     }
     QCOMPARE(idle, 3);  // w1, w3, w2 of expert 3
+  }
+
+  // The fused RMSNorm (core/model/rms_norm.cpp) computes what LibTorch's composite computes, forward
+  // and backward, on a row length that is no multiple of the kernel's lanes and a strided input;
+  // and the same bits with one thread or two (the weight's gradient summed in a fixed order).
+  void fusedRmsNormMatchesTheComposite() {
+    torch::manual_seed(5);
+    const auto x = torch::randn({3, 70, 37}).transpose(1, 2);  // [3, 37, 70], not contiguous
+    const auto w = torch::rand({70}) + 0.5;
+    const auto upstream = torch::randn({3, 37, 70});
+    auto run = [&](bool fused) -> std::vector<torch::Tensor> {
+      auto input = x.clone().requires_grad_();
+      auto weight = w.clone().requires_grad_();
+      auto y = fused ? rmsNorm(input, weight, 1e-5) : rmsNormReference(input, weight, 1e-5);
+      (y * upstream).sum().backward();
+      return {y.detach(), input.grad(), weight.grad()};
+    };
+    const auto reference = run(false), fused = run(true);
+    const char* what[] = {"output", "input gradient", "weight gradient"};
+    for (int i = 0; i < 3; ++i) {
+      const double diff = (fused[std::size_t(i)] - reference[std::size_t(i)]).abs().max().item<double>();
+      const double scale = reference[std::size_t(i)].abs().max().item<double>();
+      QVERIFY2(diff <= 2e-6 * std::max(1.0, scale), (std::string(what[i]) + ": " + std::to_string(diff)).c_str());
+    }
+    torch::set_num_threads(2);
+    const auto twoThreads = run(true);
+    torch::set_num_threads(1);
+    for (int i = 0; i < 3; ++i) QVERIFY2(torch::equal(twoThreads[std::size_t(i)], fused[std::size_t(i)]), what[i]);
+  }
+
+  // The fused silu(a)·b (core/model/swiglu.cpp) computes what LibTorch's composite computes,
+  // forward and backward, including inputs far out in both tails (the exp's clamps); its exp is
+  // within a few ulp of the C library's over float's range.
+  void fusedSwigluMatchesTheComposite() {
+    torch::manual_seed(6);
+    auto a = torch::randn({37, 70}) * 4;
+    a[0][0] = 120.0f;
+    a[0][1] = -120.0f;
+    const auto b = torch::randn({37, 70}), upstream = torch::randn({37, 70});
+    auto run = [&](bool fused) -> std::vector<torch::Tensor> {
+      auto gate = a.clone().requires_grad_(), up = b.clone().requires_grad_();
+      auto h = fused ? swiglu(gate, up) : swigluReference(gate, up);
+      (h * upstream).sum().backward();
+      return {h.detach(), gate.grad(), up.grad()};
+    };
+    const auto reference = run(false), fused = run(true);
+    const char* what[] = {"output", "gate gradient", "up gradient"};
+    for (int i = 0; i < 3; ++i) {
+      const double diff = (fused[std::size_t(i)] - reference[std::size_t(i)]).abs().max().item<double>();
+      const double scale = reference[std::size_t(i)].abs().max().item<double>();
+      QVERIFY2(diff <= 2e-6 * std::max(1.0, scale), (std::string(what[i]) + ": " + std::to_string(diff)).c_str());
+    }
+    double worst = 0;
+    for (float x = -87.0f; x < 88.0f; x += 0.0137f) {
+      const double exact = std::exp(double(x));
+      worst = std::max(worst, std::abs(double(vmath::exp(x)) - exact) / exact);
+    }
+    QVERIFY2(worst < 5e-7, std::to_string(worst).c_str());
+    QCOMPARE(vmath::exp(-200.0f) >= 0.0f && vmath::exp(-200.0f) < 1e-37f, true);
+    QVERIFY(std::isfinite(vmath::exp(200.0f)));
+  }
+
+  // The fused cross-entropy (core/model/cross_entropy.cpp) computes LibTorch's loss and gradient
+  // on logits far apart (the row's max taken out first) and a vocabulary no multiple of its lanes;
+  // a NaN or infinite logit makes the loss NaN, as LibTorch's; a target out of range (an
+  // ignore_index) takes LibTorch's own path.
+  void fusedCrossEntropyMatchesLibTorch() {
+    torch::manual_seed(7);
+    auto logits = torch::randn({45, 1003}) * 6;
+    logits[3][17] = 90.0f;
+    const auto targets = torch::randint(0, 1003, {45}, torch::kInt64);
+    auto run = [&](bool fused, const torch::Tensor& x) -> std::vector<torch::Tensor> {
+      auto input = x.clone().requires_grad_();
+      auto loss = fused ? crossEntropy(input, targets) : crossEntropyReference(input, targets);
+      (loss * 3.0).backward();
+      return {loss.detach(), input.grad()};
+    };
+    const auto reference = run(false, logits), fused = run(true, logits);
+    const double lossDiff = std::abs(fused[0].item<double>() - reference[0].item<double>());
+    QVERIFY2(lossDiff <= 2e-6 * std::max(1.0, std::abs(reference[0].item<double>())), std::to_string(lossDiff).c_str());
+    const double gradDiff = (fused[1] - reference[1]).abs().max().item<double>();
+    QVERIFY2(gradDiff <= 1e-7, std::to_string(gradDiff).c_str());
+    for (const float bad : {std::nanf(""), std::numeric_limits<float>::infinity()}) {
+      auto poisoned = logits.clone();
+      poisoned[5][9] = bad;
+      QVERIFY(std::isnan(crossEntropy(poisoned, targets).item<float>()));
+    }
+    auto ignored = targets.clone();
+    ignored[0] = -100;
+    QCOMPARE(crossEntropy(logits, ignored).item<float>(), crossEntropyReference(logits, ignored).item<float>());
   }
 
   // The grouped way (at::_grouped_mm) computes what the loop computes where LibTorch has it

@@ -43,9 +43,7 @@ ExpertImpl::ExpertImpl(int dModel, int hidden) {
 
 torch::Tensor ExpertImpl::forward(const torch::Tensor& x) {
   // x: [n, d]; gate and up: [n, hidden]
-  auto gate = torch::silu(torch::mm(x, w1.t()));
-  auto up = torch::mm(x, w3.t());
-  return torch::mm(gate * up, w2.t());  // [n, d]
+  return torch::mm(swiglu(torch::mm(x, w1.t()), torch::mm(x, w3.t())), w2.t());  // [n, d]
 }
 
 MoeLayerImpl::MoeLayerImpl(const ModelConfig& config) : nExperts_(config.nExperts), topK_(config.topK) {
@@ -128,9 +126,8 @@ torch::Tensor MoeLayerImpl::expertsBatched(const torch::Tensor& xSorted, const t
   auto block = torch::zeros({nExperts_ * capacity, d}, xSorted.options()).index_copy(0, row, xSorted);
   block = block.view({nExperts_, capacity, d});
   const auto w = stackWeights(expertList_);
-  auto gate = torch::silu(torch::bmm(block, w.w1.transpose(1, 2)));  // [E, C, hidden]
-  auto up = torch::bmm(block, w.w3.transpose(1, 2));
-  auto out = torch::bmm(gate * up, w.w2.transpose(1, 2));           // [E, C, d]
+  auto hidden = swiglu(torch::bmm(block, w.w1.transpose(1, 2)), torch::bmm(block, w.w3.transpose(1, 2)));
+  auto out = torch::bmm(hidden, w.w2.transpose(1, 2));              // [E, C, d]
   return out.view({nExperts_ * capacity, d}).index_select(0, row);  // [n·k, d]
 }
 
@@ -163,9 +160,8 @@ torch::Tensor MoeLayerImpl::expertsGrouped(const torch::Tensor& xSorted, const t
   auto product = [&](const torch::Tensor& a, const torch::Tensor& stacked) {
     return at::_grouped_mm(a, stacked.to(type).transpose(1, 2), offsets);
   };
-  auto gate = torch::silu(product(block, w.w1));          // [rows, hidden]
-  auto out = product(gate * product(block, w.w3), w.w2);  // [rows, d]
-  return out.index_select(0, row);                        // [n·k, d]
+  auto out = product(swiglu(product(block, w.w1), product(block, w.w3)), w.w2);  // [rows, d]
+  return out.index_select(0, row);                                               // [n·k, d]
 #else
   (void)xSorted, (void)expertSorted, (void)counts;
   throw std::invalid_argument("grouped experts need LibTorch >= 2.9 (at::_grouped_mm); this is " TORCH_VERSION);

@@ -26,6 +26,11 @@ namespace es::model {
 
 struct ModelConfig;
 
+// silu(a) ⊙ b: fused on float32 CPU tensors (core/model/swiglu.cpp), LibTorch's composite
+// elsewhere; swigluReference is that composite, always.
+torch::Tensor swiglu(const torch::Tensor& a, const torch::Tensor& b);
+torch::Tensor swigluReference(const torch::Tensor& a, const torch::Tensor& b);
+
 // One SwiGLU expert: w2 · (silu(w1 · x) ⊙ (w3 · x)).
 class ExpertImpl : public torch::nn::Module {
  public:

@@ -25,12 +25,6 @@ torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const 
   return torch::cat({x1 * cos - x2 * sin, x1 * sin + x2 * cos}, -1);
 }
 
-RmsNormImpl::RmsNormImpl(int dim, double eps) : eps_(eps) { weight = register_parameter("weight", torch::ones({dim})); }
-
-torch::Tensor RmsNormImpl::forward(const torch::Tensor& x) {
-  return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps_) * weight;
-}
-
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& config)
     : nHeads_(config.nHeads), headDim_(config.headDim()) {
   wqkv = register_module("wqkv", linear(config.dModel, 3 * config.dModel));

@@ -14,7 +14,12 @@
 
 namespace es::model {
 
-// y = x / sqrt(mean(x²) + eps) · weight (LibTorch has no RMSNorm before 2.4).
+// y = x / sqrt(mean(x²) + eps) · weight (LibTorch has no RMSNorm before 2.4): fused on float32 CPU
+// tensors (core/model/rms_norm.cpp), LibTorch's composite elsewhere. rmsNormReference is that
+// composite, always.
+torch::Tensor rmsNorm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+torch::Tensor rmsNormReference(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+
 class RmsNormImpl : public torch::nn::Module {
  public:
   RmsNormImpl(int dim, double eps);

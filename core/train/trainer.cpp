@@ -2,6 +2,7 @@
 #include "core/train/trainer_weights.h"
 
 #include "core/checkpoint/training_state.h"
+#include "core/model/cross_entropy.h"
 #include "core/model/tensor_names.h"
 #include "core/model/torch_compat.h"
 #include "core/train/grad_clip.h"
@@ -152,8 +153,7 @@ StepStats Trainer::trainStep() {
     model::Bf16Autocast autocast(s.bf16, s.device.type());  // the forward only: backward follows its casts
     out = s.model->forward(inputs, lbWeights);
   }
-  auto ce = torch::nn::functional::cross_entropy(out.logits.to(torch::kFloat).reshape({-1, out.logits.size(-1)}),
-                                                 targets.reshape({-1}));
+  auto ce = model::crossEntropy(out.logits.to(torch::kFloat).reshape({-1, out.logits.size(-1)}), targets.reshape({-1}));
   auto loss = ce + cfg.loadBalanceCoef * out.loadBalance + cfg.zLossCoef * out.zLoss;
   loss.backward();
 
