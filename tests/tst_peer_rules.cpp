@@ -278,6 +278,10 @@ class PeerRulesTest : public QObject {
     // The median rate: one liar announcing 10^9 tok/s among three does not move it.
     pace = {10, 1000, 4.0, {1000.0, 1e9, 1000.0}, 1.0};
     QCOMPARE(firstRoundStepsToSkip(pace), 4);
+    // Most of them published round r+1 already: one step, whatever the clock says (their records
+    // were here before we started, so we heard them "just now").
+    pace = {10, 1000, 0.5, {1000.0, 1000.0, 1000.0}, 1.0, true};
+    QCOMPARE(firstRoundStepsToSkip(pace), 9);
     // Nothing to go by: the whole round, as before.
     QCOMPARE(firstRoundStepsToSkip({10, 1000, 4.0, {}, 1.0}), 0);
     QCOMPARE(firstRoundStepsToSkip({10, 1000, 4.0, {0.0, -5.0}, 1.0}), 0);

@@ -38,21 +38,25 @@ void Node::adoptSnapshot(const std::string& path, std::int64_t round, const Cont
 }
 
 // From the peers that announce this snapshot (they merged `round`): when we heard each merge it,
-// and the training rate each announced for its last round; the medians of both.
+// the training rate each announced for its last round (the medians of both), and whether most
+// already name a contribution to the next round.
 int Node::stepsTheSwarmTrained(std::int64_t round, const ContentId& snapshot) const {
   FirstRoundPace pace;
   pace.syncEvery = config_.peer.syncEvery;
   pace.tokensPerStep = std::int64_t(config_.peer.trainer.train.batchSize) * config_.peer.trainer.model.seqLen;
   std::vector<double> since;
+  int published = 0;
   for (const auto& p : swarm_.peers()) {
     const auto it = p.announced.snapshot.find(round);
     if (it == p.announced.snapshot.end() || it->second != snapshot || peers_.isBanned(p.id)) continue;
     if (const auto s = pace_.secondsSinceMerged(p.id, round)) {
       since.push_back(*s);
       pace.tokensPerSecond.push_back(p.announced.tokensPerSecond);
+      published += p.announced.contrib.count(round + 1) ? 1 : 0;
     }
   }
   if (since.empty()) return 0;
+  pace.mostHavePublished = 2 * published > int(since.size());
   pace.secondsSinceSwarmBegan = detail::median(since);
   pace.ownSecondsPerStep = trainerSteps_.last().seconds;
   return firstRoundStepsToSkip(pace);

@@ -6,6 +6,7 @@
 namespace es::node {
 
 int firstRoundStepsToSkip(const FirstRoundPace& pace) {
+  if (pace.syncEvery > 1 && pace.mostHavePublished) return pace.syncEvery - 1;
   std::vector<double> rates;
   for (const double r : pace.tokensPerSecond)
     if (std::isfinite(r) && r > 0) rates.push_back(r);

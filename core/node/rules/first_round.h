@@ -18,10 +18,15 @@ struct FirstRoundPace {
   double secondsSinceSwarmBegan = 0;    // since the swarm began round r+1, as we heard it
   std::vector<double> tokensPerSecond;  // of the peers that merged the adopted state (their last round)
   double ownSecondsPerStep = 0;         // ours, measured; 0 = unknown (theirs stands in)
+  // More than half of those peers already name a contribution to round r+1: they are done
+  // training it, whatever the clock says (a record that was here before we started counts as
+  // heard at our start, which under-estimates how far they are).
+  bool mostHavePublished = false;
 };
 
 // The steps of round r+1 to skip: syncEvery minus the steps we can train before the others (at the
-// median of their rates) finish theirs; always at least one step left to train. What the others
+// median of their rates) finish theirs — all but one once most have published; always at least
+// one step left to train. What the others
 // announce can only move this between 0 (today's full round) and syncEvery − 1 (a one-step
 // contribution): a liar among them cannot make us skip the round or train past it.
 int firstRoundStepsToSkip(const FirstRoundPace& pace);
