@@ -1,6 +1,6 @@
 // The MoE transformer: wire names, grouped expert compute against a per-token reference, the
-// fused RMSNorm, SwiGLU and cross-entropy against LibTorch's composites, causality, the balance
-// loss, and sane initial loss.
+// fused RMSNorm, SwiGLU, RoPE and cross-entropy against LibTorch's composites, causality, the
+// balance loss, and sane initial loss.
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
 #include "core/model/cross_entropy.h"
 #include "core/model/moe_transformer.h"
@@ -232,6 +232,29 @@ class MoeModelTest : public QObject {
     auto ignored = targets.clone();
     ignored[0] = -100;
     QCOMPARE(crossEntropy(logits, ignored).item<float>(), crossEntropyReference(logits, ignored).item<float>());
+  }
+
+  // The fused RoPE (core/model/rope.cpp) rotates what LibTorch's composite rotates, forward and
+  // backward, reading q as the model hands it over: a strided view of the qkv product.
+  void fusedRopeMatchesTheComposite() {
+    torch::manual_seed(8);
+    const std::int64_t B = 2, T = 9, H = 3, h = 10;
+    const auto products = torch::randn({B, T, 3, H, h});  // what the qkv GEMM gives, as [B, T, 3, H, h]
+    const auto angles = torch::rand({T, h / 2}) * 6;
+    const auto cos = angles.cos(), sin = angles.sin(), upstream = torch::randn({B, H, T, h});
+    auto run = [&](bool fused) -> std::vector<torch::Tensor> {
+      auto leaf = products.clone().requires_grad_();
+      auto q = leaf.permute({2, 0, 3, 1, 4})[0];  // [B, H, T, h], strided, as the model hands q over
+      auto y = fused ? applyRope(q, cos, sin) : applyRopeReference(q, cos, sin);
+      (y * upstream).sum().backward();
+      return {y.detach(), leaf.grad(), torch::tensor(q.is_contiguous() ? 1 : 0)};
+    };
+    const auto reference = run(false), fused = run(true);
+    QCOMPARE(fused[2].item<int>(), 0);  // q was a strided view, read in place
+    for (std::size_t i = 0; i < 2; ++i) {
+      const double diff = (fused[i] - reference[i]).abs().max().item<double>();
+      QVERIFY2(diff <= 1e-6, (std::string(i == 0 ? "output" : "input gradient") + ": " + std::to_string(diff)).c_str());
+    }
   }
 
   // The grouped way (at::_grouped_mm) computes what the loop computes where LibTorch has it

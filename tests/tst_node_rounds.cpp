@@ -902,13 +902,20 @@ class NodeRounds : public QObject {
     connect(&node, &Node::finished, this, [&] { finished = true; });
     connect(&node, &Node::failed, this, [&](const QString& e) { failure = e; });
     node.start();
-    // Paused, and round 1 merged while paused.
-    QVERIFY2(es::test::waitUntil([&] { return (stepAtPause >= 0 && !rounds.empty()) || !failure.isEmpty(); }, 120000),
-             "no pause after round 1");
+    // Paused exactly at the end of the round under way when the request reached the trainer: round
+    // 1, or round 2 when the trainer's steps outran the request (asked at step 1, queued from this
+    // thread; this tiny model's steps take milliseconds, and in the README run of e6ef7bc it paused
+    // at step 6). That round merged while paused.
+    QVERIFY2(es::test::waitUntil(
+                 [&] { return (stepAtPause > 0 && qint64(rounds.size()) >= stepAtPause / 3) || !failure.isEmpty(); },
+                 120000),
+             "no pause at a round's end");
     QVERIFY2(failure.isEmpty(), qPrintable(failure));
-    QCOMPARE(stepAtPause, qint64(3));  // exactly the end of round 1 (sync_every 3)
-    QCOMPARE(rounds.front().round, qint64(1));
-    QCOMPARE(rounds.front().step, qint64(3));  // merged while the trainer stood still
+    QVERIFY2(stepAtPause % 3 == 0 && stepAtPause / 3 <= 2, qPrintable(QString::number(stepAtPause)));  // sync_every 3
+    const qint64 pausedRound = stepAtPause / 3;
+    QCOMPARE(qint64(rounds.size()), pausedRound);
+    QCOMPARE(rounds.back().round, pausedRound);
+    QCOMPARE(rounds.back().step, stepAtPause);  // merged while the trainer stood still
     QVERIFY(node.paused());
     const auto view = node.view();
     QVERIFY(view.paused);
@@ -917,7 +924,7 @@ class NodeRounds : public QObject {
     QCOMPARE(view.peers.front().claims, (std::vector<int>{0, 1, 2, 3}));  // alone: every expert
     QCOMPARE(view.nExperts, 4);
     QCOMPARE(view.nLayers, 2);
-    QCOMPARE(lastStep, qint64(3));  // still nothing trained
+    QCOMPARE(lastStep, stepAtPause);  // still nothing trained
     node.setPaused(false);
     QVERIFY2(es::test::waitUntil([&] { return finished || !failure.isEmpty(); }, 120000),
              "the resumed node did not finish");

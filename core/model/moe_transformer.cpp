@@ -18,13 +18,6 @@ bool endsWith(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
-  const int64_t half = x.size(-1) / 2;
-  auto x1 = x.narrow(-1, 0, half);
-  auto x2 = x.narrow(-1, half, half);
-  return torch::cat({x1 * cos - x2 * sin, x1 * sin + x2 * cos}, -1);
-}
-
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelConfig& config)
     : nHeads_(config.nHeads), headDim_(config.headDim()) {
   wqkv = register_module("wqkv", linear(config.dModel, 3 * config.dModel));

@@ -31,8 +31,10 @@ class RmsNormImpl : public torch::nn::Module {
 };
 TORCH_MODULE(RmsNorm);
 
-// Rotates channel pairs (i, i + h/2) of x: [B, H, T, h] by the angles in cos/sin: [T, h/2].
+// Rotates channel pairs (i, i + h/2) of x: [B, H, T, h] by the angles in cos/sin: [T, h/2]. Fused
+// on float32 CPU tensors (core/model/rope.cpp); applyRopeReference is LibTorch's composite, always.
 torch::Tensor applyRope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+torch::Tensor applyRopeReference(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
 // One layer's keys and values so far: [B, H, t, h] each (undefined before the first call).
 struct LayerKvCache {
