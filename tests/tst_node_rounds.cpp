@@ -386,7 +386,12 @@ class NodeRounds : public QObject {
     const QString trail = "; peer-a noted: " + run.notesOfA.trail();
     for (const auto* name : {"peer-a", "peer-b", "peer-c"})
       QVERIFY2(rounds[name].count(5), qPrintable(QString("%1 has no round 5").arg(name) + trail));
-    QCOMPARE(rounds["peer-c"].at(5).fingerprint, rounds["peer-b"].at(5).fingerprint);
+    // (README run of 4959189: peer-b, seeing peer-a's record still name its round-1 state beside
+    // its own, took peer-a for the majority, waited 23 s for a snapshot and fell two rounds out;
+    // peer-b and peer-c ended round 5 in different states. peer-a's notes here; the others' lines
+    // are in the log above.)
+    QVERIFY2(rounds["peer-c"].at(5).fingerprint == rounds["peer-b"].at(5).fingerprint,
+             qPrintable("peer-b and peer-c ended round 5 in different states" + trail));
     const auto& majority = rounds["peer-b"].at(5).fingerprint;
     const bool repaired = run.repairedByA.count(5) && run.repairedByA.at(5).fingerprint == majority;
     QVERIFY2(rounds["peer-a"].at(5).fingerprint == majority || repaired || run.notesOfA.has("repair", {{"round", 5}}) ||
