@@ -39,16 +39,21 @@ void Node::adoptSnapshot(const std::string& path, std::int64_t round, const Cont
 
 // From the peers that announce this snapshot (they merged `round`): when we heard each merge it,
 // the training rate each announced for its last round (the medians of both), and whether most
-// already name a contribution to the next round.
+// already name a contribution to the next round. Only announcers whose work we merged count when
+// there are any (a peer resyncing): fresh keys copying the snapshot's id could otherwise make it
+// train one step. A newcomer has merged nobody's work, and every announcer counts — what they can
+// do then is bounded by the rule (one step at least, never more than a round).
 int Node::stepsTheSwarmTrained(std::int64_t round, const ContentId& snapshot) const {
   FirstRoundPace pace;
   pace.syncEvery = config_.peer.syncEvery;
   pace.tokensPerStep = std::int64_t(config_.peer.trainer.train.batchSize) * config_.peer.trainer.model.seqLen;
+  const bool byWork = peers_.anyMergedWork(swarm_.selfId());
   std::vector<double> since;
   int published = 0;
   for (const auto& p : swarm_.peers()) {
     const auto it = p.announced.snapshot.find(round);
     if (it == p.announced.snapshot.end() || it->second != snapshot || peers_.isBanned(p.id)) continue;
+    if (byWork && !peers_.hasMergedWork(p.id)) continue;
     if (const auto s = pace_.secondsSinceMerged(p.id, round)) {
       since.push_back(*s);
       pace.tokensPerSecond.push_back(p.announced.tokensPerSecond);
