@@ -15,6 +15,7 @@ bool esFuzzAccepts_contribution(const std::uint8_t* data, std::size_t size);
 bool esFuzzAccepts_peer_record(const std::uint8_t* data, std::size_t size);
 bool esFuzzAccepts_gossip(const std::uint8_t* data, std::size_t size);
 bool esFuzzAccepts_run_manifest(const std::uint8_t* data, std::size_t size);
+bool esFuzzAccepts_work_ledger(const std::uint8_t* data, std::size_t size);
 
 using Accepts = bool (*)(const std::uint8_t*, std::size_t);
 Q_DECLARE_METATYPE(Accepts)
@@ -31,6 +32,7 @@ class TestFuzzCorpus : public QObject {
     QTest::newRow("peer_record") << "peer_record" << Accepts(&esFuzzAccepts_peer_record);
     QTest::newRow("gossip") << "gossip" << Accepts(&esFuzzAccepts_gossip);
     QTest::newRow("run_manifest") << "run_manifest" << Accepts(&esFuzzAccepts_run_manifest);
+    QTest::newRow("work_ledger") << "work_ledger" << Accepts(&esFuzzAccepts_work_ledger);
   }
 
   void replay() {

@@ -5,6 +5,7 @@
 #include "core/model/tensor_names.h"
 #include "core/sync/contribution_file.h"
 #include "core/sync/round_merge.h"
+#include "core/sync/swarm_state.h"
 
 #include <torch/torch.h>
 #endif
@@ -98,7 +99,7 @@ class RoundMergeTest : public QObject {
     QVERIFY2(first.ok() && second.ok(), first.ok() ? "" : first.error().c_str());
     QVERIFY(sameBits(first->merged, second->merged));
     QCOMPARE(first->fingerprint, second->fingerprint);
-    QCOMPARE(first->fingerprint, stateFingerprint(first->merged));
+    QCOMPARE(first->fingerprint, swarmFingerprint(first->merged, {}, first->ledger));
     QCOMPARE(int(first->verdicts.size()), 3);
     for (std::size_t i = 0; i < 3; ++i) {
       QCOMPARE(first->verdicts[i].sender, std::string(1, "abc"[i]).insert(0, "peer-"));
@@ -242,7 +243,7 @@ class RoundMergeTest : public QObject {
     QCOMPARE(int(first->momentum.size()), 1);
     QCOMPARE(first->momentum[0].first, std::string(kMomentumPrefix) + kShared);
     QVERIFY(torch::allclose(first->momentum[0].second, vec({0.1f, 0.1f})));
-    QCOMPARE(first->fingerprint, stateFingerprint(withMomentum(first->merged, first->momentum)));
+    QCOMPARE(first->fingerprint, swarmFingerprint(first->merged, first->momentum, first->ledger));
     QVERIFY(first->fingerprint != stateFingerprint(first->merged));  // the momentum is part of the state
 
     // The next round starts from that momentum: m' = 0.9·0.1 + 0.2.
@@ -272,7 +273,7 @@ class RoundMergeTest : public QObject {
     // The default rule is SPES's plain merge: no momentum, the fingerprint of the weights alone.
     auto plain = mergeRound(base(), context(), {entry("peer-a", 0, 0.1f)}, {}, 30, {});
     QVERIFY(plain.ok() && plain->momentum.empty());
-    QCOMPARE(plain->fingerprint, stateFingerprint(plain->merged));
+    QCOMPARE(plain->fingerprint, swarmFingerprint(plain->merged, {}, plain->ledger));
   }
 
   // A momentum that does not fit the base (another run's, a damaged file) is an error, not a merge.

@@ -104,11 +104,11 @@ std::optional<Agreement::Candidate> Agreement::convergeOnLowestId() {
   return Candidate{newest.first, newest.second, 1};
 }
 
-// Exactly the predicted size, in its own folder, within the quota.
+// Within the predicted bound (Node::snapshotSizes), in its own folder, within the quota.
 bool Agreement::startSnapshotFetch(const Candidate& c) {
   if (!detail::isSafeId(c.content)) return false;
   const auto limits = host_.snapshotSizes(c.round);
-  if (!folder_.allows(limits.sizes.back(), host_.bytesComing(), QStringLiteral("the snapshot of round %1").arg(c.round),
+  if (!folder_.allows(limits.most(), host_.bytesComing(), QStringLiteral("the snapshot of round %1").arg(c.round),
                       own_.round))
     return false;
   pending_.content = c.content;

@@ -4,6 +4,7 @@
 #include "core/node/node_util.h"
 #include "core/node/rules/first_round.h"
 #include "core/sync/fetch_size.h"
+#include "core/sync/work_ledger.h"
 
 namespace es::node {
 
@@ -111,8 +112,12 @@ FetchLimits Node::contributionSizes(const PeerId& sender, const std::set<int>& c
   return {sync::contributionSizes(config_.peer.trainer.model, claims, header)};
 }
 
+// Every part of a snapshot's size is the run's but its work ledger's length (sync/swarm_state.h):
+// bounded by the longest ledger a state of that round can hold; the ledger's reader is strict.
 FetchLimits Node::snapshotSizes(std::int64_t round) const {
-  return {{sync::snapshotBytes(config_.peer.trainer.model, runIdForFiles(), round, config_.peer.outer)}};
+  const auto most = sync::snapshotBytes(config_.peer.trainer.model, runIdForFiles(), round, config_.peer.outer,
+                                        sync::WorkLedger::maxEncodedBytes(round));
+  return {{}, most};
 }
 
 void Node::onRemerged(qint64 round, const QString& fingerprint, const QString& sharedFingerprint, int accepted,

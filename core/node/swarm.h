@@ -6,6 +6,7 @@
 #include "core/common/expected.h"
 #include "core/common/ids.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -69,6 +70,8 @@ struct FetchLimits {
   // others are never asked for, so never written (v2 aligns every file to its own pieces).
   std::function<std::set<std::string>(const FolderFiles& files)> folderWanted = {};
   bool any() const { return !sizes.empty() || maxBytes > 0 || !name.empty() || folder; }
+  // The most bytes a file within these limits can have (0: unbounded).
+  std::int64_t most() const { return sizes.empty() ? maxBytes : std::max(sizes.back(), maxBytes); }
 };
 
 // What a joining peer asks the swarm layer for: `count` experts for `round`, the leases judged by

@@ -153,9 +153,10 @@ Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in,
   sync::Ownership owners;
   for (std::size_t p = 0; p < peers.size(); ++p) {
     auto merge = sync::mergeRound(in.base, context, arrivalOrder(*entries, p), policy, in.step, config.model,
-                                  peers[p].outerMomentum);
+                                  peers[p].outerMomentum, peers[p].ledger);
     if (!merge) return makeError(peers[p].id + ": " + merge.error());
     peers[p].outerMomentum = std::move(merge->momentum);
+    peers[p].ledger = std::move(merge->ledger);
     if (auto set = train::setTrainerWeights(*peers[p].trainer, merge->merged); !set)
       return makeError(peers[p].id + " adopting the merge: " + set.error());
     if (p != 0) continue;
@@ -174,7 +175,8 @@ Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in,
   //    and the outer rule's momentum).
   for (auto& peer : peers)
     out.identical = out.identical && sameWeights(train::trainerWeights(*peer.trainer), firstMerged) &&
-                    sameWeights(peer.outerMomentum, peers.front().outerMomentum);  // the outer rule's state too
+                    sameWeights(peer.outerMomentum, peers.front().outerMomentum) &&  // the outer rule's state too
+                    peer.ledger == peers.front().ledger;                             // and what weighs the next
   out.merged = std::move(firstMerged);
 
   if (observer) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/sim/simulated_swarm.h"
+#include "core/sync/work_ledger.h"
 #include "core/train/trainer.h"
 
 #include <memory>
@@ -18,6 +19,7 @@ struct Peer {
   std::vector<int> claims;  // experts it trains (all of them under FedAvg)
   std::unique_ptr<train::Trainer> trainer;
   ckpt::NamedTensors outerMomentum;  // the outer rule's momentum as this peer merged it (empty: plain)
+  sync::WorkLedger ledger;           // the work ledger as this peer merged it (weighs the next merge)
   sync::ErrorFeedback feedback;      // what it did not send yet (sparse contributions only)
 };
 

@@ -269,7 +269,7 @@ Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<Inco
   auto entries = readEntries(incoming, result.verdicts, bytesOf);
   // The round's merge: the same function the simulator runs (issue 13, item 2).
   auto outcome = sync::mergeRound(d.base, context, std::move(entries), mergePolicy(d.config, round),
-                                  round * d.config.syncEvery, d.config.trainer.model, d.momentum);
+                                  round * d.config.syncEvery, d.config.trainer.model, d.momentum, d.ledger);
   if (!outcome) return makeError(outcome.error());
   for (const auto& e : outcome->verdicts)
     result.verdicts.push_back(
@@ -297,6 +297,8 @@ Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<Inco
   d.base = std::move(merged);
   d.previousMomentum = std::move(d.momentum);
   d.momentum = std::move(outcome->momentum);
+  d.previousLedger = std::move(d.ledger);
+  d.ledger = std::move(outcome->ledger);
   d.baseRound = round;
   d.snapshot.clear();
   d.persist();
@@ -311,7 +313,7 @@ Expected<std::string> SpesPeer::writeSnapshot(const std::string& dir) const {
   // info-hash), and two different states of one round never share a name.
   const auto path = dir + "/snapshot-round-" + std::to_string(d.baseRound) + "-" + d.fingerprint() + ".safetensors";
   if (auto s = ckpt::saveSafetensors(
-          path, sync::withMomentum(d.base, d.momentum),
+          path, sync::withState(d.base, d.momentum, d.ledger),
           {{"format", "expertswarm-snapshot"}, {"round", std::to_string(d.baseRound)}, {"run", d.config.runId}});
       !s)
     return makeError(s.error());
@@ -340,9 +342,13 @@ Expected<std::int64_t> SpesPeer::adoptSnapshot(const std::string& path, std::int
   if (auto bad = unfitSnapshotTensor(d.base, *ordered); !bad.empty()) return makeError("\"" + path + "\": " + bad);
   auto momentum = momentumIn(*file, d.base, roundPolicy(d.config).outer, round);
   if (!momentum) return makeError("\"" + path + "\": " + momentum.error());
+  auto ledger = sync::ledgerIn(*file, round);
+  if (!ledger) return makeError("\"" + path + "\": " + ledger.error());
   if (auto s = train::setTrainerWeights(*d.trainer, *ordered); !s) return makeError(s.error());
   d.base = std::move(*ordered);
   d.momentum = std::move(*momentum);
+  d.ledger = std::move(*ledger);
+  d.previousLedger = {};
   d.baseRound = round;
   d.previousBase.clear();
   d.previousMomentum.clear();

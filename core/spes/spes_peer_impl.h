@@ -9,6 +9,7 @@
 #include "core/spes/spes_peer.h"
 #include "core/sync/outer_step.h"
 #include "core/sync/round_merge.h"
+#include "core/sync/swarm_state.h"
 #include "core/sync/validate.h"
 #include "core/train/trainer.h"
 #include "core/train/trainer_weights.h"
@@ -60,6 +61,9 @@ struct SpesPeer::Impl {
   // The outer rule's momentum that goes with `base` and with `previousBase` (empty: a plain rule,
   // or zeros before the first merge).
   NamedTensors momentum, previousMomentum;
+  // The work ledger that goes with `base` and with `previousBase` (sync/work_ledger.h: who the
+  // swarm merged, how often — what weighs each sender in the next merge).
+  sync::WorkLedger ledger, previousLedger;
   bool resumed = false;
   std::shared_ptr<const std::vector<std::uint16_t>> trainTokens, valTokens;
 
@@ -72,8 +76,8 @@ struct SpesPeer::Impl {
   std::thread writer;
   std::function<void(std::int64_t, std::string)> onPersisted;
 
-  // What the swarm compares: the base and the outer momentum (sync::withMomentum).
-  std::string fingerprint() const { return sync::stateFingerprint(sync::withMomentum(base, momentum)); }
+  // What the swarm compares: the base, the outer momentum and the work ledger (sync::withState).
+  std::string fingerprint() const { return sync::swarmFingerprint(base, momentum, ledger); }
 
   // The pending contribution (snapshot − base over the trainable tensors) written to `path`.
   Expected<ContributionWritten> writePending(std::int64_t round, const std::string& path);
@@ -84,7 +88,7 @@ struct SpesPeer::Impl {
       if (onPersisted) onPersisted(baseRound, {});
       return;
     }
-    writer = std::thread([dir = config.stateDir, round = baseRound, base = sync::withMomentum(base, momentum),
+    writer = std::thread([dir = config.stateDir, round = baseRound, base = sync::withState(base, momentum, ledger),
                           state = train::captureTrainingState(*trainer), done = onPersisted]() mutable {
       const auto status = writeRoundDir(dir, round, base, state);
       if (done) done(round, status ? std::string() : status.error());
@@ -129,9 +133,12 @@ struct SpesPeer::Impl {
     if (!ordered) return makeError(ordered.error());
     auto stored = peer_detail::momentumIn(*file, base, peer_detail::roundPolicy(config).outer, dir.round);
     if (!stored) return makeError(stored.error());
+    auto storedLedger = sync::ledgerIn(*file, dir.round);
+    if (!storedLedger) return makeError(storedLedger.error());
     if (auto s = trainer->loadState(dir.path + "/" + peer_detail::kStateFile); !s) return s;
     base = std::move(*ordered);
     momentum = std::move(*stored);
+    ledger = std::move(*storedLedger);
     return {};
   }
 };

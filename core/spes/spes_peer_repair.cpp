@@ -33,13 +33,14 @@ Expected<Remerged> SpesPeer::remerge(std::int64_t round, const std::vector<Incom
     return makeError("round " + std::to_string(round) + " cannot be merged again here (the state holds round " +
                      std::to_string(d.baseRound) + (d.previousBase.empty() ? ", without the base before it)" : ")"));
   const sync::RoundContext context{d.config.runId, round,
-                                   sync::stateFingerprint(sync::withMomentum(d.previousBase, d.previousMomentum))};
+                                   sync::swarmFingerprint(d.previousBase, d.previousMomentum, d.previousLedger)};
   // A file that does not read, or names another sender, is left out as SpesPeer::merge leaves it out.
   std::vector<ContributionVerdict> unread;
   std::map<std::string, std::int64_t> bytesOf;
   auto entries = readEntries(contributions, unread, bytesOf);
-  auto outcome = sync::mergeRound(d.previousBase, context, std::move(entries), mergePolicy(d.config, round),
-                                  round * d.config.syncEvery, d.config.trainer.model, d.previousMomentum);
+  auto outcome =
+      sync::mergeRound(d.previousBase, context, std::move(entries), mergePolicy(d.config, round),
+                       round * d.config.syncEvery, d.config.trainer.model, d.previousMomentum, d.previousLedger);
   if (!outcome) return makeError(outcome.error());
   if (outcome->fingerprint != expectedFingerprint)
     return makeError("merging those " + std::to_string(contributions.size()) + " contributions gave state " +
@@ -58,6 +59,7 @@ Expected<Remerged> SpesPeer::remerge(std::int64_t round, const std::vector<Incom
   if (pending) d.snapshot = carried(outcome->merged, d.snapshot, d.base);
   d.base = std::move(outcome->merged);
   d.momentum = std::move(outcome->momentum);
+  d.ledger = std::move(outcome->ledger);
   if (pending) {
     // The same deltas (up to rounding) on the new base: its header names the state we hold now.
     auto written = d.writePending(round + 1, rewritePath);

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -17,20 +18,22 @@ namespace {
 // arrival, so they are a caller error (the round keeps one contribution per sender).
 std::vector<SenderDeltas> senderOrder(std::vector<SenderDeltas> senders) {
   std::sort(senders.begin(), senders.end(), [](const auto& a, const auto& b) { return a.sender < b.sender; });
-  for (std::size_t i = 1; i < senders.size(); ++i) {
-    if (senders[i].sender == senders[i - 1].sender)
+  for (std::size_t i = 0; i < senders.size(); ++i) {
+    if (!(senders[i].weight > 0.0) || !std::isfinite(senders[i].weight))
+      throw std::invalid_argument("aggregate: sender \"" + senders[i].sender + "\" has no positive finite weight");
+    if (i > 0 && senders[i].sender == senders[i - 1].sender)
       throw std::invalid_argument("aggregate: two contributions from sender \"" + senders[i].sender + "\"");
   }
   return senders;
 }
 
-// The float64 sums of the means, one per base tensor, folded one contribution at a time: a shared
-// tensor takes every contribution (unless centered clipping aggregates it), an expert's tensor its
-// owners' only.
+// The float64 sums of the weighted means (SenderDeltas::weight), one per base tensor, folded one
+// contribution at a time: a shared tensor takes every contribution (unless centered clipping
+// aggregates it), an expert's tensor its owners' only.
 class MeanSums {
  public:
   MeanSums(const NamedTensors& base, const Ownership& owners, bool clipShared)
-      : base_(base), sums_(base.size()), counts_(base.size(), 0), owners_(base.size(), nullptr) {
+      : base_(base), sums_(base.size()), weights_(base.size(), 0.0), owners_(base.size(), nullptr) {
     static const std::set<std::string> kNoOwners;
     for (std::size_t b = 0; b < base.size(); ++b) {
       index_.emplace(base[b].first, b);
@@ -50,7 +53,7 @@ class MeanSums {
   const std::vector<SharedTensor>& clippedTensors() const { return shared_; }
   bool isClipped(std::size_t b) const { return clipped_[b]; }
 
-  void add(const std::string& sender, const NamedTensors& deltas) {
+  void add(const std::string& sender, double weight, const NamedTensors& deltas) {
     std::vector<bool> seen(base_.size(), false);
     for (const auto& [name, delta] : deltas) {
       const auto it = index_.find(name);
@@ -61,17 +64,18 @@ class MeanSums {
       const at::Tensor tensor = base_[b].second.detach();
       if (delta.sizes() != tensor.sizes())  // never let broadcasting hide a misshapen delta
         throw std::invalid_argument("aggregate: delta shape differs from its base tensor");
-      const at::Tensor d = delta.to(tensor.options().dtype(at::kDouble));
+      at::Tensor d = delta.to(tensor.options().dtype(at::kDouble));
+      if (weight != 1.0) d = d * weight;  // ×1 is exact: skipped, it only costs a pass
       sums_[b] = sums_[b].defined() ? sums_[b] + d : d;
-      ++counts_[b];
+      weights_[b] += weight;
     }
   }
 
-  // base + the mean of what was added, cast to the base dtype; frees that tensor's sum.
+  // base + the weighted mean of what was added, cast to the base dtype; frees that tensor's sum.
   at::Tensor take(std::size_t b) {
     const at::Tensor tensor = base_[b].second.detach();
-    if (counts_[b] == 0) return tensor.clone();
-    const at::Tensor mean = sums_[b] / static_cast<double>(counts_[b]);
+    if (weights_[b] == 0.0) return tensor.clone();
+    const at::Tensor mean = sums_[b] / weights_[b];
     sums_[b] = at::Tensor();
     return (tensor.to(at::kDouble) + mean).to(tensor.scalar_type());
   }
@@ -80,7 +84,7 @@ class MeanSums {
   const NamedTensors& base_;
   std::unordered_map<std::string, std::size_t> index_;
   std::vector<at::Tensor> sums_;
-  std::vector<std::size_t> counts_;
+  std::vector<double> weights_;                       // the sum of the weights added to each tensor
   std::vector<const std::set<std::string>*> owners_;  // null: shared, everyone counts
   std::vector<bool> clipped_;
   std::vector<SharedTensor> shared_;
@@ -92,8 +96,8 @@ Expected<NamedTensors> aggregateStream(const NamedTensors& base, const std::vect
                                        const Ownership& owners, const AggregatePolicy& policy) {
   const auto sorted = senderOrder(senders);
   MeanSums sums(base, owners, policy.shared == SharedRule::CenteredClip);
-  auto pass =
-      forEachSender(sorted, [&](std::size_t i, const NamedTensors& deltas) { sums.add(sorted[i].sender, deltas); });
+  auto pass = forEachSender(
+      sorted, [&](std::size_t i, const NamedTensors& deltas) { sums.add(sorted[i].sender, sorted[i].weight, deltas); });
   if (!pass) return makeError(pass.error());
   std::vector<at::Tensor> clipped;
   if (!sums.clippedTensors().empty()) {

@@ -29,6 +29,9 @@ inline DeltaSource heldDeltas(ckpt::NamedTensors deltas) {
 struct SenderDeltas {
   std::string sender;  // peer id; unique within a round
   DeltaSource deltas;
+  // Its weight in every mean of the merge (work_ledger.h: 1 + its merged rounds, capped). A small
+  // exact integer: with every weight 1 the sums and divisions are exactly the unweighted ones.
+  double weight = 1.0;
 };
 
 // One pass: reads every sender's deltas in the given order, one at a time, and hands them to

@@ -1,6 +1,7 @@
 #include "core/sync/fetch_size.h"
 
 #include "core/model/tensor_names.h"
+#include "core/sync/work_ledger.h"
 
 #include <algorithm>
 
@@ -101,12 +102,13 @@ std::vector<std::int64_t> contributionSizes(const model::ModelConfig& config, co
 }
 
 std::int64_t snapshotBytes(const model::ModelConfig& config, const std::string& run, std::int64_t round,
-                           const OuterRule& outer) {
+                           const OuterRule& outer, std::int64_t ledgerBytes) {
   auto tensors = modelTensors(config);
   const std::size_t weights = tensors.size();
   for (std::size_t i = 0; i < weights; ++i)
     if (takesOuterStep(outer, tensors[i].name))
       tensors.push_back({kMomentumPrefix + tensors[i].name, DType::F32, tensors[i].shape, 0, 0});
+  if (ledgerBytes > 0) tensors.push_back({kWorkLedgerTensor, DType::U8, {ledgerBytes}, 0, 0});
   return fileBytes(tensors, {{"format", "expertswarm-snapshot"}, {"round", std::to_string(round)}, {"run", run}});
 }
 

@@ -31,9 +31,11 @@ std::vector<std::int64_t> contributionSizes(const model::ModelConfig& config, co
                                             const ContributionHeader& header);
 
 // A merged-state snapshot of `round` (SpesPeer::writeSnapshot: every tensor, float32, and the
-// outer rule's momentum of each tensor it steps).
+// outer rule's momentum of each tensor it steps) with a work ledger of `ledgerBytes` bytes (0: none;
+// swarm_state.h). Its size before download is bounded by ledgerBytes = maxEncodedBytes(round): the
+// ledger's length is the one part a fetcher cannot know, and its reader is strict.
 std::int64_t snapshotBytes(const model::ModelConfig& config, const std::string& run, std::int64_t round,
-                           const OuterRule& outer = {});
+                           const OuterRule& outer = {}, std::int64_t ledgerBytes = 0);
 
 // The run folder's default disk quota:
 //   3 rounds × 32 peers × the largest contribution (every expert, f32)   others' contributions

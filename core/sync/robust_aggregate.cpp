@@ -25,10 +25,19 @@ double sumOfSquares(const at::Tensor& t) {
 // x − v in float64, on the CPU (v lives there).
 at::Tensor diff(const at::Tensor& x, const at::Tensor& v) { return x.detach().to(at::kCPU, at::kDouble) - v; }
 
-// The low median (as validateRound's: one outlier never raises it, not even among two).
-double lowMedian(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[(values.size() - 1) / 2];
+// The weighted low median: the smallest value whose senders, with all smaller ones, hold at least
+// half the weight. With every weight 1 it is validateRound's low median (one outlier never raises
+// it, not even among two); with weights, keys without merged work cannot drag it (issue 37).
+double weightedLowMedian(std::vector<std::pair<double, double>> valueWeight) {
+  std::sort(valueWeight.begin(), valueWeight.end());
+  double total = 0.0;
+  for (const auto& [value, weight] : valueWeight) total += weight;
+  double below = 0.0;
+  for (const auto& [value, weight] : valueWeight) {
+    below += weight;
+    if (2.0 * below >= total) return value;
+  }
+  return valueWeight.back().first;
 }
 
 // Which shared tensors a contribution carries, as (slot, delta) in name order: the order the
@@ -80,21 +89,24 @@ Expected<std::vector<double>> distances(const Carried& carried, const std::vecto
   return out;
 }
 
-// v_t ← v_t + (1/n_t) Σ_i scale_i · (x_{i,t} − v_t), the sum in sender order.
+// v_t ← v_t + (1/W_t) Σ_i w_i · scale_i · (x_{i,t} − v_t), the sum in sender order, W_t the
+// weight of the contributions carrying t (with every w_i = 1: n_t and the unweighted sum).
 Status moveCenter(const Carried& carried, const std::vector<SenderDeltas>& senders, const std::vector<double>& scale,
                   std::vector<at::Tensor>& v) {
   std::vector<at::Tensor> sum(v.size());
-  std::vector<std::size_t> count(v.size(), 0);
+  std::vector<double> weight(v.size(), 0.0);
   auto pass = forEachSender(senders, [&](std::size_t i, const NamedTensors& deltas) {
+    const double w = senders[i].weight;
     for (const auto& [t, delta] : carried.of(deltas)) {
-      const at::Tensor term = diff(*delta, v[t]) * scale[i];
+      at::Tensor term = diff(*delta, v[t]) * scale[i];
+      if (w != 1.0) term = term * w;  // ×1 is exact: skipped
       sum[t] = sum[t].defined() ? sum[t] + term : term;
-      ++count[t];
+      weight[t] += w;
     }
   });
   if (!pass) return pass;
   for (std::size_t t = 0; t < v.size(); ++t)
-    if (count[t] > 0) v[t] = v[t] + sum[t] / static_cast<double>(count[t]);
+    if (weight[t] > 0.0) v[t] = v[t] + sum[t] / weight[t];
   return {};
 }
 
@@ -112,11 +124,11 @@ Expected<std::vector<at::Tensor>> centeredClip(const std::vector<SharedTensor>& 
   for (int round = 0; round < iterations; ++round) {
     auto d = distances(carried, senders, v);
     if (!d) return makeError(d.error());
-    std::vector<double> present;
-    for (const double x : *d)
-      if (x >= 0.0) present.push_back(x);
+    std::vector<std::pair<double, double>> present;  // (distance, weight)
+    for (std::size_t i = 0; i < senders.size(); ++i)
+      if ((*d)[i] >= 0.0) present.emplace_back((*d)[i], senders[i].weight);
     if (present.empty()) break;  // no contribution carries a shared tensor: v stays 0
-    const double tau = std::max(tauFactor * lowMedian(present), tauFloor);
+    const double tau = std::max(tauFactor * weightedLowMedian(std::move(present)), tauFloor);
     std::vector<double> scale(senders.size(), 1.0);
     for (std::size_t i = 0; i < senders.size(); ++i)
       if ((*d)[i] > tau) scale[i] = tau / (*d)[i];  // d > tau >= 0, so d > 0

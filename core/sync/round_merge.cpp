@@ -1,6 +1,7 @@
 #include "core/sync/round_merge.h"
 
 #include "core/model/tensor_names.h"
+#include "core/sync/swarm_state.h"
 
 #include <algorithm>
 #include <cmath>
@@ -72,7 +73,7 @@ double clipTauFloor(const NamedTensors& base, const ValidationPolicy& policy) {
 
 Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& context, std::vector<RoundEntry> entries,
                                 const RoundPolicy& policy, std::int64_t mergeStep, const model::ModelConfig& model,
-                                const NamedTensors& momentum) {
+                                const NamedTensors& momentum, const WorkLedger& ledger) {
   // Sender order, not arrival order: every peer validates and merges the same list the same way.
   std::sort(entries.begin(), entries.end(),
             [](const RoundEntry& a, const RoundEntry& b) { return a.header.sender < b.header.sender; });
@@ -84,7 +85,8 @@ Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& co
   for (const std::size_t i : validatePass(base, context, entries, policy.validation, out)) {
     for (int e : entries[i].claims) out.owners[e].insert(entries[i].header.sender);
     out.accepted.push_back(entries[i].header.sender);
-    senders.push_back({entries[i].header.sender, std::move(entries[i].deltas)});
+    const std::string& sender = entries[i].header.sender;
+    senders.push_back({sender, std::move(entries[i].deltas), ledger.weightOf(sender)});
   }
   const std::string where = "merging round " + std::to_string(context.round) + ": ";
   try {  // es_sync throws only on caller errors (a misshapen delta the checks let through)
@@ -103,7 +105,8 @@ Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& co
   } catch (const std::exception& e) {
     return makeError(where + e.what());
   }
-  out.fingerprint = stateFingerprint(withMomentum(out.merged, out.momentum));
+  out.ledger = ledger.after(context.round, out.accepted);
+  out.fingerprint = swarmFingerprint(out.merged, out.momentum, out.ledger);
   return out;
 }
 

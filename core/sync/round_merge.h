@@ -3,7 +3,8 @@
 // measure is what the client does (issue 13, item 2). docs/ARCHITECTURE.md, "Merge rule".
 //
 //   contributions (any order) ─ sort by sender ─ stale check ─ checkContribution each ─ judgeRound ─┐
-//   owners = the accepted senders' claims ─ aggregateStream ─ [outer step] ─ warm-up ─ fingerprint
+//   owners = the accepted senders' claims ─ aggregateStream, weighted by the work ledger ─
+//   [outer step] ─ warm-up ─ ledger + 1 round for the accepted ─ fingerprint
 //
 // It streams (issue 14 item 3): each contribution is read from its source when a pass needs it
 // and dropped before the next is read — one pass to validate, then aggregateStream's (merge.h) —
@@ -19,6 +20,7 @@
 #include "core/sync/merge.h"
 #include "core/sync/outer_step.h"
 #include "core/sync/validate.h"
+#include "core/sync/work_ledger.h"
 
 #include <cstdint>
 #include <optional>
@@ -59,16 +61,18 @@ struct RoundMerge {
   Ownership owners;                    // expert → accepted senders that claimed it
   NamedTensors momentum;               // the outer rule's new momentum (empty for a plain rule)
   double alpha = 0;                    // warm-up factor applied (0: none)
-  std::string fingerprint;             // stateFingerprint(withMomentum(merged, momentum))
+  WorkLedger ledger;                   // the ledger after this round: the accepted senders + 1 round
+  std::string fingerprint;             // swarmFingerprint(merged, momentum, ledger)
 };
 
 // Merges `entries` onto `base` for the round in `context`; `mergeStep` is the training step the
 // merge happens at (the warm-up's alpha depends on it). The same inputs in any order give the
 // bit-identical result. An error for caller mistakes (two entries of one sender) and for a source
 // that read once but fails on a later pass (its file changed under the merge). `momentum`: the
-// outer rule's momentum that came with `base` (empty: zeros).
+// outer rule's momentum that came with `base` (empty: zeros). `ledger`: the work ledger that came
+// with `base` (work_ledger.h): each accepted sender weighs ledger.weightOf(sender) in every mean.
 Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& context, std::vector<RoundEntry> entries,
                                 const RoundPolicy& policy, std::int64_t mergeStep, const model::ModelConfig& model,
-                                const NamedTensors& momentum = {});
+                                const NamedTensors& momentum = {}, const WorkLedger& ledger = {});
 
 }  // namespace es::sync

@@ -3,6 +3,7 @@
 //   fuzz_make_seeds tests/fuzz/corpus
 #include "core/checkpoint/safetensors.h"
 #include "core/sync/contribution_file.h"
+#include "core/sync/work_ledger.h"
 #include "fuzz_corpus_constants.h"
 #include "p2p/identity.h"
 #include "p2p/identity_work.h"
@@ -108,6 +109,17 @@ void recordAndGossipSeeds(const std::string& recordDir, const std::string& gossi
 
 }  // namespace
 
+// Ledgers as merges build them: one sender, and three with different standing.
+void workLedgerSeeds(const std::string& dir) {
+  sync::WorkLedger one = sync::WorkLedger{}.after(1, {"a1b2"});
+  write(dir + "/seed-one.txt", one.encode());
+  sync::WorkLedger three;
+  for (std::int64_t round = 1; round <= 12; ++round)
+    three = three.after(round, round % 3 ? std::vector<std::string>{std::string(64, 'c'), "peer-b"}
+                                         : std::vector<std::string>{"peer-a"});
+  write(dir + "/seed-three.txt", three.encode());
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: fuzz_make_seeds CORPUS_DIR\n");
@@ -118,6 +130,7 @@ int main(int argc, char** argv) {
     safetensorsSeeds(dir + "/safetensors");
     contributionSeeds(dir + "/contribution");
     recordAndGossipSeeds(dir + "/peer_record", dir + "/gossip");
+    workLedgerSeeds(dir + "/work_ledger");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fuzz_make_seeds: %s\n", e.what());
     return 1;

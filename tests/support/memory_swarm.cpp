@@ -103,7 +103,9 @@ Status MemorySwarm::fetch(const ContentId& contentId, const std::string& dir, co
     return {};
   }
   const auto size = QFileInfo(QString::fromStdString(it->second)).size();
-  if (!limits.sizes.empty() && std::find(limits.sizes.begin(), limits.sizes.end(), size) == limits.sizes.end()) {
+  const bool unpredicted =
+      !limits.sizes.empty() && std::find(limits.sizes.begin(), limits.sizes.end(), size) == limits.sizes.end();
+  if (unpredicted || (limits.maxBytes > 0 && size > limits.maxBytes)) {
     QTimer::singleShot(0, &context_, [this, contentId, size] {
       if (events_.fetchFailed)
         events_.fetchFailed(contentId, "one file of " + std::to_string(size) + " bytes, not the predicted size", true);
