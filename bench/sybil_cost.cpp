@@ -1,7 +1,10 @@
 // Issue 37's proof at the merge (bench/sybil_cost): for each attack on the round's merge and
 // H ∈ {3, 5} honest peers, the smallest number of attacker keys (1–32) that achieves each harm,
-// under the rules of a3cdfca (bounds from the round's medians) and under today's (the run's update
-// ceiling, core/sync/update_ceiling.h). It drives sync::mergeRound — the function every client and
+// under the rules of a3cdfca (bounds from the round's medians), under the run's update ceiling
+// (core/sync/update_ceiling.h) alone, and under today's: the ceiling and the work ledger
+// (core/sync/work_ledger.h) — the honest peers merged for the last 8 rounds, the keys fresh
+// ("ledger") or merged for as long as the honest peers ("ledger=", the rule's limit: equal work
+// per key is head count again). It drives sync::mergeRound — the function every client and
 // the simulator run — on synthetic contributions shaped like a round of the bundled run
 // (tst_update_ceiling: an honest round's RMS is 0.11–0.20 × the round's lr sum), so it sweeps
 // hundreds of rounds in seconds. What it does not cover: the node's votes, fetch slots and stalls
@@ -14,6 +17,7 @@
 #include "core/model/tensor_names.h"
 #include "core/sync/round_merge.h"
 #include "core/sync/update_ceiling.h"
+#include "core/sync/work_ledger.h"
 
 #include <torch/torch.h>
 
@@ -31,6 +35,37 @@ using sync::NamedTensors;
 namespace {
 
 constexpr double kLrSum = 0.1;  // round 2 of the bundled run (tst_update_ceiling)
+constexpr std::int64_t kRound = 9;
+constexpr std::int64_t kHonestRounds = 8;  // the honest peers' merged rounds under the ledger rules
+
+enum class Rules { Median, Ceiling, Ledger, LedgerEqual };
+const char* rulesName(Rules r) {
+  switch (r) {
+    case Rules::Median:
+      return "median";
+    case Rules::Ceiling:
+      return "ceiling";
+    case Rules::Ledger:
+      return "ledger";
+    case Rules::LedgerEqual:
+      return "ledger=";
+  }
+  return "?";
+}
+
+// The ledger the round's base came with: the honest peers (and under "ledger=" the keys) merged in
+// each of the last kHonestRounds rounds.
+sync::WorkLedger ledgerFor(Rules rules, int h, int keys) {
+  std::vector<std::string> worked;
+  if (rules == Rules::Ledger || rules == Rules::LedgerEqual)
+    for (int i = 0; i < h; ++i) worked.push_back("honest-" + std::to_string(i));
+  if (rules == Rules::LedgerEqual)
+    for (int k = 0; k < keys; ++k) worked.push_back("key-" + std::to_string(k));
+  sync::WorkLedger ledger;
+  if (worked.empty()) return ledger;
+  for (std::int64_t r = kRound - kHonestRounds; r < kRound; ++r) ledger = ledger.after(r, worked);
+  return ledger;
+}
 constexpr int kExperts = 8;
 const std::string kRun = "bench";
 
@@ -121,14 +156,14 @@ at::Tensor sharedUpdate(const NamedTensors& merged, const NamedTensors& base) {
   return torch::cat(parts);
 }
 
-Harms oneRound(const Round& round, const Attack& attack, int h, int keys, bool ceilingRules) {
+Harms oneRound(const Round& round, const Attack& attack, int h, int keys, Rules rules) {
   const std::string baseHash = sync::stateFingerprint(round.base);
-  const sync::RoundContext context{kRun, 2, baseHash};
+  const sync::RoundContext context{kRun, kRound, baseHash};
   std::vector<sync::RoundEntry> entries;
   auto entry = [&](const std::string& sender, NamedTensors d, std::set<int> claims) {
     sync::RoundEntry e;
     e.header.run = kRun;
-    e.header.round = 2;
+    e.header.round = kRound;
     e.header.sender = sender;
     e.header.baseHash = baseHash;
     e.header.codec = "f32";
@@ -143,8 +178,9 @@ Harms oneRound(const Round& round, const Attack& attack, int h, int keys, bool c
           attack.ownsExpert && k == 0 ? std::set<int>{kExperts - 1} : std::set<int>{});
   sync::RoundPolicy policy;
   policy.aggregate = {sync::SharedRule::CenteredClip, 3, 1.0};
-  if (ceilingRules) policy.validation.ceiling = {kLrSum, sync::adamStepBound(0.9, 0.95), 0.1};
-  auto merge = sync::mergeRound(round.base, context, std::move(entries), policy, 100, {});
+  if (rules != Rules::Median) policy.validation.ceiling = {kLrSum, sync::adamStepBound(0.9, 0.95), 0.1};
+  auto merge =
+      sync::mergeRound(round.base, context, std::move(entries), policy, 100, {}, {}, ledgerFor(rules, h, keys));
   if (!merge) {
     std::fprintf(stderr, "merge failed: %s\n", merge.error().c_str());
     std::exit(1);
@@ -187,14 +223,14 @@ int main() {
   const Round round;
   std::printf("%-32s %-8s %2s %6s %6s %6s %6s\n", "attack", "rules", "H", "ban", "freeze", "turned", "expert");
   for (const auto& attack : attacks())
-    for (const bool ceiling : {false, true})
+    for (const Rules rules : {Rules::Median, Rules::Ceiling, Rules::Ledger, Rules::LedgerEqual})
       for (const int h : {3, 5}) {
         std::map<int, Harms> byKeys;
         const auto harms = [&](int k) -> const Harms& {
-          if (!byKeys.count(k)) byKeys[k] = oneRound(round, attack, h, k, ceiling);
+          if (!byKeys.count(k)) byKeys[k] = oneRound(round, attack, h, k, rules);
           return byKeys[k];
         };
-        std::printf("%-32s %-8s %2d %6s %6s %6s %6s\n", attack.name, ceiling ? "ceiling" : "median", h,
+        std::printf("%-32s %-8s %2d %6s %6s %6s %6s\n", attack.name, rulesName(rules), h,
                     smallest([&](int k) { return harms(k).ban; }).c_str(),
                     smallest([&](int k) { return harms(k).freeze; }).c_str(),
                     smallest([&](int k) { return harms(k).turned; }).c_str(),

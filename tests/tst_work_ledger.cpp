@@ -5,6 +5,7 @@
 // bench/sybil_cost measured (noise just over the no-work floor, and a reversed update, from more
 // keys than honest peers).
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
+#include "core/model/tensor_names.h"
 #include "core/sync/fetch_size.h"
 #include "core/sync/round_merge.h"
 #include "core/sync/swarm_state.h"
@@ -15,6 +16,7 @@
 
 #include <QtTest>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -71,9 +73,9 @@ class WorkLedgerTest : public QObject {
   void weightGrowsWithMergedRoundsUpToTheCap() {
     const auto ledger = workedFor({"a"}, WorkLedger::kWeightCap + 10);
     QCOMPARE(ledger.mergedRounds("a"), WorkLedger::kWeightCap + 10);
-    QCOMPARE(ledger.weightOf("a"), 1.0 + double(WorkLedger::kWeightCap));
-    QCOMPARE(ledger.weightOf("fresh"), 1.0);
-    QCOMPARE(workedFor({"a"}, 3).weightOf("a"), 4.0);
+    QCOMPARE(ledger.weightOf("a"), double(WorkLedger::kWeightCap));
+    QCOMPARE(ledger.weightOf("fresh"), 0.0);
+    QCOMPARE(workedFor({"a"}, 3).weightOf("a"), 3.0);
   }
 
   void aRoundCountsOnceAndOnlyForTheAccepted() {
@@ -179,14 +181,39 @@ class WorkLedgerTest : public QObject {
     QCOMPARE(merge->fingerprint, swarmFingerprint(merge->merged, {}, merge->ledger));
   }
 
-  // Weighted means: a sender of r merged rounds counts 1 + r times, a fresh key once.
+  // Weighted means: a sender of r merged rounds counts r times; a fresh key not at all beside it,
+  // once where nobody has merged work (the run's first round).
   void theMeanWeighsSendersByMergedRounds() {
-    const auto ledger = workedFor({"a"}, 3);  // a weighs 4, b weighs 1
-    auto merge =
-        mergeRound(base(), context(), {entry("a", torch::full({kWidth}, 1.0f)), entry("b", torch::zeros({kWidth}))}, {},
-                   30, {}, {}, ledger);
+    const auto ab = workedFor({"a", "b"}, 3).after(4, {"a"});  // a weighs 4, b 3, c nothing
+    auto merge = mergeRound(base(), context(),
+                            {entry("a", torch::full({kWidth}, 1.0f)), entry("b", torch::zeros({kWidth})),
+                             entry("c", torch::full({kWidth}, 2.0f))},
+                            {}, 30, {}, {}, ab);
     QVERIFY(merge.ok());
-    QCOMPARE(merge->merged.front().second[0].item<float>(), 0.8f);
+    QCOMPARE(merge->merged.front().second[0].item<float>(), float(4.0 / 7.0));
+    QCOMPARE(merge->ledger.mergedRounds("c"), 1);  // merged (not refused): it weighs 1 next round
+    auto first = mergeRound(base(), context(),
+                            {entry("a", torch::full({kWidth}, 1.0f)), entry("c", torch::zeros({kWidth}))}, {}, 30, {});
+    QVERIFY(first.ok());
+    QCOMPARE(first->merged.front().second[0].item<float>(), 0.5f);
+  }
+
+  // An expert only a newcomer owns is its owner's, weight or not; one a veteran owns too is the
+  // veteran's until the newcomer has merged work.
+  void anExpertIsWeighedAmongItsOwners() {
+    const std::string e0 = es::model::expertTensorName(0, 0, "w1"), e1 = es::model::expertTensorName(0, 1, "w1");
+    NamedTensors experts{{kShared, torch::zeros({kWidth})}, {e0, torch::zeros({4})}, {e1, torch::zeros({4})}};
+    const RoundContext ctx{kRun, kRound, stateFingerprint(experts)};
+    auto make = [&](const std::string& sender, std::set<int> claims, float v) {
+      NamedTensors d{{kShared, torch::zeros({kWidth})}};
+      for (int e : claims) d.emplace_back(e == 0 ? e0 : e1, torch::full({4}, v));
+      return RoundEntry{{kRun, kRound, sender, ctx.baseHash, "f32"}, heldDeltas(d), claims};
+    };
+    auto merge = mergeRound(experts, ctx, {make("veteran", {0}, 1.0f), make("newcomer", {0, 1}, 3.0f)}, {}, 30, {}, {},
+                            workedFor({"veteran"}, 5));
+    QVERIFY(merge.ok());
+    QCOMPARE(merge->merged[1].second[0].item<float>(), 1.0f);  // expert 0: the veteran's
+    QCOMPARE(merge->merged[2].second[0].item<float>(), 3.0f);  // expert 1: the newcomer's alone
   }
 
   // bench/sybil_cost's attacks, at the unit: 11 keys sending noise, 5 sending the honest update

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -19,28 +20,59 @@ namespace {
 std::vector<SenderDeltas> senderOrder(std::vector<SenderDeltas> senders) {
   std::sort(senders.begin(), senders.end(), [](const auto& a, const auto& b) { return a.sender < b.sender; });
   for (std::size_t i = 0; i < senders.size(); ++i) {
-    if (!(senders[i].weight > 0.0) || !std::isfinite(senders[i].weight))
-      throw std::invalid_argument("aggregate: sender \"" + senders[i].sender + "\" has no positive finite weight");
+    if (!(senders[i].weight >= 0.0) || !std::isfinite(senders[i].weight))
+      throw std::invalid_argument("aggregate: sender \"" + senders[i].sender +
+                                  "\" has a negative or non-finite weight");
     if (i > 0 && senders[i].sender == senders[i - 1].sender)
       throw std::invalid_argument("aggregate: two contributions from sender \"" + senders[i].sender + "\"");
   }
   return senders;
 }
 
+// Whether a group of senders is averaged by head count: when none of them has merged work (a run's
+// first round; an expert only newcomers own), there is no work to weigh them by.
+bool unitWeights(const std::vector<SenderDeltas>& senders) {
+  double total = 0.0;
+  for (const auto& s : senders) total += s.weight;
+  return total == 0.0;
+}
+
+// The shared tensors' senders as centered clipping weighs them: the weighted ones, or every one
+// at weight 1 when none has merged work.
+std::vector<SenderDeltas> clipSenders(const std::vector<SenderDeltas>& sorted) {
+  std::vector<SenderDeltas> out;
+  const bool unit = unitWeights(sorted);
+  for (const auto& s : sorted)
+    if (unit || s.weight > 0.0) out.push_back({s.sender, s.deltas, unit ? 1.0 : s.weight});
+  return out;
+}
+
 // The float64 sums of the weighted means (SenderDeltas::weight), one per base tensor, folded one
 // contribution at a time: a shared tensor takes every contribution (unless centered clipping
-// aggregates it), an expert's tensor its owners' only.
+// aggregates it), an expert's tensor its owners' only. In each, a sender weighs its weight, or 1
+// when no sender that counts there has any.
 class MeanSums {
  public:
-  MeanSums(const NamedTensors& base, const Ownership& owners, bool clipShared)
-      : base_(base), sums_(base.size()), weights_(base.size(), 0.0), owners_(base.size(), nullptr) {
+  MeanSums(const NamedTensors& base, const Ownership& owners, const std::vector<SenderDeltas>& senders, bool clipShared)
+      : base_(base),
+        sums_(base.size()),
+        weights_(base.size(), 0.0),
+        owners_(base.size(), nullptr),
+        unit_(base.size(), false) {
     static const std::set<std::string> kNoOwners;
+    std::map<std::string, double> weightOf;
+    for (const auto& s : senders) weightOf[s.sender] = s.weight;
     for (std::size_t b = 0; b < base.size(); ++b) {
       index_.emplace(base[b].first, b);
       if (const auto expert = model::expertOf(base[b].first)) {
         const auto it = owners.find(expert->expert);
         owners_[b] = it != owners.end() ? &it->second : &kNoOwners;
+        double ownersWeight = 0.0;
+        for (const auto& owner : *owners_[b])
+          if (const auto w = weightOf.find(owner); w != weightOf.end()) ownersWeight += w->second;
+        unit_[b] = ownersWeight == 0.0;
       } else {
+        unit_[b] = unitWeights(senders);
         clipped_.push_back(clipShared);
         if (clipShared) shared_.push_back({base[b].first, &base[b].second});
         continue;
@@ -61,13 +93,15 @@ class MeanSums {
       const std::size_t b = it->second;
       seen[b] = true;
       if (clipped_[b] || (owners_[b] && owners_[b]->count(sender) == 0)) continue;
+      const double w = unit_[b] ? 1.0 : weight;
+      if (w == 0.0) continue;  // no merged work, beside senders that have some
       const at::Tensor tensor = base_[b].second.detach();
       if (delta.sizes() != tensor.sizes())  // never let broadcasting hide a misshapen delta
         throw std::invalid_argument("aggregate: delta shape differs from its base tensor");
       at::Tensor d = delta.to(tensor.options().dtype(at::kDouble));
-      if (weight != 1.0) d = d * weight;  // ×1 is exact: skipped, it only costs a pass
+      if (w != 1.0) d = d * w;  // ×1 is exact: skipped, it only costs a pass
       sums_[b] = sums_[b].defined() ? sums_[b] + d : d;
-      weights_[b] += weight;
+      weights_[b] += w;
     }
   }
 
@@ -86,6 +120,7 @@ class MeanSums {
   std::vector<at::Tensor> sums_;
   std::vector<double> weights_;                       // the sum of the weights added to each tensor
   std::vector<const std::set<std::string>*> owners_;  // null: shared, everyone counts
+  std::vector<bool> unit_;  // every sender weighs 1 here: none of those that count has merged work
   std::vector<bool> clipped_;
   std::vector<SharedTensor> shared_;
 };
@@ -95,14 +130,14 @@ class MeanSums {
 Expected<NamedTensors> aggregateStream(const NamedTensors& base, const std::vector<SenderDeltas>& senders,
                                        const Ownership& owners, const AggregatePolicy& policy) {
   const auto sorted = senderOrder(senders);
-  MeanSums sums(base, owners, policy.shared == SharedRule::CenteredClip);
+  MeanSums sums(base, owners, sorted, policy.shared == SharedRule::CenteredClip);
   auto pass = forEachSender(
       sorted, [&](std::size_t i, const NamedTensors& deltas) { sums.add(sorted[i].sender, sorted[i].weight, deltas); });
   if (!pass) return makeError(pass.error());
   std::vector<at::Tensor> clipped;
   if (!sums.clippedTensors().empty()) {
-    auto centre =
-        centeredClip(sums.clippedTensors(), sorted, policy.clipIterations, policy.clipTauFactor, policy.clipTauFloor);
+    auto centre = centeredClip(sums.clippedTensors(), clipSenders(sorted), policy.clipIterations, policy.clipTauFactor,
+                               policy.clipTauFloor);
     if (!centre) return makeError(centre.error());
     clipped = std::move(*centre);
   }

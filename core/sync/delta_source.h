@@ -29,8 +29,9 @@ inline DeltaSource heldDeltas(ckpt::NamedTensors deltas) {
 struct SenderDeltas {
   std::string sender;  // peer id; unique within a round
   DeltaSource deltas;
-  // Its weight in every mean of the merge (work_ledger.h: 1 + its merged rounds, capped). A small
-  // exact integer: with every weight 1 the sums and divisions are exactly the unweighted ones.
+  // Its weight in every mean of the merge (work_ledger.h: its merged rounds, capped; 0 for a fresh
+  // key, which then counts only where nobody has weight). A small exact integer, ≥ 0: with every
+  // weight 1 the sums and divisions are exactly the unweighted ones.
   double weight = 1.0;
 };
 

@@ -6,8 +6,9 @@
 //   shared tensor        base + mean over all contributions of their delta
 //   expert (l, e) tensor base + mean over the contributions of e's owners (replicas), or base
 //                        unchanged when no owner's contribution arrived
-// and it is deterministic: contributions are combined in sender order, never arrival order.
-// No Qt, no networking: LibTorch + the standard library only.
+// each mean weighted by the senders' merged rounds (SenderDeltas::weight, work_ledger.h), or by
+// head count where none of its senders has any; and it is deterministic: contributions are combined in sender order,
+// never arrival order. No Qt, no networking: LibTorch + the standard library only.
 #pragma once
 
 #include "core/checkpoint/safetensors.h"

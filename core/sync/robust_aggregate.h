@@ -7,8 +7,9 @@
 //   d_i = ‖x_i − v‖ over all shared tensors of contribution i
 //   τ   = max(tauFactor × weighted low median of the d_i, tauFloor)
 //   v  ← v + (1/W_t) Σ_i w_i · min(1, τ / d_i) · (x_{i,t} − v_t)   for every shared tensor t
-// where w_i is sender i's weight (SenderDeltas::weight: its merged rounds, work_ledger.h) and W_t
-// the weight of the contributions carrying t. A contribution therefore moves v by at most
+// where w_i > 0 is sender i's weight (SenderDeltas::weight: its merged rounds, work_ledger.h; the
+// caller leaves senders of weight 0 out, or weighs all 1 when none has merged work) and W_t the
+// weight of the contributions carrying t. A contribution therefore moves v by at most
 // τ·w_i/W per round however large it is, and τ follows the honest spread because the median of
 // the weight does: keys without merged work neither drag τ nor outvote the centre (issue 37).
 // With every weight 1 this is the paper's rule, bit for bit.

@@ -47,7 +47,7 @@ std::int64_t WorkLedger::mergedRounds(const std::string& sender) const {
 }
 
 double WorkLedger::weightOf(const std::string& sender) const {
-  return 1.0 + static_cast<double>(std::min(mergedRounds(sender), kWeightCap));
+  return static_cast<double>(std::min(mergedRounds(sender), kWeightCap));
 }
 
 WorkLedger WorkLedger::after(std::int64_t round, const std::vector<std::string>& accepted) const {

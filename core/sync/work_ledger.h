@@ -8,15 +8,17 @@
 // ledger and repairs or resyncs like any other split), persisted with them and carried in
 // snapshots, so a newcomer weighs senders as everyone else does.
 //
-// The weight of a sender in a round's means (shared tensors, centered clipping's τ and centre,
-// an expert's owners) is 1 + its merged rounds, capped: a key made a moment ago weighs 1, one whose
-// work the swarm merged for r rounds weighs 1 + min(r, kWeightCap). So k fresh keys outweigh H
-// honest peers of r rounds only with k > H·(1 + r) keys, and keeping up with them takes as many
-// merged rounds as the honest peers did together. In a run's first round everyone weighs 1: there
-// is no work to tell keys apart by yet. What it cannot see: a contribution of noise just over the
-// no-work floor is merged, so it earns standing like honest work (docs/ARCHITECTURE.md, Threat
-// model) — the ledger makes that cost rounds, not keys.
-//
+// The weight of a sender in a round's means (shared tensors, centered clipping's τ and centre, an
+// expert's owners) is its merged rounds, capped at kWeightCap: a key made a moment ago weighs
+// nothing beside senders whose work the swarm merged, however many such keys there are. Where no
+// sender that counts has merged work (a run's first round, an expert only newcomers own) every one
+// weighs 1 (aggregate.cpp). An honest newcomer's first round thus moves only what nobody else
+// owns, and it is merged — which is what earns it weight in the next. What this cannot see: a
+// contribution of noise just over the no-work floor is merged too, and earns standing like honest
+// work; k keys that stay s rounds weigh k·min(s, cap) against the honest peers' H·min(r + s, cap)
+// — they need as many merged rounds as the honest peers together (docs/ARCHITECTURE.md, Threat
+// model), and once both reach the cap, only more keys than honest peers.
+
 // Bounded: senders not merged for kForgetRounds are dropped, and beyond kMaxEntries the least
 // merged (then the longest absent, then by id) go; so fresh keys cannot grow it without bound, and
 // they are the first to be forgotten. Pure C++; the tensor form lives in work_ledger_tensor.h.
@@ -52,7 +54,7 @@ class WorkLedger {
   std::size_t size() const { return entries_.size(); }
   const std::map<std::string, Entry>& entries() const { return entries_; }
   std::int64_t mergedRounds(const std::string& sender) const;
-  // 1 + min(merged rounds, kWeightCap): an exact small integer, so weighted sums stay exact.
+  // min(merged rounds, kWeightCap): an exact small integer, so weighted sums stay exact.
   double weightOf(const std::string& sender) const;
 
   // The ledger after round `round` merged `accepted` (each once): their counts go up, then the
