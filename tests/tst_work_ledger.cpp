@@ -6,6 +6,7 @@
 // keys than honest peers).
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
 #include "core/model/tensor_names.h"
+#include "core/sync/expert_bound.h"
 #include "core/sync/fetch_size.h"
 #include "core/sync/round_merge.h"
 #include "core/sync/swarm_state.h"
@@ -214,6 +215,39 @@ class WorkLedgerTest : public QObject {
     QVERIFY(merge.ok());
     QCOMPARE(merge->merged[1].second[0].item<float>(), 1.0f);  // expert 0: the veteran's
     QCOMPARE(merge->merged[2].second[0].item<float>(), 3.0f);  // expert 1: the newcomer's alone
+  }
+
+  // Issue 37 item 4: a sole owner's expert is held to kExpertRmsFactor × the round's expert moves
+  // of senders with merged work — not to itself, and not to what fresh keys claim to have moved.
+  void aSoleOwnersExpertIsCutToTheRoundsScale() {
+    NamedTensors state{{kShared, torch::zeros({kWidth})}};
+    for (int e = 0; e < 4; ++e) state.emplace_back(es::model::expertTensorName(0, e, "w1"), torch::zeros({16}));
+    const RoundContext ctx{kRun, kRound, stateFingerprint(state)};
+    auto make = [&](const std::string& sender, int expert, float move) {
+      NamedTensors d{{kShared, torch::full({kWidth}, 0.01f)},
+                     {es::model::expertTensorName(0, expert, "w1"), torch::full({16}, move)}};
+      return RoundEntry{{kRun, kRound, sender, ctx.baseHash, "f32"}, heldDeltas(d), {expert}};
+    };
+    RoundPolicy policy;
+    policy.validation.ceiling = {0.1, 5.84, 0.0};  // 0.59 a weight
+    const auto veterans = workedFor({"honest-0", "honest-1", "owner"}, 4);
+    auto merge =
+        mergeRound(state, ctx, {make("honest-0", 0, 0.01f), make("honest-1", 1, 0.01f), make("owner", 3, 0.5f)}, policy,
+                   30, {}, {}, veterans);
+    QVERIFY(merge.ok());
+    QCOMPARE(int(merge->accepted.size()), 3);  // cut, not refused
+    QCOMPARE(merge->merged[4].second[0].item<float>(), float(kExpertRmsFactor * 0.01));
+    QCOMPARE(merge->merged[1].second[0].item<float>(), 0.01f);  // honest experts untouched
+    // Eight fresh keys claiming tiny moves of their own experts do not shrink the reference.
+    std::vector<RoundEntry> crowded{make("honest-0", 0, 0.01f), make("honest-1", 1, 0.01f)};
+    for (int k = 0; k < 8; ++k) crowded.push_back(make("key-" + std::to_string(k), 2, 1e-6f));
+    auto withKeys = mergeRound(state, ctx, std::move(crowded), policy, 30, {}, {}, veterans);
+    QVERIFY(withKeys.ok());
+    QCOMPARE(withKeys->merged[1].second[0].item<float>(), 0.01f);
+    // Nobody with merged work: no reference; the ceiling alone holds (the run's first round).
+    auto first = mergeRound(state, ctx, {make("honest-0", 0, 0.01f), make("owner", 3, 0.5f)}, policy, 30, {});
+    QVERIFY(first.ok());
+    QCOMPARE(first->merged[4].second[0].item<float>(), 0.5f);
   }
 
   // bench/sybil_cost's attacks, at the unit: 11 keys sending noise, 5 sending the honest update

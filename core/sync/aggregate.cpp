@@ -58,13 +58,15 @@ class MeanSums {
         sums_(base.size()),
         weights_(base.size(), 0.0),
         owners_(base.size(), nullptr),
-        unit_(base.size(), false) {
+        unit_(base.size(), false),
+        expert_(base.size(), -1) {
     static const std::set<std::string> kNoOwners;
     std::map<std::string, double> weightOf;
     for (const auto& s : senders) weightOf[s.sender] = s.weight;
     for (std::size_t b = 0; b < base.size(); ++b) {
       index_.emplace(base[b].first, b);
       if (const auto expert = model::expertOf(base[b].first)) {
+        expert_[b] = expert->expert;
         const auto it = owners.find(expert->expert);
         owners_[b] = it != owners.end() ? &it->second : &kNoOwners;
         double ownersWeight = 0.0;
@@ -85,7 +87,8 @@ class MeanSums {
   const std::vector<SharedTensor>& clippedTensors() const { return shared_; }
   bool isClipped(std::size_t b) const { return clipped_[b]; }
 
-  void add(const std::string& sender, double weight, const NamedTensors& deltas) {
+  void add(const SenderDeltas& from, const NamedTensors& deltas) {
+    const std::string& sender = from.sender;
     std::vector<bool> seen(base_.size(), false);
     for (const auto& [name, delta] : deltas) {
       const auto it = index_.find(name);
@@ -93,13 +96,15 @@ class MeanSums {
       const std::size_t b = it->second;
       seen[b] = true;
       if (clipped_[b] || (owners_[b] && owners_[b]->count(sender) == 0)) continue;
-      const double w = unit_[b] ? 1.0 : weight;
+      const double w = unit_[b] ? 1.0 : from.weight;
       if (w == 0.0) continue;  // no merged work, beside senders that have some
+      const auto scaled = expert_[b] >= 0 ? from.expertScale.find(expert_[b]) : from.expertScale.end();
       const at::Tensor tensor = base_[b].second.detach();
       if (delta.sizes() != tensor.sizes())  // never let broadcasting hide a misshapen delta
         throw std::invalid_argument("aggregate: delta shape differs from its base tensor");
       at::Tensor d = delta.to(tensor.options().dtype(at::kDouble));
-      if (w != 1.0) d = d * w;  // ×1 is exact: skipped, it only costs a pass
+      if (scaled != from.expertScale.end()) d = d * scaled->second;  // cut to the round's bound (expert_bound.h)
+      if (w != 1.0) d = d * w;                                       // ×1 is exact: skipped, it only costs a pass
       sums_[b] = sums_[b].defined() ? sums_[b] + d : d;
       weights_[b] += w;
     }
@@ -120,7 +125,8 @@ class MeanSums {
   std::vector<at::Tensor> sums_;
   std::vector<double> weights_;                       // the sum of the weights added to each tensor
   std::vector<const std::set<std::string>*> owners_;  // null: shared, everyone counts
-  std::vector<bool> unit_;  // every sender weighs 1 here: none of those that count has merged work
+  std::vector<bool> unit_;   // every sender weighs 1 here: none of those that count has merged work
+  std::vector<int> expert_;  // the expert of each base tensor (−1: shared)
   std::vector<bool> clipped_;
   std::vector<SharedTensor> shared_;
 };
@@ -131,8 +137,7 @@ Expected<NamedTensors> aggregateStream(const NamedTensors& base, const std::vect
                                        const Ownership& owners, const AggregatePolicy& policy) {
   const auto sorted = senderOrder(senders);
   MeanSums sums(base, owners, sorted, policy.shared == SharedRule::CenteredClip);
-  auto pass = forEachSender(
-      sorted, [&](std::size_t i, const NamedTensors& deltas) { sums.add(sorted[i].sender, sorted[i].weight, deltas); });
+  auto pass = forEachSender(sorted, [&](std::size_t i, const NamedTensors& deltas) { sums.add(sorted[i], deltas); });
   if (!pass) return makeError(pass.error());
   std::vector<at::Tensor> clipped;
   if (!sums.clippedTensors().empty()) {

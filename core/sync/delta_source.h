@@ -11,6 +11,7 @@
 #include "core/common/expected.h"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -33,6 +34,8 @@ struct SenderDeltas {
   // key, which then counts only where nobody has weight). A small exact integer, ≥ 0: with every
   // weight 1 the sums and divisions are exactly the unweighted ones.
   double weight = 1.0;
+  // Factors ≤ 1 its experts' deltas are scaled by in the merge (expert_bound.h); absent: none.
+  std::map<int, double> expertScale = {};
 };
 
 // One pass: reads every sender's deltas in the given order, one at a time, and hands them to

@@ -1,5 +1,7 @@
 #include "core/sync/robust_aggregate.h"
 
+#include "core/sync/weighted_median.h"
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -24,21 +26,6 @@ double sumOfSquares(const at::Tensor& t) {
 
 // x − v in float64, on the CPU (v lives there).
 at::Tensor diff(const at::Tensor& x, const at::Tensor& v) { return x.detach().to(at::kCPU, at::kDouble) - v; }
-
-// The weighted low median: the smallest value whose senders, with all smaller ones, hold at least
-// half the weight. With every weight 1 it is validateRound's low median (one outlier never raises
-// it, not even among two); with weights, keys without merged work cannot drag it (issue 37).
-double weightedLowMedian(std::vector<std::pair<double, double>> valueWeight) {
-  std::sort(valueWeight.begin(), valueWeight.end());
-  double total = 0.0;
-  for (const auto& [value, weight] : valueWeight) total += weight;
-  double below = 0.0;
-  for (const auto& [value, weight] : valueWeight) {
-    below += weight;
-    if (2.0 * below >= total) return value;
-  }
-  return valueWeight.back().first;
-}
 
 // Which shared tensors a contribution carries, as (slot, delta) in name order: the order the
 // distance adds their sums of squares in, so it does not depend on the file's tensor order.

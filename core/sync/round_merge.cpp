@@ -1,6 +1,7 @@
 #include "core/sync/round_merge.h"
 
 #include "core/model/tensor_names.h"
+#include "core/sync/expert_bound.h"
 #include "core/sync/swarm_state.h"
 
 #include <algorithm>
@@ -22,7 +23,7 @@ bool isStale(const ContributionHeader& header, const RoundContext& context) {
 // of each accepted entry.
 std::vector<std::size_t> validatePass(const NamedTensors& base, const RoundContext& context,
                                       const std::vector<RoundEntry>& entries, const ValidationPolicy& policy,
-                                      RoundMerge& out) {
+                                      RoundMerge& out, std::vector<std::map<int, double>>& moves) {
   std::vector<ContributionCheck> checks;
   std::vector<std::size_t> candidates;  // entry index of each check
   BaseMaxAbs maxAbs;                    // the ceiling's per-tensor input, once a round
@@ -41,10 +42,12 @@ std::vector<std::size_t> validatePass(const NamedTensors& base, const RoundConte
       v.reason = "stale base " + entries[i].header.baseHash;
       continue;
     }
-    if (deltas)
+    if (deltas) {
       checks.push_back(
           checkContribution(entries[i].header, *deltas, base, entries[i].claims, context, policy, &maxAbs));
-    else
+      for (const auto& [expert, rms] : expertMoves(*deltas))
+        if (entries[i].claims.count(expert)) moves[i][expert] = rms;
+    } else
       checks.push_back({"unreadable: " + deltas.error(), false, 0.0, {}, {}});
     candidates.push_back(i);
   }
@@ -82,11 +85,18 @@ Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& co
       return makeError("two contributions of sender \"" + entries[i].header.sender + "\" in one round");
   RoundMerge out;
   std::vector<SenderDeltas> senders;
-  for (const std::size_t i : validatePass(base, context, entries, policy.validation, out)) {
+  std::vector<std::map<int, double>> moves(entries.size());  // each entry's claimed experts' RMS
+  std::vector<SenderExperts> experts;
+  for (const std::size_t i : validatePass(base, context, entries, policy.validation, out, moves)) {
     for (int e : entries[i].claims) out.owners[e].insert(entries[i].header.sender);
     out.accepted.push_back(entries[i].header.sender);
     const std::string& sender = entries[i].header.sender;
     senders.push_back({sender, std::move(entries[i].deltas), ledger.weightOf(sender)});
+    experts.push_back({senders.back().weight, std::move(moves[i])});
+  }
+  if (policy.validation.ceiling.known()) {  // every run's rules (the median rules' unit tests run without)
+    const auto scales = expertScales(experts);
+    for (std::size_t k = 0; k < senders.size(); ++k) senders[k].expertScale = scales[k];
   }
   const std::string where = "merging round " + std::to_string(context.round) + ": ";
   try {  // es_sync throws only on caller errors (a misshapen delta the checks let through)

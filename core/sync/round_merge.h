@@ -3,7 +3,8 @@
 // measure is what the client does (issue 13, item 2). docs/ARCHITECTURE.md, "Merge rule".
 //
 //   contributions (any order) ─ sort by sender ─ stale check ─ checkContribution each ─ judgeRound ─┐
-//   owners = the accepted senders' claims ─ aggregateStream, weighted by the work ledger ─
+//   owners = the accepted senders' claims ─ experts cut to the round's scale (expert_bound.h) ─
+//   aggregateStream, weighted by the work ledger ─
 //   [outer step] ─ warm-up ─ ledger + 1 round for the accepted ─ fingerprint
 //
 // It streams (issue 14 item 3): each contribution is read from its source when a pass needs it

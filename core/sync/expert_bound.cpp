@@ -1,0 +1,58 @@
+#include "core/sync/expert_bound.h"
+
+#include "core/model/tensor_names.h"
+#include "core/sync/weighted_median.h"
+
+#include <cmath>
+#include <cstdint>
+
+namespace es::sync {
+namespace {
+
+// Sequential float64 sum of squares (merge.cpp's arithmetic policy: no torch reduction, so every
+// peer computes the same bound).
+double sumOfSquares(const at::Tensor& t) {
+  const at::Tensor c = t.detach().to(at::kCPU, at::kDouble).contiguous();
+  const double* p = c.data_ptr<double>();
+  double sum = 0.0;
+  for (std::int64_t i = 0, n = c.numel(); i < n; ++i) sum += p[i] * p[i];
+  return sum;
+}
+
+}  // namespace
+
+std::map<int, double> expertMoves(const NamedTensors& deltas) {
+  // Tensors of one expert are added in name order, whatever the file's order.
+  std::map<int, std::map<std::string, const at::Tensor*>> byExpert;
+  for (const auto& [name, delta] : deltas)
+    if (const auto expert = model::expertOf(name)) byExpert[expert->expert].emplace(name, &delta);
+  std::map<int, double> out;
+  for (const auto& [expert, tensors] : byExpert) {
+    double squares = 0.0;
+    std::int64_t elements = 0;
+    for (const auto& [name, t] : tensors) {
+      squares += sumOfSquares(*t);
+      elements += t->numel();
+    }
+    if (elements > 0) out[expert] = std::sqrt(squares / static_cast<double>(elements));
+  }
+  return out;
+}
+
+std::vector<std::map<int, double>> expertScales(const std::vector<SenderExperts>& senders, double factor) {
+  std::vector<std::map<int, double>> out(senders.size());
+  std::vector<std::pair<double, double>> moves;  // (RMS, the sender's weight), senders with work
+  for (const auto& s : senders)
+    if (s.weight > 0.0)
+      for (const auto& [expert, rms] : s.moves) moves.emplace_back(rms, s.weight);
+  if (moves.empty()) return out;  // nobody with merged work moved an expert: no reference
+  const double reference = weightedLowMedian(std::move(moves));
+  if (!(reference > 0.0)) return out;  // nothing to scale against
+  const double bound = factor * reference;
+  for (std::size_t i = 0; i < senders.size(); ++i)
+    for (const auto& [expert, rms] : senders[i].moves)
+      if (rms > bound) out[i][expert] = bound / rms;
+  return out;
+}
+
+}  // namespace es::sync
