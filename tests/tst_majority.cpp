@@ -52,6 +52,21 @@ class MajorityTest : public QObject {
     QCOMPARE(group->fingerprint, std::string("s1"));  // a three-way tie: the smaller fingerprint
   }
 
+  // A peer that merged the round and went on (its record no longer names it) is unknown, not
+  // absent: a one-against-one tie is not decided while it counts.
+  void aPeerPastTheRoundKeepsATieOpen() {
+    StateBallot ballot;
+    ballot.reports["ours"] = {"b"_peer};
+    ballot.reports["a-stale"] = {"a"_peer};
+    QCOMPARE(decideMajority(ballot, {}, true)->fingerprint, std::string("a-stale"));  // the tie rule
+    ballot.passed = {"c"_peer};
+    QVERIFY(!decideMajority(ballot, {}, true));
+    ballot.reports["ours"].insert("d"_peer);  // 2 of 4: still not more than half
+    QVERIFY(!decideMajority(ballot, {}, true));
+    ballot.reports["ours"].insert("e"_peer);  // 3 of 5
+    QCOMPARE(decideMajority(ballot, {}, true)->fingerprint, std::string("ours"));
+  }
+
   void standingOutweighsHeadCount() {
     // Three fresh keys against one peer whose work we merged in 5 rounds (weight 6 vs 3).
     StateBallot ballot;

@@ -42,16 +42,19 @@ std::optional<Agreement::SwarmState> Agreement::swarmStateOf(std::int64_t round,
   for (const auto& p : swarm_.peers()) {
     const Announcement& a = p.announced;
     if (peers_.isBanned(p.id) || a.claims.empty()) continue;
+    // A say on the round: its contribution to it, merged by us, or work of ours merged before it.
+    // Weighed by the standing from before the round, fresh keys that report a state of their own
+    // would otherwise outvote the peers of a fresh run, who have only the round itself to show.
+    const bool say = peers_.acceptedIn(round, p.id) || voteWeight(standing, p.id) > 1;
     if (auto m = a.merged.find(round); m != a.merged.end()) {
-      // A say on the round: its contribution to it, merged by us, or work of ours merged before
-      // it. Weighed by the standing from before the round, fresh keys that report a state of
-      // their own would otherwise outvote the peers of a fresh run, who have only the round itself to show.
-      if (peers_.acceptedIn(round, p.id) || voteWeight(standing, p.id) > 1)
+      if (say)
         ballot.reports[m->second].insert(p.id);
       else if (a.contrib.count(round))
         unvouched[m->second].insert(p.id);
     } else if (a.round == round) {
       ballot.gathering.insert(p.id);
+    } else if (say && !a.merged.empty() && a.merged.rbegin()->first > round) {
+      ballot.passed.insert(p.id);  // merged it, and later ones: its state for it is out of its record
     }
   }
   // A reporter that only names a contribution we never got counts for a state that one with a

@@ -17,6 +17,12 @@ namespace es::node {
 struct StateBallot {
   std::map<std::string, std::set<PeerId>> reports;  // fingerprint → the peers that merged the round into it
   std::set<PeerId> gathering;                       // peers still gathering the round: they count against every group
+  // Peers with a say that merged later rounds but no longer name this one (a record carries its
+  // last two): what they merged it into is unknown here, so they count against every group too,
+  // and a tie is not decided while there are any (the README run of 4959189: peer-b, judging
+  // round 1 after peer-c's record had moved past it, saw only its own state and a stale peer's,
+  // took the tie for the stale one and left the majority).
+  std::set<PeerId> passed;
 };
 
 struct StateGroup {
@@ -25,8 +31,9 @@ struct StateGroup {
 };
 
 // The heaviest group (ties: the smaller fingerprint) once it holds more than half of the weight
-// of every reporter and gatherer; when `heaviestIfNoneGathers` and nobody is still gathering, the
-// heaviest group wins without a majority (nobody can still change the picture). Nothing when no
+// of every reporter, gatherer and passed peer; when `heaviestIfNoneGathers` and nobody is still
+// gathering or passed, the heaviest group wins without a majority (nobody can still change the
+// picture). Nothing when no
 // one reports, or no group is decided yet.
 std::optional<StateGroup> decideMajority(const StateBallot& ballot, const Standing& standing,
                                          bool heaviestIfNoneGathers);
