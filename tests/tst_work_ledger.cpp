@@ -17,6 +17,7 @@
 
 #include <QtTest>
 
+#include <cstring>
 #include <set>
 #include <string>
 #include <vector>
@@ -197,6 +198,29 @@ class WorkLedgerTest : public QObject {
                             {entry("a", torch::full({kWidth}, 1.0f)), entry("c", torch::zeros({kWidth}))}, {}, 30, {});
     QVERIFY(first.ok());
     QCOMPARE(first->merged.front().second[0].item<float>(), 0.5f);
+  }
+
+  // Peers that all worked every round merge as head count did, to the bit here: the weights' own
+  // rounding (3·x is not exact) stays in the float64 sums, far under the float32 result's last bit
+  // (it may flip one now and then; what the swarm needs is that every peer computes the same).
+  void equalStandingIsHeadCountBitForBit() {
+    for (const auto rule : {SharedRule::Mean, SharedRule::CenteredClip}) {
+      RoundPolicy policy;
+      policy.aggregate.shared = rule;
+      auto entries = [] {
+        torch::manual_seed(3);
+        std::vector<RoundEntry> out;
+        for (const char* id : {"a", "b", "c", "d", "e"}) out.push_back(entry(id, torch::randn({kWidth}) * 0.1));
+        return out;
+      };
+      auto plain = mergeRound(base(), context(), entries(), policy, 30, {});
+      auto weighted =
+          mergeRound(base(), context(), entries(), policy, 30, {}, {}, workedFor({"a", "b", "c", "d", "e"}, 3));
+      QVERIFY(plain.ok() && weighted.ok());
+      const auto& x = plain->merged.front().second;
+      const auto& y = weighted->merged.front().second;
+      QVERIFY(std::memcmp(x.data_ptr(), y.data_ptr(), x.numel() * x.element_size()) == 0);
+    }
   }
 
   // An expert only a newcomer owns is its owner's, weight or not; one a veteran owns too is the

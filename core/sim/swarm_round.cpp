@@ -165,6 +165,9 @@ Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in,
         ++out.rejected;
         log(v.sender + " round " + std::to_string(in.round) + " rejected: " + v.reason);
       }
+    for (const auto& [who, factor] : merge->expertCuts)
+      log(who.first + " round " + std::to_string(in.round) + ": expert " + std::to_string(who.second) + " cut to " +
+          std::to_string(factor) + " of its move (sync/expert_bound.h)");
     out.alpha = merge->alpha;
     firstMerged = std::move(merge->merged);
     for (const auto& sender : merge->accepted) accepted.push_back({sender, arrivedDeltas.at(sender)});

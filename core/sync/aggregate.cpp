@@ -16,7 +16,8 @@ namespace es::sync {
 namespace {
 
 // Sender order, never arrival order. Two contributions of one sender could only be ordered by
-// arrival, so they are a caller error (the round keeps one contribution per sender).
+// arrival, so they are a caller error (the round keeps one contribution per sender), as is a
+// negative or non-finite weight.
 std::vector<SenderDeltas> senderOrder(std::vector<SenderDeltas> senders) {
   std::sort(senders.begin(), senders.end(), [](const auto& a, const auto& b) { return a.sender < b.sender; });
   for (std::size_t i = 0; i < senders.size(); ++i) {

@@ -112,6 +112,14 @@ std::int64_t snapshotBytes(const model::ModelConfig& config, const std::string& 
   return fileBytes(tensors, {{"format", "expertswarm-snapshot"}, {"round", std::to_string(round)}, {"run", run}});
 }
 
+std::int64_t shardFileBytes(const Shard& shard, const std::string& codec, const ckpt::Metadata& metadata) {
+  std::vector<TensorInfo> pieces;
+  for (const auto& p : shard.pieces)
+    pieces.push_back(
+        {p.tensor + "@" + std::to_string(p.rowBegin), DType::F32, {p.rowEnd - p.rowBegin, p.columns}, 0, 0});
+  return fileBytes(encoded(pieces, codec), metadata);
+}
+
 std::int64_t defaultDiskQuotaBytes(const model::ModelConfig& config) {
   std::int64_t modelBytes = 0;
   for (const auto& t : modelTensors(config)) modelBytes += numel(t) * 4;

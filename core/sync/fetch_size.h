@@ -9,6 +9,7 @@
 #include "core/model/model_config.h"
 #include "core/sync/contribution_header.h"
 #include "core/sync/outer_rule.h"
+#include "core/sync/shard_plan.h"
 
 #include <cstdint>
 #include <set>
@@ -36,6 +37,12 @@ std::vector<std::int64_t> contributionSizes(const model::ModelConfig& config, co
 // ledger's length is the one part a fetcher cannot know, and its reader is strict.
 std::int64_t snapshotBytes(const model::ModelConfig& config, const std::string& run, std::int64_t round,
                            const OuterRule& outer = {}, std::int64_t ledgerBytes = 0);
+
+// Issue 38 (planned): one shard of a contribution as its own file (each piece a tensor named
+// "<tensor>@<first row>", shaped [rows, last dim]), encoded with `codec` ("f32" for a merged
+// shard), with `metadata` — what a reducer fetches from each contributor and every peer from the
+// reducers. bench/reduction_scale sums these.
+std::int64_t shardFileBytes(const Shard& shard, const std::string& codec, const ckpt::Metadata& metadata);
 
 // The run folder's default disk quota:
 //   3 rounds × 32 peers × the largest contribution (every expert, f32)   others' contributions

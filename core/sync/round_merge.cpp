@@ -96,7 +96,10 @@ Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& co
   }
   if (policy.validation.ceiling.known()) {  // every run's rules (the median rules' unit tests run without)
     const auto scales = expertScales(experts);
-    for (std::size_t k = 0; k < senders.size(); ++k) senders[k].expertScale = scales[k];
+    for (std::size_t k = 0; k < senders.size(); ++k) {
+      senders[k].expertScale = scales[k];
+      for (const auto& [expert, factor] : scales[k]) out.expertCuts[{senders[k].sender, expert}] = factor;
+    }
   }
   const std::string where = "merging round " + std::to_string(context.round) + ": ";
   try {  // es_sync throws only on caller errors (a misshapen delta the checks let through)

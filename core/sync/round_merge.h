@@ -24,6 +24,7 @@
 #include "core/sync/work_ledger.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -63,7 +64,9 @@ struct RoundMerge {
   NamedTensors momentum;               // the outer rule's new momentum (empty for a plain rule)
   double alpha = 0;                    // warm-up factor applied (0: none)
   WorkLedger ledger;                   // the ledger after this round: the accepted senders + 1 round
-  std::string fingerprint;             // swarmFingerprint(merged, momentum, ledger)
+  // (sender, expert) → the factor its move was cut by (expert_bound.h); empty when none was.
+  std::map<std::pair<std::string, int>, double> expertCuts;
+  std::string fingerprint;  // swarmFingerprint(merged, momentum, ledger)
 };
 
 // Merges `entries` onto `base` for the round in `context`; `mergeStep` is the training step the
