@@ -35,6 +35,8 @@ class BenchSmoke : public QObject {
     QTest::newRow("merge_memory") << "merge_memory" << QStringList{"--counts", "2"} << "^merge_seconds_2: [0-9.]+ s$"
                                   << 60;
     QTest::newRow("sybil_cost") << "sybil_cost" << QStringList{} << "^zero +median +3 " << 60;
+    QTest::newRow("reduction_scale") << "reduction_scale" << QStringList{"--replicas", "2"} << "^ +256 +[0-9]+ \\| "
+                                     << 60;
     QTest::newRow("sybil_nodes") << "sybil_nodes" << QStringList{"--attacks", "ghosts", "--honest", "3", "--keys", "1"}
                                  << "^\\| ghosts \\| 3 \\| 1 \\| (yes|no) \\|" << 120;
     QTest::newRow("swarm_distribution") << "swarm_distribution" << QStringList{"--size-mib", "1", "--peers", "2"}

@@ -173,6 +173,39 @@ class NodeSybils : public QObject {
     QVERIFY(!run.notes.at("peer-a").has("ban"));
   }
 
+  // Item 4: a sole owner that moves every weight of its experts 0.8 × the update ceiling (which
+  // alone let that through) is merged with its experts cut to 4 × the round's scale, from round 2
+  // on (round 1 has nobody with merged work to take a scale from), on both peers alike, and
+  // nobody is banned for it.
+  void aSoleOwnersOutsizedExpertIsCutNotBanned() {
+    MemorySwarmHub hub("tiny-run");
+    MemorySwarm a(hub, "peer-a"), b(hub, "peer-b");
+    const auto run = runTwo(a, b, "expert", [](NodeConfig& c) {
+      if (c.peer.selfId == "peer-b") c.peer.testPoison = "expert";
+    });
+    QVERIFY2(run.failure.isEmpty(), qPrintable(run.failure));
+    for (const auto& [round, s] : run.rounds.at("peer-a")) {
+      QCOMPARE(s.peers, 2);  // both merged: a cut, not a refusal
+      for (const auto& v : s.verdicts) {
+        if (v.sender.str() != "peer-b") {
+          QVERIFY2(v.expertCuts.empty(), "an honest expert was cut");
+          continue;
+        }
+        QVERIFY2(v.accepted, v.reason.c_str());
+        if (round == 1) {
+          QVERIFY(v.expertCuts.empty());
+          continue;
+        }
+        QVERIFY2(!v.expertCuts.empty(), qPrintable(QString("round %1: peer-b's experts not cut").arg(round)));
+        for (const auto& [expert, factor] : v.expertCuts)
+          QVERIFY2(factor > 0.0 && factor < 0.5, qPrintable(QString::number(factor)));
+      }
+      QCOMPARE(s.fingerprint, run.rounds.at("peer-b").at(round).fingerprint);
+    }
+    QVERIFY(run.notes.at("peer-a").has("expertCut"));
+    QVERIFY(!run.notes.at("peer-a").has("ban"));
+  }
+
   // Item 2: eight fresh keys name a contribution to each round (never delivered) and report that
   // they merged it into a state of their own. Naming an id gave a say on the round at a3cdfca, so
   // by round 2 they outweighed the honest pair (8 × 1 against 2 × 2): the honest nodes were out of

@@ -268,6 +268,17 @@ class WorkLedgerTest : public QObject {
     auto withKeys = mergeRound(state, ctx, std::move(crowded), policy, 30, {}, {}, veterans);
     QVERIFY(withKeys.ok());
     QCOMPARE(withKeys->merged[1].second[0].item<float>(), 0.01f);
+    // A veteran claiming three experts, all far out, has no more say over the reference than one
+    // claiming one: two honest peers of equal standing still set it.
+    auto many = [&](const std::string& sender, float move) {
+      NamedTensors d{{kShared, torch::full({kWidth}, 0.01f)}};
+      for (int e : {1, 2, 3}) d.emplace_back(es::model::expertTensorName(0, e, "w1"), torch::full({16}, move));
+      return RoundEntry{{kRun, kRound, sender, ctx.baseHash, "f32"}, heldDeltas(d), {1, 2, 3}};
+    };
+    auto greedy = mergeRound(state, ctx, {make("honest-0", 0, 0.01f), make("honest-1", 0, 0.01f), many("owner", 0.5f)},
+                             policy, 30, {}, {}, veterans);
+    QVERIFY(greedy.ok());
+    QCOMPARE(greedy->expertCuts.size(), std::size_t{3});
     // Nobody with merged work: no reference; the ceiling alone holds (the run's first round).
     auto first = mergeRound(state, ctx, {make("honest-0", 0, 0.01f), make("owner", 3, 0.5f)}, policy, 30, {});
     QVERIFY(first.ok());

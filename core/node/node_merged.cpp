@@ -20,6 +20,7 @@ void Node::onMerged(const RoundMerged& merged) {
   const RoundSummary s = summarize(merged);
   for (const auto& v : merged.result.verdicts)
     if (!v.accepted && !v.stale && !v.lost && !v.noWork && v.sender != swarm_.selfId()) banSender(v.sender, v.reason);
+  reportExpertCuts(s.round, merged.result);
   recorder_.merged(captureForLedger(s, merged.step));  // committed once its state is durable
   peers_.noteAccepted(s.round, merged.result.verdicts);
   noteMergedSet(merged.result);
@@ -36,6 +37,22 @@ void Node::onMerged(const RoundMerged& merged) {
   retireOldContent(s.round);
   folder_.clean(false, own_.mergedRound, agreement_.pendingSnapshot());
   advanceRound(s);
+}
+
+// An accepted contribution whose expert moved over the round's bound was merged cut to it
+// (sync/expert_bound.h): not a ban — honest training can move an expert far now and then — but
+// the user should see whose, and how far.
+void Node::reportExpertCuts(qint64 round, const MergeResult& result) {
+  for (const auto& v : result.verdicts)
+    for (const auto& [expert, factor] : v.expertCuts) {
+      Q_EMIT message(QStringLiteral("Round %1: expert %2 of %3 moved %4 x the round's bound; merged cut to it")
+                         .arg(round)
+                         .arg(expert)
+                         .arg(q(v.sender.str()).left(16))
+                         .arg(1.0 / factor, 0, 'f', 1));
+      Q_EMIT noted(QStringLiteral("expertCut"),
+                   {{"round", round}, {"sender", q(v.sender.str())}, {"expert", expert}, {"factor", factor}});
+    }
 }
 
 RoundSummary Node::summarize(const RoundMerged& merged) const {

@@ -6,6 +6,7 @@
 #include "core/common/ids.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,9 @@ struct ContributionVerdict {
   std::int64_t bytes = 0;
   bool lost = false;    // its file could not be read here: this disk's fault, not judged
   bool noWork = false;  // a vanishing update (sync/validate.h): not merged, not banned
+  // Accepted, but these experts' moves were cut to the round's scale (sync/expert_bound.h):
+  // expert → the factor (< 1) its delta was merged at.
+  std::map<int, double> expertCuts = {};
 };
 
 // What a merged model writes: the greedy continuation of the run's fixed prompt (merged_sample.h).

@@ -73,13 +73,19 @@ NamedTensors sharedOnly(const NamedTensors& tensors) {
 // through and the robust aggregate must keep it from steering the shared weights. ("stale", a
 // random base in the header, is staleBaseHash below.)
 void poison(NamedTensors& deltas, const std::string& kind, const train::TrainerOptions& options,
-            const NamedTensors& weights) {
+            const NamedTensors& weights, const sync::UpdateCeiling& ceiling) {
   if (kind == "nan") {
     deltas.front().second.view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
   } else if (kind == "norm") {
     for (auto& [name, t] : deltas) t = t * 1e6 + 1e-3;
   } else if (kind == "zero") {  // no work at all (issue 37 item 1): refused, not merged, not banned
     for (auto& [name, t] : deltas) t = torch::zeros_like(t);
+  } else if (kind == "expert") {  // every expert weight moved 0.8 × the ceiling, its own way (issue 37 item 4)
+    std::map<std::string, const at::Tensor*> byName;
+    for (const auto& [n, w] : weights) byName[n] = &w;
+    for (auto& [name, t] : deltas)
+      if (!model::isSharedTensor(name))
+        t = torch::sign(t) * (0.8 * ceiling.perElement(byName.at(name)->abs().max().item<double>()));
   } else if (kind == "reverse") {
     for (auto& [name, t] : deltas)
       if (model::isSharedTensor(name)) t = t * -10.0;
@@ -235,7 +241,9 @@ Expected<ContributionWritten> SpesPeer::Impl::writePending(std::int64_t round, c
     const auto i = index.at(name);
     deltas.emplace_back(name, snapshot[i].second - base[i].second);
   }
-  if (!config.testPoison.empty()) poison(deltas, config.testPoison, config.trainer, snapshot);
+  if (!config.testPoison.empty())
+    poison(deltas, config.testPoison, config.trainer, base,
+           sync::updateCeiling(config.trainer.train, (round - 1) * config.syncEvery, round * config.syncEvery));
   ContributionWritten out;
   out.round = round;
   out.path = path;
@@ -271,9 +279,12 @@ Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<Inco
   auto outcome = sync::mergeRound(d.base, context, std::move(entries), mergePolicy(d.config, round),
                                   round * d.config.syncEvery, d.config.trainer.model, d.momentum, d.ledger);
   if (!outcome) return makeError(outcome.error());
-  for (const auto& e : outcome->verdicts)
+  for (const auto& e : outcome->verdicts) {
     result.verdicts.push_back(
         {PeerId(e.sender), e.accepted, e.stale, e.staleBase, e.reason, bytesOf[e.sender], e.lost, e.noWork});
+    for (const auto& [who, factor] : outcome->expertCuts)
+      if (who.first == e.sender) result.verdicts.back().expertCuts[who.second] = factor;
+  }
   std::sort(result.verdicts.begin(), result.verdicts.end(),
             [](const auto& a, const auto& b) { return a.sender < b.sender; });
   result.accepted = static_cast<int>(outcome->accepted.size());

@@ -70,8 +70,8 @@ struct SpesPeerConfig {
   std::string stateDir;  // training state + base, written after every merge
   // Decodes the merged model's sample on eval rounds (MergeResult::sample); none: no samples.
   std::shared_ptr<const train::BpeTokenizer> tokenizer;
-  // Test only: "nan", "norm" (×10⁶), "foreign" (an unclaimed expert) or "zero" (no work) poisons
-  // every contribution.
+  // Test only: "nan", "norm" (×10⁶), "foreign" (an unclaimed expert), "zero" (no work) or "expert"
+  // (every expert weight moved 0.8 × the update ceiling) poisons every contribution.
   std::string testPoison;
 };
 

@@ -30,7 +30,7 @@ Expected<NamedTensors> inOrder(const NamedTensors& order, const ckpt::Safetensor
 std::string unfitSnapshotTensor(const NamedTensors& base, const NamedTensors& ordered);
 NamedTensors sharedOnly(const NamedTensors& tensors);
 void poison(NamedTensors& deltas, const std::string& kind, const train::TrainerOptions& options,
-            const NamedTensors& weights);
+            const NamedTensors& weights, const sync::UpdateCeiling& ceiling);
 std::vector<sync::RoundEntry> readEntries(const std::vector<IncomingContribution>& incoming,
                                           std::vector<ContributionVerdict>& verdicts,
                                           std::map<std::string, std::int64_t>& bytesOf);

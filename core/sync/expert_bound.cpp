@@ -41,10 +41,12 @@ std::map<int, double> expertMoves(const NamedTensors& deltas) {
 
 std::vector<std::map<int, double>> expertScales(const std::vector<SenderExperts>& senders, double factor) {
   std::vector<std::map<int, double>> out(senders.size());
-  std::vector<std::pair<double, double>> moves;  // (RMS, the sender's weight), senders with work
+  // (RMS, the sender's weight shared among its experts): a sender weighs its standing in all,
+  // however many experts it claims — claiming more does not buy more say over the reference.
+  std::vector<std::pair<double, double>> moves;
   for (const auto& s : senders)
     if (s.weight > 0.0)
-      for (const auto& [expert, rms] : s.moves) moves.emplace_back(rms, s.weight);
+      for (const auto& [expert, rms] : s.moves) moves.emplace_back(rms, s.weight / double(s.moves.size()));
   if (moves.empty()) return out;  // nobody with merged work moved an expert: no reference
   const double reference = weightedLowMedian(std::move(moves));
   if (!(reference > 0.0)) return out;  // nothing to scale against

@@ -1,7 +1,8 @@
 // The bound on a sender's move of an expert that does not come from the sender (issue 37 item 4):
 // each (sender, expert) moves at most kExpertRmsFactor × the round's reference expert move — the
 // low median of every accepted (sender, expert) RMS, weighted by the senders' merged rounds (the
-// work ledger), so fresh keys cannot pull it down and a sole owner is not its own reference. A
+// work ledger; a sender's weight shared among the experts it claims), so fresh keys cannot pull it
+// down, a sole owner is not its own reference, and claiming more experts buys no more say. A
 // move over it is scaled down to it in the merge (clipped, not refused: nobody is banned for an
 // expert that trained unusually far). Where no sender with merged work carries an expert (a run's
 // first round) there is no reference, and the update ceiling alone bounds it.
