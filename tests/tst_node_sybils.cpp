@@ -130,6 +130,14 @@ class NodeSybils : public QObject {
              const std::function<void(const RoundSummary&)>& onClosed = {}) {
     return runNodes({&a, &b}, tag, tune, onClosed);
   }
+  // Two nodes over a fresh hub, peer-b's contributions poisoned with `poison` (SpesPeerConfig).
+  Run runWithPoisonedB(const QString& tag, const char* poison) {
+    MemorySwarmHub hub("tiny-run");
+    MemorySwarm a(hub, "peer-a"), b(hub, "peer-b");
+    return runTwo(a, b, tag, [poison](NodeConfig& c) {
+      if (c.peer.selfId == "peer-b") c.peer.testPoison = poison;
+    });
+  }
   // runTwo, with `perRound` called for round 1 before the nodes start, and for each next round as
   // soon as a node closes the one before.
   Run runTwoAnnouncing(MemorySwarm& a, MemorySwarm& b, const QString& tag, const std::function<void(NodeConfig&)>& tune,
@@ -152,11 +160,7 @@ class NodeSybils : public QObject {
   // merged, an owner of its experts, standing for nothing. Now its contribution is refused as no
   // work, every round, and never banned (it costs us its fetch only).
   void aPeerSendingNothingIsNotMergedNorBanned() {
-    MemorySwarmHub hub("tiny-run");
-    MemorySwarm a(hub, "peer-a"), b(hub, "peer-b");
-    const auto run = runTwo(a, b, "zero", [](NodeConfig& c) {
-      if (c.peer.selfId == "peer-b") c.peer.testPoison = "zero";
-    });
+    const auto run = runWithPoisonedB("zero", "zero");
     QVERIFY2(run.failure.isEmpty(), qPrintable(run.failure));
     QCOMPARE(int(run.rounds.at("peer-a").size()), 3);
     for (const auto& [round, s] : run.rounds.at("peer-a")) {
@@ -178,11 +182,7 @@ class NodeSybils : public QObject {
   // on (round 1 has nobody with merged work to take a scale from), on both peers alike, and
   // nobody is banned for it.
   void aSoleOwnersOutsizedExpertIsCutNotBanned() {
-    MemorySwarmHub hub("tiny-run");
-    MemorySwarm a(hub, "peer-a"), b(hub, "peer-b");
-    const auto run = runTwo(a, b, "expert", [](NodeConfig& c) {
-      if (c.peer.selfId == "peer-b") c.peer.testPoison = "expert";
-    });
+    const auto run = runWithPoisonedB("expert", "expert");
     QVERIFY2(run.failure.isEmpty(), qPrintable(run.failure));
     for (const auto& [round, s] : run.rounds.at("peer-a")) {
       QCOMPARE(s.peers, 2);  // both merged: a cut, not a refusal
