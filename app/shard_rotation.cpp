@@ -4,10 +4,12 @@
 #include "core/train/prepared_run.h"
 #include "core/train/shard_assignment.h"
 
+#include <QThread>
 #include <QVariantList>
 
 #include <algorithm>
 #include <iterator>
+#include <memory>
 
 namespace es::app {
 namespace {
@@ -42,7 +44,8 @@ std::set<std::string> ShardRotation::filesOf(const std::vector<int>& shards, boo
 }
 
 void ShardRotation::onStep(std::int64_t step) {
-  if (poll_.isActive() || step * s_.tokensPerStep < nextLookTokens_) return;  // a move under way finishes first
+  if (poll_.isActive() || reading_ || step * s_.tokensPerStep < nextLookTokens_)
+    return;  // a move under way finishes first
   // The first move goes to where the run's step says; later ones one window at a time, so that a
   // peer whose moves lag behind its steps still walks through every window (every shard).
   auto epoch = train::epochAtTokens(s_.peerId, s_.runId, s_.shardTokens, s_.budgetBytes, step * s_.tokensPerStep);
@@ -70,9 +73,24 @@ void ShardRotation::onStep(std::int64_t step) {
 }
 
 void ShardRotation::checkFetched() {
-  if (!session_.runFilesComplete(filesOf(target_, false))) return;
+  if (reading_ || !session_.runFilesComplete(filesOf(target_, false))) return;
   poll_.stop();
-  auto tokens = train::readTrainShards(s_.folder.toStdString(), target_, s_.vocabSize);
+  reading_ = true;
+  // The read takes copies, never `this`: a rotation destroyed meanwhile only loses the result
+  // (the connection to it goes with it).
+  auto result = std::make_shared<Expected<train::TokenBuffer>>(makeError("not read"));
+  QThread* reader = QThread::create([result, folder = s_.folder.toStdString(), target = target_, vocab = s_.vocabSize] {
+    *result = train::readTrainShards(folder, target, vocab);
+  });
+  connect(reader, &QThread::finished, this, [this, result] {
+    reading_ = false;
+    onShardsRead(*result);
+  });
+  connect(reader, &QThread::finished, reader, &QObject::deleteLater);
+  reader->start();
+}
+
+void ShardRotation::onShardsRead(const Expected<train::TokenBuffer>& tokens) {
   if (!tokens) {
     Q_EMIT message(QStringLiteral("Shards of epoch %1 unreadable: %2; keeping the old ones")
                        .arg(targetEpoch_)

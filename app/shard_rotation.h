@@ -2,12 +2,15 @@
 // it computes its epoch (train::epochAtTokens: one pass over its window of shards, counted by the
 // run's global step; after the first move at most one window further per move, so no window is
 // skipped), and when the epoch changes it fetches the new window's shards on the run
-// torrent, hands their tokens to the trainer once all are here (Node::setTrainTokens: training
-// never waits for the transfer), and deletes the shards it no longer holds. Every move is noted
+// torrent, reads them on a thread of their own (a window is up to the disk budget: hundreds of MB
+// would hold the engine thread, and with it the alert pump and the round), hands their tokens to
+// the trainer once read (Node::setTrainTokens: training never waits for the transfer or the
+// read), and deletes the shards it no longer holds. Every move is noted
 // ("shards": epoch, held, fetched, dropped) with what is on disk at that moment.
 #pragma once
 
 #include "core/node/node.h"
+#include "core/train/corpus_prep.h"
 #include "p2p/swarm_session.h"
 
 #include <QObject>
@@ -44,6 +47,8 @@ class ShardRotation : public QObject {
 
  private:
   void checkFetched();
+  // The window's tokens are read (or could not be): on the engine thread again.
+  void onShardsRead(const Expected<train::TokenBuffer>& tokens);
   std::set<std::string> filesOf(const std::vector<int>& shards, bool withSmallFiles) const;
 
   ShardRotationSetup s_;
@@ -55,6 +60,7 @@ class ShardRotation : public QObject {
   // (it walked every epoch and hashed every shard at each step).
   std::int64_t nextLookTokens_ = 0;
   QTimer poll_;
+  bool reading_ = false;  // the new window's shards are being read
 };
 
 }  // namespace es::app

@@ -2,6 +2,7 @@
 // whole or absent, the same corpus gives the same bytes, bad input is refused with the reason and
 // nothing created, and a prepared folder or torrent whose files disagree with run.json is refused
 // (prepared_run.h). The corpus here is small generated text; no Torch.
+#include "core/train/corpus_decompress.h"
 #include "core/train/corpus_text.h"
 #include "core/train/prepared_run.h"
 #include "core/train/run_create.h"
@@ -12,6 +13,9 @@
 #include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <zlib.h>
+#include <zstd.h>
 
 #include <limits>
 #include <set>
@@ -49,6 +53,25 @@ class RunCreate : public QObject {
     r.preset = "tiny";
     r.shardTokens = 4096;
     return r;
+  }
+  // `text` as a gzip file of two members (zlib writes one; `cat a.gz b.gz` makes two, which gzip
+  // reads as one text), and as a zstd file of one frame.
+  QString writeGzip(const QString& name, const QByteArray& text) {
+    const QString path = dir_.filePath(name);
+    QDir().mkpath(QFileInfo(path).path());
+    for (const char* mode : {"wb", "ab"}) {
+      const QByteArray half = mode[0] == 'w' ? text.left(text.size() / 2) : text.mid(text.size() / 2);
+      gzFile f = gzopen(path.toLocal8Bit().constData(), mode);
+      if (!f || gzwrite(f, half.constData(), unsigned(half.size())) != half.size() || gzclose(f) != Z_OK)
+        qFatal("cannot gzip %s", qPrintable(path));
+    }
+    return path;
+  }
+  QString writeZstd(const QString& name, const QByteArray& text) {
+    QByteArray out(int(ZSTD_compressBound(std::size_t(text.size()))), '\0');
+    const auto n = ZSTD_compress(out.data(), std::size_t(out.size()), text.constData(), std::size_t(text.size()), 3);
+    if (ZSTD_isError(n)) qFatal("zstd: %s", ZSTD_getErrorName(n));
+    return write(name, out.left(int(n)));
   }
   static QByteArray bytesOf(const QString& path) {
     QFile f(path);
@@ -116,10 +139,19 @@ class RunCreate : public QObject {
                                << "not UTF-8 text (an invalid byte at offset 3)";
     QTest::newRow("jsonl without text") << "j.jsonl" << QByteArray("{\"text\": \"ok\"}\n{\"body\": 1}\n")
                                         << "line 2: not a JSON object with a string \"text\"";
-    QTest::newRow("compressed") << "c.txt.gz" << QByteArray("\x1f\x8b") << "is compressed; decompress it first";
+    QTest::newRow("xz") << "c.txt.xz"
+                        << QByteArray(
+                               "\xfd"
+                               "7zXZ")
+                        << "is compressed with xz or bzip2";
+    QTest::newRow("gzip cut short") << "g.txt.gz" << QByteArray("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\x4b\x4c")
+                                    << "not a valid gzip file";
+    QTest::newRow("plain text named .gz") << "p.txt.gz" << QByteArray("plain words\n") << "not a gzip file";
+    QTest::newRow("zstd garbage") << "z.jsonl.zst" << QByteArray("\x28\xb5\x2f\xfd garbage") << "not a valid zstd file";
     QTest::newRow("too small for the vocabulary")
         << "s.txt" << QByteArray("a b c d e f g\n") << "too small for a vocabulary";
     QTest::newRow("unknown kind") << "x.csv" << QByteArray("a,b") << "is neither .txt nor .jsonl";
+    QTest::newRow("unknown kind compressed") << "x.csv.gz" << QByteArray("a,b") << "is neither .txt nor .jsonl";
   }
   void badInputIsRefusedAndNothingCreated() {
     QFETCH(QString, file);
@@ -132,6 +164,36 @@ class RunCreate : public QObject {
     QVERIFY2(created.error().find(why.toStdString()) != std::string::npos, created.error().c_str());
     QVERIFY(!QFileInfo::exists(dir_.filePath(out)));
     QVERIFY(!QFileInfo::exists(dir_.filePath(out + ".partial")));
+  }
+
+  // A corpus of .gz and .zst files makes the run its plain files make, byte for byte (the
+  // tokenizer, the validation text and every shard).
+  void compressedCorporaGiveTheSameRun() {
+    writeGzip("packed/a.txt.gz", bytesOf(dir_.filePath("corpus/a.txt")));
+    writeZstd("packed/sub/b.jsonl.zst", bytesOf(dir_.filePath("corpus/sub/b.jsonl")));
+    const auto plain = createRun(request(dir_.filePath("corpus"), "plain/run"), [](const std::string&, double) {});
+    const auto packed = createRun(request(dir_.filePath("packed"), "packed/run"), [](const std::string&, double) {});
+    QVERIFY2(packed.ok(), packed.ok() ? "" : packed.error().c_str());
+    QVERIFY(plain.ok());
+    QCOMPARE(packed->shards, plain->shards);
+    for (const char* f : {"tokenizer.json", "data/val.bin", "data/train-000.bin", "data/train-001.bin"}) {
+      const auto a = bytesOf(dir_.filePath(QString("plain/run/") + f));
+      QVERIFY2(!a.isEmpty() && a == bytesOf(dir_.filePath(QString("packed/run/") + f)), f);
+    }
+  }
+
+  // What comes out of a compressed file is bounded, not what goes in: 4 MiB of one letter gzip to
+  // a few KiB and are refused at a 1 MiB bound before they are held whole.
+  void aDecompressionBombIsRefusedAtTheBound() {
+    const QByteArray big(4 << 20, 'a');
+    const auto gz = writeGzip("bomb/a.txt.gz", big), zst = writeZstd("bomb/b.txt.zst", big);
+    QVERIFY(QFileInfo(gz).size() < 64 * 1024 && QFileInfo(zst).size() < 64 * 1024);
+    for (const auto& path : {gz, zst}) {
+      const auto read = readCorpusBytes(path.toStdString(), 1 << 20);
+      QVERIFY(!read.ok());
+      QVERIFY2(read.error().find("decompresses to more than") != std::string::npos, read.error().c_str());
+      QCOMPARE(readCorpusBytes(path.toStdString(), 8 << 20)->size(), std::size_t(big.size()));
+    }
   }
 
   // 150 kB reach the gpu-1b preset's 4096 tokens but hold out too few for one of its 1024-token

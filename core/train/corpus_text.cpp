@@ -2,6 +2,7 @@
 
 #include "core/common/atomic_file.h"
 #include "core/common/json_depth.h"
+#include "core/train/corpus_decompress.h"
 
 #include <nlohmann/json.hpp>
 
@@ -17,16 +18,17 @@ bool endsWith(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-bool compressed(const std::string& path) {
-  return endsWith(path, ".gz") || endsWith(path, ".zst") || endsWith(path, ".xz") || endsWith(path, ".bz2");
-}
+// Compressed with a tool create-run does not read (.gz and .zst it does: corpus_decompress.h).
+bool unreadableCompression(const std::string& path) { return endsWith(path, ".xz") || endsWith(path, ".bz2"); }
 
 // "" for a corpus file we read, else why the file is not one.
 std::string kindProblem(const std::string& path) {
-  if (endsWith(path, ".txt") || endsWith(path, ".jsonl")) return {};
-  if (compressed(path))
-    return "is compressed; decompress it first (gunzip, unzstd, unxz): create-run reads .txt and .jsonl";
-  return "is neither .txt nor .jsonl";
+  const std::string plain = withoutCompression(path);
+  if (endsWith(plain, ".txt") || endsWith(plain, ".jsonl")) return {};
+  if (unreadableCompression(path))
+    return "is compressed with xz or bzip2; decompress it first (unxz, bunzip2): create-run reads .txt and .jsonl, "
+           "plain or .gz or .zst";
+  return "is neither .txt nor .jsonl (plain, .gz or .zst)";
 }
 
 }  // namespace
@@ -47,7 +49,7 @@ Expected<std::vector<std::string>> listCorpusFiles(const std::vector<std::string
       const auto path = it->path().string();
       if (it->path().filename().string().rfind('.', 0) == 0 || !it->is_regular_file(ec)) continue;
       if (auto problem = kindProblem(path); !problem.empty()) {
-        if (compressed(path)) return makeError("corpus \"" + path + "\" " + problem);
+        if (unreadableCompression(path)) return makeError("corpus \"" + path + "\" " + problem);
         continue;  // a README or an image beside the text: not part of the corpus
       }
       files.push_back(path);
@@ -56,13 +58,13 @@ Expected<std::vector<std::string>> listCorpusFiles(const std::vector<std::string
   }
   std::sort(files.begin(), files.end());
   files.erase(std::unique(files.begin(), files.end()), files.end());
-  if (files.empty()) return makeError("the corpus has no .txt or .jsonl file");
+  if (files.empty()) return makeError("the corpus has no .txt or .jsonl file (plain, .gz or .zst)");
   std::int64_t total = 0;
   for (const auto& f : files) {
     std::error_code ec;
     total += std::int64_t(fs::file_size(f, ec));
     if (ec) return makeError("corpus \"" + f + "\": " + ec.message());
-    if (total > maxBytes)
+    if (total > maxBytes)  // compressed files by their size on disk: readCorpusDocuments bounds the rest
       return makeError("the corpus exceeds " + std::to_string(maxBytes >> 20) + " MiB (at \"" + f +
                        "\"): create-run holds it in memory while it trains the tokenizer");
   }
@@ -84,12 +86,12 @@ std::int64_t firstInvalidUtf8(const std::string& text) {
   return -1;
 }
 
-Expected<std::vector<std::string>> readCorpusDocuments(const std::string& path) {
-  auto bytes = readWholeFile(path);
+Expected<std::vector<std::string>> readCorpusDocuments(const std::string& path, std::int64_t maxBytes) {
+  auto bytes = readCorpusBytes(path, maxBytes);
   if (!bytes) return makeError(bytes.error());
   if (const auto bad = firstInvalidUtf8(*bytes); bad >= 0)
     return makeError("corpus \"" + path + "\": not UTF-8 text (an invalid byte at offset " + std::to_string(bad) + ")");
-  if (!endsWith(path, ".jsonl")) return std::vector<std::string>{std::move(*bytes)};
+  if (!endsWith(withoutCompression(path), ".jsonl")) return std::vector<std::string>{std::move(*bytes)};
   std::vector<std::string> documents;
   std::size_t begin = 0;
   for (int line = 1; begin < bytes->size(); ++line) {

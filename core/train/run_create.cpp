@@ -56,7 +56,7 @@ Expected<Preset> findPreset(const std::string& name) {
 Expected<std::string> readCorpus(const std::vector<std::string>& files, const ProgressFn& progress) {
   std::string text;
   for (std::size_t i = 0; i < files.size(); ++i) {
-    auto documents = readCorpusDocuments(files[i]);
+    auto documents = readCorpusDocuments(files[i], kMaxCorpusBytes - std::int64_t(text.size()));
     if (!documents) return makeError(documents.error());
     for (auto& d : *documents) {
       if (d.empty()) continue;
