@@ -7,6 +7,8 @@
 #include "core/checkpoint/safetensors.h"
 #include "core/infer/generate.h"
 #include "core/infer/merged_model.h"
+#include "core/sync/outer_rule.h"
+#include "core/sync/work_ledger.h"
 
 #include <torch/torch.h>
 #endif
@@ -134,14 +136,20 @@ class SampleTest : public QObject {
       for (auto& w : weights) w.second.add_(1.0);  // each round's weights differ
       auto committed = es::node::round_dirs::commit(
           run.filePath(QStringLiteral("swarm-state")).toStdString(), round, [&](const std::string& dir) {
-            return es::ckpt::saveSafetensors(dir + "/base.safetensors", weights, {{"round", std::to_string(round)}});
+            // As the client writes it: the weights, the outer momentum and the work ledger.
+            auto state = weights;
+            state.emplace_back(std::string(es::sync::kMomentumPrefix) + weights.front().first,
+                               torch::zeros_like(weights.front().second));
+            state.emplace_back(es::sync::kWorkLedgerTensor, torch::zeros({8}, torch::kUInt8));
+            return es::ckpt::saveSafetensors(dir + "/base.safetensors", state, {{"round", std::to_string(round)}});
           });
       QVERIFY(committed.ok());
     }
     auto state = es::infer::loadNewestState(run.path().toStdString());
     QVERIFY2(state.ok(), state.ok() ? "" : state.error().c_str());
     QCOMPARE(state->round, std::int64_t(4));
-    for (const auto& [name, tensor] : weights) {  // round 4's weights, each by name (files keep names sorted)
+    QCOMPARE(state->weights.size(), weights.size());  // the model's tensors only
+    for (const auto& [name, tensor] : weights) {      // round 4's weights, each by name (files keep names sorted)
       const auto it =
           std::find_if(state->weights.begin(), state->weights.end(), [&](const auto& w) { return w.first == name; });
       QVERIFY2(it != state->weights.end() && torch::equal(it->second, tensor), name.c_str());

@@ -2,14 +2,32 @@
 
 #include "core/checkpoint/round_dirs.h"
 #include "core/checkpoint/training_state.h"
+#include "core/sync/outer_rule.h"
+#include "core/sync/work_ledger.h"
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
 namespace es::infer {
 namespace fs = std::filesystem;
+namespace {
+
+// A round folder's base holds the swarm's state beside the weights — the outer rule's momentum and
+// the work ledger (sync/swarm_state.h) — which are not the model's.
+ckpt::NamedTensors modelWeightsOnly(ckpt::NamedTensors tensors) {
+  const std::string momentum = sync::kMomentumPrefix;
+  tensors.erase(std::remove_if(tensors.begin(), tensors.end(),
+                               [&](const auto& t) {
+                                 return t.first == sync::kWorkLedgerTensor || t.first.rfind(momentum, 0) == 0;
+                               }),
+                tensors.end());
+  return tensors;
+}
+
+}  // namespace
 
 Expected<MergedState> loadNewestState(const std::string& runDir) {
   MergedState state;
@@ -24,7 +42,7 @@ Expected<MergedState> loadNewestState(const std::string& runDir) {
           if (!file) return makeError(file.error());
           state.path = dir.path + "/base.safetensors";
           state.round = dir.round;
-          state.weights = std::move(file->tensors);
+          state.weights = modelWeightsOnly(std::move(file->tensors));
           return {};
         },
         skipped);
