@@ -7,32 +7,22 @@
 #include <cstdint>
 
 namespace es::sync {
-namespace {
-
-// Sequential float64 sum of squares (merge.cpp's arithmetic policy: no torch reduction, so every
-// peer computes the same bound).
-double sumOfSquares(const at::Tensor& t) {
-  const at::Tensor c = t.detach().to(at::kCPU, at::kDouble).contiguous();
-  const double* p = c.data_ptr<double>();
-  double sum = 0.0;
-  for (std::int64_t i = 0, n = c.numel(); i < n; ++i) sum += p[i] * p[i];
-  return sum;
-}
-
-}  // namespace
-
-std::map<int, double> expertMoves(const NamedTensors& deltas) {
-  // Tensors of one expert are added in name order, whatever the file's order.
-  std::map<int, std::map<std::string, const at::Tensor*>> byExpert;
-  for (const auto& [name, delta] : deltas)
-    if (const auto expert = model::expertOf(name)) byExpert[expert->expert].emplace(name, &delta);
+std::map<int, double> expertMoves(const ContributionCheck& check) {
+  // From the norms validation took already (no second pass over the deltas); each expert's squares
+  // added in tensor-name order, whatever the file's order.
+  std::map<int, std::map<std::string, std::pair<double, std::int64_t>>> byExpert;
+  for (std::size_t t = 0; t < check.tensorNorms.size() && t < check.tensorElements.size(); ++t) {
+    const auto& [name, norm] = check.tensorNorms[t];
+    if (const auto expert = model::expertOf(name))
+      byExpert[expert->expert].emplace(name, std::make_pair(norm, check.tensorElements[t]));
+  }
   std::map<int, double> out;
   for (const auto& [expert, tensors] : byExpert) {
     double squares = 0.0;
     std::int64_t elements = 0;
-    for (const auto& [name, t] : tensors) {
-      squares += sumOfSquares(*t);
-      elements += t->numel();
+    for (const auto& [name, normAndSize] : tensors) {
+      squares += normAndSize.first * normAndSize.first;
+      elements += normAndSize.second;
     }
     if (elements > 0) out[expert] = std::sqrt(squares / static_cast<double>(elements));
   }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "core/checkpoint/safetensors.h"
+#include "core/sync/validate.h"
 
 #include <map>
 #include <string>
@@ -24,8 +25,9 @@ using ckpt::NamedTensors;
 // bench/sybil_cost) is cut to it.
 inline constexpr double kExpertRmsFactor = 4.0;
 
-// The RMS of each expert's deltas in `deltas`, over all its tensors (every layer's w1, w2, w3).
-std::map<int, double> expertMoves(const NamedTensors& deltas);
+// The RMS of each expert's deltas in a checked contribution, over all its tensors (every layer's
+// w1, w2, w3), from the per-tensor norms its validation took (validate.h).
+std::map<int, double> expertMoves(const ContributionCheck& check);
 
 struct SenderExperts {
   double weight = 0;            // the sender's ledger weight

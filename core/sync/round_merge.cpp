@@ -45,7 +45,7 @@ std::vector<std::size_t> validatePass(const NamedTensors& base, const RoundConte
     if (deltas) {
       checks.push_back(
           checkContribution(entries[i].header, *deltas, base, entries[i].claims, context, policy, &maxAbs));
-      for (const auto& [expert, rms] : expertMoves(*deltas))
+      for (const auto& [expert, rms] : expertMoves(checks.back()))
         if (entries[i].claims.count(expert)) moves[i][expert] = rms;
     } else
       checks.push_back({"unreadable: " + deltas.error(), false, 0.0, {}, {}});
