@@ -41,6 +41,10 @@ void addOptions(QCommandLineParser& p) {
   p.addOption({QStringLiteral("seed"), QStringLiteral("The run's seed."), QStringLiteral("n"), QStringLiteral("1234")});
   p.addOption({QStringLiteral("val-fraction"), QStringLiteral("Share of the text held out for validation."),
                QStringLiteral("f"), QStringLiteral("0.01")});
+  p.addOption({QStringLiteral("val"),
+               QStringLiteral("Validation text apart from the corpus (a file or folder; repeatable). Default: the "
+                              "corpus' tail, --val-fraction of it."),
+               QStringLiteral("path")});
   p.addOption({QStringLiteral("shard-tokens"), QStringLiteral("Tokens per training shard."), QStringLiteral("n"),
                QStringLiteral("1048576")});
   p.addOption({QStringLiteral("sync-every"), QStringLiteral("Training steps per round (default: the preset's)."),
@@ -78,6 +82,7 @@ Parsed parse(const QStringList& arguments) {
   r.preset = p.value(QStringLiteral("preset")).toStdString();
   r.name = p.value(QStringLiteral("name")).toStdString();
   for (const auto& c : p.positionalArguments()) r.corpus.push_back(c.toStdString());
+  for (const auto& v : p.values(QStringLiteral("val"))) r.valCorpus.push_back(v.toStdString());
   bool ok = true;
   r.valFraction = p.value(QStringLiteral("val-fraction")).toDouble(&ok);
   if (r.out.empty()) return out.error = QStringLiteral("--out DIR is required"), out;
@@ -138,7 +143,7 @@ int runCreateRunCommand(const QStringList& arguments, const QString& shareDir) {
   if (parsed.help) return 0;
   if (parsed.error.isEmpty()) parsed.error = memoryProblem(parsed.request);
   if (parsed.error.isEmpty())  // missing files, compressed or too large: before anything is read
-    if (auto files = train::listCorpusFiles(parsed.request.corpus, train::kMaxCorpusBytes); !files)
+    if (auto files = train::listCorpusFiles(parsed.request.corpus, train::kMaxCreateTextBytes); !files)
       parsed.error = QString::fromStdString(files.error());
   if (!parsed.error.isEmpty()) {
     QTextStream(stderr) << "expertswarm create-run: " << parsed.error

@@ -82,9 +82,10 @@ class Engine : public QObject {
   void continueWithManifest(const QString& runFolder, const QString& dir, bool fresh);
   void startShardRotation();
   using ManifestDone = std::function<void(const QString& error, const QString& fetched)>;
-  node::FetchLimits runTorrentLimits(const QString& hash);
+  node::FetchLimits runTorrentLimits(const QString& hash, const QString& dir);
   void keepFetchState(const QString& hash, const QString& folder, const ManifestDone& done);
-  std::set<std::string> wantedRunFiles(const node::FetchLimits::FolderFiles& files, const QString& runId);
+  std::set<std::string> wantedRunFiles(const node::FetchLimits::FolderFiles& files, const QString& runId,
+                                       const QString& dir);
   void discardManifest(const QString& dir, bool fresh, const QString& error);
   void wireNode();
 

@@ -30,7 +30,18 @@
 namespace es::app {
 namespace {
 constexpr int kManifestDeadlineMs = 180000;
+
+// The training shards an earlier join of this run left in `dir` (its prepared folder, marked by
+// the fetch state it kept), or none.
+std::vector<int> shardsHeldBefore(const QString& dir, int shardCount) {
+  for (const auto& sub : QDir(dir).entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+    const QString folder = dir + QLatin1Char('/') + sub;
+    if (QFileInfo::exists(folder + QLatin1Char('/') + QLatin1String(train::kPartialRunState)))
+      return train::presentShardsIn(folder.toStdString(), shardCount);
+  }
+  return {};
 }
+}  // namespace
 
 int Engine::fetchManifest() {
   const QString dataDir = dataDirFor(cl_.dataDir, info);
@@ -76,7 +87,7 @@ int Engine::fetchManifest() {
                .arg(kManifestDeadlineMs / 1000),
            {});
   });
-  if (auto s = session->fetch(hash.toStdString(), dir.toStdString(), runTorrentLimits(hash)); !s)
+  if (auto s = session->fetch(hash.toStdString(), dir.toStdString(), runTorrentLimits(hash, dir)); !s)
     return fail(1, s.error());
   manifestDeadline_.start(kManifestDeadlineMs);
   info("Fetching the manifest of run " + hash.toStdString() + " from its peers");
@@ -86,15 +97,15 @@ int Engine::fetchManifest() {
 
 // What a run torrent fetched from strangers may be: run.json alone, or a prepared run's folder of
 // which we fetch our shards.
-node::FetchLimits Engine::runTorrentLimits(const QString& hash) {
+node::FetchLimits Engine::runTorrentLimits(const QString& hash, const QString& dir) {
   node::FetchLimits limits;
   limits.name = "run.json";
   limits.maxBytes = train::kMaxRunManifestBytes;
   limits.folder = [](const std::string&, const node::FetchLimits::FolderFiles& files) {
     return train::preparedTorrentProblem(files);
   };
-  limits.folderWanted = [this, hash](const node::FetchLimits::FolderFiles& files) {
-    return wantedRunFiles(files, hash);
+  limits.folderWanted = [this, hash, dir](const node::FetchLimits::FolderFiles& files) {
+    return wantedRunFiles(files, hash, dir);
   };
   return limits;
 }
@@ -114,8 +125,11 @@ void Engine::keepFetchState(const QString& hash, const QString& folder, const Ma
 }
 
 // Of a prepared run's files, the ones this peer fetches: the small ones and the training shards
-// assigned to it within its data budget (train::assignShards, epoch 0).
-std::set<std::string> Engine::wantedRunFiles(const node::FetchLimits::FolderFiles& files, const QString& runId) {
+// assigned to it within its data budget (train::assignShards, epoch 0) — or, on a restart, the
+// window it holds already: the shard rotation moves on from there to where the run's step says,
+// instead of fetching epoch 0's window again first.
+std::set<std::string> Engine::wantedRunFiles(const node::FetchLimits::FolderFiles& files, const QString& runId,
+                                             const QString& dir) {
   std::set<std::string> wanted{"run.json", "tokenizer.json", "data/val.bin"};
   std::vector<std::int64_t> tokens;  // the listing was judged already: shards 000… in order
   for (int i = 0;; ++i) {
@@ -125,10 +139,17 @@ std::set<std::string> Engine::wantedRunFiles(const node::FetchLimits::FolderFile
     tokens.push_back((it->second - train::tokenShardBytes(0)) / 2);
   }
   const std::int64_t budget = cl_.dataBudgetBytes;
-  const auto held = train::assignShards(parts_->identity->peerId(), runId.toStdString(), 0, tokens, budget);
+  const std::string within = budget > 0 ? " (a data budget of " + std::to_string(budget) + " bytes)" : "";
+  auto held = shardsHeldBefore(dir, int(tokens.size()));
+  if (!held.empty())
+    info("Keeping the " + std::to_string(held.size()) + " of the run's " + std::to_string(tokens.size()) +
+         " training shards it holds" + within);
+  else {
+    held = train::assignShards(parts_->identity->peerId(), runId.toStdString(), 0, tokens, budget);
+    info("Fetching " + std::to_string(held.size()) + " of the run's " + std::to_string(tokens.size()) +
+         " training shards" + within);
+  }
   for (const int i : held) wanted.insert("data/" + train::trainShardName(i));
-  info("Fetching " + std::to_string(held.size()) + " of the run's " + std::to_string(tokens.size()) +
-       " training shards" + (budget > 0 ? " (a data budget of " + std::to_string(budget) + " bytes)" : ""));
   return wanted;
 }
 

@@ -3,8 +3,9 @@
 // joiners come by magnet link with a budget of 4 shards each. Each fetches 4 shards, then at every
 // epoch (one pass over its 4 shards' tokens) fetches the next window of its own order of the
 // shards and deletes the old one (app/shard_rotation.h): at no move does its folder hold more than
-// its 4, and over the run each joiner has trained on every shard of the corpus. Real client
-// processes on loopback, real libtorrent transfers and file priorities.
+// its 4, and over the run each joiner has trained on every shard of the corpus; restarted by the
+// same magnet link, a joiner keeps the window it holds. Real client processes on loopback, real
+// libtorrent transfers and file priorities.
 #include "support/swarm_clients.h"
 
 #include <QDir>
@@ -102,6 +103,21 @@ class SwarmShards : public QObject {
       QVERIFY(c.events("shards").size() >= std::size_t(shards / 4));  // it moved on, window by window
       for (const auto& e : c.events("shards")) QCOMPARE(e.value("held").toArray().size(), 4);
     }
+
+    // A restart by the same magnet link keeps the window it holds (the rotation moves on from
+    // there) instead of fetching epoch 0's again first.
+    joiners[0]->terminate();
+    QVERIFY(waitUntil([&] { return !joiners[0]->running(); }, 60000));
+    const int heldAtStop = QDir(folderOf(0) + "/data").entryList({"train-*.bin"}, QDir::Files).size();
+    QVERIFY(heldAtStop >= 1);
+    SwarmClient again("joiner-0-again", args("joiner-0", "127.0.0.1:0") << "--run" << link.captured(0) << "--bootstrap"
+                                                                        << first << "--data-budget-mib"
+                                                                        << "0.0079");
+    const QString kept = QString("Keeping the %1 of the run's %2 training shards it holds").arg(heldAtStop).arg(shards);
+    QVERIFY2(waitUntil([&] { return !again.runId().isEmpty() || !again.running(); }, 120000),
+             qPrintable(again.log().join("\n  ")));
+    QVERIFY2(again.logContains(kept), qPrintable(again.log().join("\n  ")));
+    QVERIFY(!again.logContains("Fetching 4 of the run's"));
   }
 };
 

@@ -64,14 +64,13 @@ Expected<std::vector<std::string>> listCorpusFiles(const std::vector<std::string
     std::error_code ec;
     total += std::int64_t(fs::file_size(f, ec));
     if (ec) return makeError("corpus \"" + f + "\": " + ec.message());
-    if (total > maxBytes)  // compressed files by their size on disk: readCorpusDocuments bounds the rest
-      return makeError("the corpus exceeds " + std::to_string(maxBytes >> 20) + " MiB (at \"" + f +
-                       "\"): create-run holds it in memory while it trains the tokenizer");
+    if (total > maxBytes)  // compressed files by their size on disk: the stream bounds the rest
+      return makeError("the corpus exceeds " + std::to_string(maxBytes >> 20) + " MiB (at \"" + f + "\")");
   }
   return files;
 }
 
-std::int64_t firstInvalidUtf8(const std::string& text) {
+std::int64_t firstInvalidUtf8(std::string_view text) {
   const auto* s = reinterpret_cast<const unsigned char*>(text.data());
   const std::size_t n = text.size();
   for (std::size_t i = 0; i < n;) {
@@ -86,28 +85,122 @@ std::int64_t firstInvalidUtf8(const std::string& text) {
   return -1;
 }
 
-Expected<std::vector<std::string>> readCorpusDocuments(const std::string& path, std::int64_t maxBytes) {
-  auto bytes = readCorpusBytes(path, maxBytes);
-  if (!bytes) return makeError(bytes.error());
-  if (const auto bad = firstInvalidUtf8(*bytes); bad >= 0)
-    return makeError("corpus \"" + path + "\": not UTF-8 text (an invalid byte at offset " + std::to_string(bad) + ")");
-  if (!endsWith(withoutCompression(path), ".jsonl")) return std::vector<std::string>{std::move(*bytes)};
-  std::vector<std::string> documents;
-  std::size_t begin = 0;
-  for (int line = 1; begin < bytes->size(); ++line) {
-    const std::size_t end = std::min(bytes->find('\n', begin), bytes->size());
-    const std::string_view row(bytes->data() + begin, end - begin);
-    begin = end + 1;
-    if (row.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    // A document nests a level or two; deeper is refused before nlohmann recurses (json_depth.h).
-    const auto j = jsonNestingDepth(row) > 32 ? nlohmann::json(nullptr)
-                                              : nlohmann::json::parse(row.begin(), row.end(), nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("text") || !j["text"].is_string())
-      return makeError("corpus \"" + path + "\", line " + std::to_string(line) +
-                       ": not a JSON object with a string \"text\"");
-    documents.push_back(j["text"].get<std::string>());
+std::size_t incompleteUtf8Tail(std::string_view text) {
+  for (std::size_t k = 1; k <= 3 && k <= text.size(); ++k) {
+    const auto c = static_cast<unsigned char>(text[text.size() - k]);
+    if ((c & 0xc0) == 0x80) continue;  // a continuation byte: its lead is further back
+    const std::size_t length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 1;
+    return length > k ? k : 0;
   }
-  return documents;
+  return 0;
+}
+
+CorpusStream::CorpusStream(std::vector<std::string> files) : files_(std::move(files)) {}
+CorpusStream::~CorpusStream() = default;
+
+double CorpusStream::filesDone() const {
+  if (files_.empty()) return 1;
+  return double(next_ - (reader_ ? 1 : 0)) / double(files_.size());
+}
+
+Expected<bool> CorpusStream::openNextFile() {
+  if (next_ == files_.size()) return false;
+  const std::string& path = files_[next_++];
+  auto reader = CorpusFileReader::open(path);
+  if (!reader) return makeError(reader.error());
+  reader_ = std::move(*reader);
+  jsonl_ = endsWith(withoutCompression(path), ".jsonl");
+  carry_.clear();
+  carryOffset_ = 0;
+  line_ = 0;
+  documentOpen_ = false;
+  return true;
+}
+
+void CorpusStream::emit(std::string& out, std::string_view bytes) {
+  if (bytes.empty()) return;
+  if (!documentOpen_ && anyDocument_) out += "\n\n", position_ += 2;
+  documentOpen_ = anyDocument_ = true;
+  out.append(bytes);
+  position_ += std::int64_t(bytes.size());
+}
+
+// A .txt chunk: what is valid UTF-8 goes out; an incomplete sequence at its end waits for the
+// next chunk.
+Expected<void> CorpusStream::takeText(std::string& out, std::string_view chunk) {
+  carry_.append(chunk);
+  const std::size_t ready = carry_.size() - incompleteUtf8Tail(carry_);
+  if (const auto bad = firstInvalidUtf8(std::string_view(carry_).substr(0, ready)); bad >= 0)
+    return makeError("corpus \"" + files_[next_ - 1] + "\": not UTF-8 text (an invalid byte at offset " +
+                     std::to_string(carryOffset_ + bad) + ")");
+  emit(out, std::string_view(carry_).substr(0, ready));
+  carry_.erase(0, ready);
+  carryOffset_ += std::int64_t(ready);
+  return {};
+}
+
+// A .jsonl chunk: every complete line is a document; `last` takes the final line without '\n'.
+Expected<void> CorpusStream::takeLines(std::string& out, std::string_view chunk, bool last) {
+  const std::string& path = files_[next_ - 1];
+  carry_.append(chunk);
+  std::size_t begin = 0;
+  for (;;) {
+    std::size_t end = carry_.find('\n', begin);
+    if (end == std::string::npos && !(last && begin < carry_.size())) break;
+    if (end == std::string::npos) end = carry_.size();
+    const std::string_view row(carry_.data() + begin, end - begin);
+    ++line_;
+    if (const auto bad = firstInvalidUtf8(row); bad >= 0)
+      return makeError("corpus \"" + path + "\": not UTF-8 text (an invalid byte at offset " +
+                       std::to_string(carryOffset_ + std::int64_t(begin) + bad) + ")");
+    if (row.find_first_not_of(" \t\r") != std::string_view::npos) {
+      // A document nests a level or two; deeper is refused before nlohmann recurses (json_depth.h).
+      const auto j = jsonNestingDepth(row) > 32 ? nlohmann::json(nullptr)
+                                                : nlohmann::json::parse(row.begin(), row.end(), nullptr, false);
+      if (j.is_discarded() || !j.is_object() || !j.contains("text") || !j["text"].is_string())
+        return makeError("corpus \"" + path + "\", line " + std::to_string(line_) +
+                         ": not a JSON object with a string \"text\"");
+      documentOpen_ = false;
+      emit(out, j["text"].get_ref<const std::string&>());
+    }
+    begin = end + 1;
+  }
+  carry_.erase(0, std::min(begin, carry_.size()));
+  carryOffset_ += std::int64_t(begin);
+  if (carry_.size() > kMaxCorpusLineBytes)
+    return makeError("corpus \"" + path + "\", line " + std::to_string(line_ + 1) + ": longer than " +
+                     std::to_string(kMaxCorpusLineBytes >> 20) + " MiB");
+  return {};
+}
+
+Expected<void> CorpusStream::finishFile(std::string& out) {
+  if (jsonl_) {
+    if (auto s = takeLines(out, {}, true); !s) return s;
+  } else if (!carry_.empty()) {
+    return makeError("corpus \"" + files_[next_ - 1] + "\": not UTF-8 text (an invalid byte at offset " +
+                     std::to_string(carryOffset_) + ")");
+  }
+  reader_.reset();
+  documentOpen_ = false;
+  return {};
+}
+
+Expected<bool> CorpusStream::next(std::string& out, std::size_t want) {
+  const std::size_t before = out.size();
+  std::vector<char> chunk(std::min<std::size_t>(std::max<std::size_t>(want, 4096), std::size_t(1) << 20));
+  while (out.size() - before < want) {
+    if (!reader_) {
+      auto opened = openNextFile();
+      if (!opened) return makeError(opened.error());
+      if (!*opened) break;
+    }
+    auto got = reader_->read(chunk.data(), chunk.size());
+    if (!got) return makeError(got.error());
+    const std::string_view bytes(chunk.data(), *got);
+    auto taken = *got == 0 ? finishFile(out) : jsonl_ ? takeLines(out, bytes, false) : takeText(out, bytes);
+    if (!taken) return makeError(taken.error());
+  }
+  return out.size() > before;
 }
 
 }  // namespace es::train

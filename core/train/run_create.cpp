@@ -2,6 +2,7 @@
 
 #include "core/common/atomic_file.h"
 #include "core/train/bpe_tokenizer.h"
+#include "core/train/corpus_split.h"
 #include "core/train/corpus_text.h"
 #include "core/train/prepared_run.h"
 #include "core/train/run_manifest.h"
@@ -52,50 +53,6 @@ Expected<Preset> findPreset(const std::string& name) {
   return makeError("unknown preset \"" + name + "\" (tiny, default or gpu-1b)");
 }
 
-// The documents of every file, joined by a blank line; `progress` by files read.
-Expected<std::string> readCorpus(const std::vector<std::string>& files, const ProgressFn& progress) {
-  std::string text;
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    auto documents = readCorpusDocuments(files[i], kMaxCorpusBytes - std::int64_t(text.size()));
-    if (!documents) return makeError(documents.error());
-    for (auto& d : *documents) {
-      if (d.empty()) continue;
-      if (!text.empty()) text += "\n\n";
-      text += d;
-    }
-    progress("reading", double(i + 1) / double(files.size()));
-  }
-  if (text.empty()) return makeError("the corpus is empty: its files hold no text");
-  return text;
-}
-
-// Where the validation tail begins: after the line break nearest `fraction` from the end, or at a
-// UTF-8 character boundary there when the text has no line break near it.
-std::size_t validationCut(const std::string& text, double fraction) {
-  std::size_t cut = text.size() - std::max<std::size_t>(1, std::size_t(double(text.size()) * fraction));
-  if (const auto nl = text.rfind('\n', cut); nl != std::string::npos && nl > cut / 2) return nl + 1;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
-  return cut;
-}
-
-// Encoded in slices cut at blank lines (whitespace, where the pre-tokenizer cuts anyway), so that
-// progress can be told; the slices are fixed by the text, so the tokens are too.
-std::vector<std::uint16_t> encodeText(const BpeTokenizer& tokenizer, std::string_view text,
-                                      const std::function<void(double)>& progress) {
-  constexpr std::size_t kSlice = std::size_t(4) << 20;
-  std::vector<std::uint16_t> out;
-  for (std::size_t begin = 0; begin < text.size();) {
-    std::size_t end = std::min(text.size(), begin + kSlice);
-    if (end < text.size())
-      if (const auto blank = text.find("\n\n", end); blank != std::string_view::npos) end = blank + 2;
-    const auto ids = tokenizer.encode(text.substr(begin, std::min(end, text.size()) - begin));
-    out.insert(out.end(), ids.begin(), ids.end());  // ids < vocab <= 65536 (the tokenizer's own bound)
-    begin = std::min(end, text.size());
-    progress(double(begin) / double(text.size()));
-  }
-  return out;
-}
-
 // run.json: the template's train and swarm settings with the preset's model, this run's name,
 // seed and shards.
 Expected<std::string> manifestText(const CreateRunRequest& r, const Preset& preset, const std::string& name,
@@ -114,50 +71,57 @@ Expected<std::string> manifestText(const CreateRunRequest& r, const Preset& pres
   return text;
 }
 
+Status checkSizes(const Preset& preset, std::int64_t trainTokens, std::size_t valTokens) {
+  const std::int64_t batch = std::int64_t(preset.batchSize) * preset.model.seqLen + 1;
+  if (trainTokens < batch)
+    return makeError("the corpus gives " + std::to_string(trainTokens) + " training tokens, fewer than one batch (" +
+                     std::to_string(batch) + ") of the " + preset.name + " preset");
+  if (std::int64_t(valTokens) <= preset.model.seqLen)
+    return makeError("the validation text gives " + std::to_string(valTokens) +
+                     " tokens, fewer than one sequence: raise --val-fraction, give more text or a longer --val");
+  return {};
+}
+
+// The corpus read three times as a stream (corpus_split.h): measured, split and sampled for the
+// tokenizer, then tokenized into shards as it passes.
 Expected<CreatedRun> writeRun(const CreateRunRequest& r, const Preset& preset, const std::string& name,
-                              const fs::path& staging, const std::string& text, const ProgressFn& progress) {
+                              const std::vector<std::string>& files, const std::vector<std::string>& valFiles,
+                              const fs::path& staging, const ProgressFn& progress) {
+  auto total = measureCorpus(files, kMaxCreateTextBytes, [&](double f) { progress("reading", f); });
+  if (!total) return makeError(total.error());
   progress("tokenizer", 0);
-  const std::size_t cut = validationCut(text, r.valFraction);
-  const std::string_view trainText(text.data(), cut), valText(text.data() + cut, text.size() - cut);
-  auto tokenizer = BpeTokenizer::train(trainText, preset.model.vocabSize);
+  auto split =
+      splitCorpus(files, *total, r.valFraction, !valFiles.empty(), [&](double f) { progress("tokenizer", 0.2 * f); });
+  if (!split) return makeError(split.error());
+  auto tokenizer = BpeTokenizer::train(split->sample, preset.model.vocabSize);
   if (!tokenizer) return makeError("tokenizer: " + tokenizer.error());
   if (tokenizer->vocabSize() != preset.model.vocabSize)
     return makeError("the corpus is too small for a vocabulary of " + std::to_string(preset.model.vocabSize) +
                      " tokens (it supports " + std::to_string(tokenizer->vocabSize()) + "): give more text");
+  split->sample = std::string();  // up to kTokenizerSampleBytes, no longer needed
   progress("tokenizer", 1);
-  const auto train = encodeText(*tokenizer, trainText, [&](double f) { progress("tokenizing", 0.95 * f); });
-  const auto val = encodeText(*tokenizer, valText, [](double) {});
-  progress("tokenizing", 1);
-  const std::int64_t batch = std::int64_t(preset.batchSize) * preset.model.seqLen + 1;
-  if (std::int64_t(train.size()) < batch)
-    return makeError("the corpus gives " + std::to_string(train.size()) + " training tokens, fewer than one batch (" +
-                     std::to_string(batch) + ") of the " + preset.name + " preset");
-  if (std::int64_t(val.size()) <= preset.model.seqLen)
-    return makeError("the validation tail gives " + std::to_string(val.size()) +
-                     " tokens, fewer than one sequence: raise --val-fraction or give more text");
-  if (std::int64_t(train.size()) > kMaxPreparedTrainTokens)
-    return makeError("the corpus gives more than " + std::to_string(kMaxPreparedTrainTokens) + " training tokens");
   std::error_code ec;
   fs::create_directories(staging / "data", ec);
   if (ec) return makeError("cannot create \"" + (staging / "data").string() + "\": " + ec.message());
-  std::vector<std::int64_t> shards;
-  const auto shardTokens = std::size_t(std::clamp<std::int64_t>(r.shardTokens, 1024, kMaxShardTokens));
-  for (std::size_t begin = 0; begin < train.size(); begin += shardTokens) {
-    const auto end = std::min(train.size(), begin + shardTokens);
-    if (shards.size() >= std::size_t(kMaxPreparedShards))
-      return makeError("more than " + std::to_string(kMaxPreparedShards) + " shards: raise --shard-tokens");
-    const std::vector<std::uint16_t> shard(train.begin() + std::ptrdiff_t(begin), train.begin() + std::ptrdiff_t(end));
-    if (auto s = writeTokenShard((staging / "data" / trainShardName(int(shards.size()))).string(), shard); !s)
-      return makeError(s.error());
-    shards.push_back(std::int64_t(shard.size()));
-    progress("writing", double(end) / double(train.size()));
+  const auto shardTokens = std::clamp<std::int64_t>(r.shardTokens, 1024, kMaxShardTokens);
+  auto encoded = encodeCorpus(files, *split, *tokenizer, (staging / "data").string(), shardTokens,
+                              [&](double f) { progress("tokenizing", f); });
+  if (!encoded) return makeError(encoded.error());
+  if (!valFiles.empty()) {
+    auto val = encodeValidation(valFiles, *tokenizer);
+    if (!val) return makeError(val.error());
+    encoded->validation = std::move(*val);
   }
-  if (auto s = writeTokenShard((staging / "data" / "val.bin").string(), val); !s) return makeError(s.error());
+  if (auto s = checkSizes(preset, encoded->trainTokens, encoded->validation.size()); !s) return makeError(s.error());
+  progress("writing", 0);
+  if (auto s = writeTokenShard((staging / "data" / "val.bin").string(), encoded->validation); !s)
+    return makeError(s.error());
   if (auto s = tokenizer->save((staging / "tokenizer.json").string()); !s) return makeError(s.error());
-  auto manifest = manifestText(r, preset, name, shards, std::int64_t(val.size()));
+  auto manifest = manifestText(r, preset, name, encoded->shards, std::int64_t(encoded->validation.size()));
   if (!manifest) return makeError(manifest.error());
   if (auto s = writeFileAtomically((staging / "run.json").string(), *manifest); !s) return makeError(s.error());
-  return CreatedRun{r.out, std::int64_t(train.size()), std::int64_t(val.size()), int(shards.size())};
+  progress("writing", 1);
+  return CreatedRun{r.out, encoded->trainTokens, std::int64_t(encoded->validation.size()), int(encoded->shards.size())};
 }
 
 }  // namespace
@@ -197,13 +161,20 @@ Expected<CreatedRun> createRun(const CreateRunRequest& r, const ProgressFn& prog
   if (!(r.valFraction > 0 && r.valFraction < 0.5)) return makeError("--val-fraction: must be in (0, 0.5)");
   std::error_code ec;
   if (fs::exists(out, ec)) return makeError("\"" + out.string() + "\" exists already: nothing was changed");
-  auto files = listCorpusFiles(r.corpus, kMaxCorpusBytes);
+  auto files = listCorpusFiles(r.corpus, kMaxCreateTextBytes);
   if (!files) return makeError(files.error());
-  auto text = readCorpus(*files, progress);
-  if (!text) return makeError(text.error());
+  std::vector<std::string> valFiles;
+  if (!r.valCorpus.empty()) {
+    auto listed = listCorpusFiles(r.valCorpus, kMaxValidationTextBytes);
+    if (!listed) return makeError("--val: " + listed.error());
+    for (const auto& f : *listed)
+      if (std::find(files->begin(), files->end(), f) != files->end())
+        return makeError("--val: \"" + f + "\" is part of the training corpus too");
+    valFiles = std::move(*listed);
+  }
   const fs::path staging = out.string() + ".partial";
   fs::remove_all(staging, ec);  // an interrupted create's leftovers: start clean
-  auto created = writeRun(r, *preset, name, staging, *text, progress);
+  auto created = writeRun(r, *preset, name, *files, valFiles, staging, progress);
   ec.clear();
   if (created) fs::rename(staging, out, ec);
   if (!created || ec) {
