@@ -150,7 +150,8 @@ int runCreateRunCommand(const QStringList& arguments, const QString& shareDir) {
                         << "\nTry 'expertswarm create-run --help' for more information.\n";
     return 2;
   }
-  QFile manifestTemplate(shareDir + QStringLiteral("/runs/default/run.json"));
+  // The bundled text run's settings: the bundled default run is itself made from them.
+  QFile manifestTemplate(shareDir + QStringLiteral("/runs/sotu-text/run.json"));
   if (!manifestTemplate.open(QIODevice::ReadOnly)) {
     QTextStream(stderr) << "expertswarm create-run: cannot read " << manifestTemplate.fileName() << "\n";
     return 1;

@@ -185,7 +185,7 @@ void Engine::continueWithManifest(const QString& runFolder, const QString& dir, 
   info("Fetched the run's manifest into \"" + runFolder.toStdString() + "\"");
   // A run of the bundled corpus finds it linked in; a prepared run brought its data (and a link
   // in its folder would be a file its run.json does not list).
-  const QString bundledCorpus = shareDir_ + QStringLiteral("/runs/default/corpus");
+  const QString bundledCorpus = shareDir_ + QStringLiteral("/runs/sotu-text/corpus");
   if (!manifest->data.prepared() && !QFileInfo::exists(dir + QStringLiteral("/corpus")) &&
       QFileInfo::exists(bundledCorpus))
     QFile::link(bundledCorpus, dir + QStringLiteral("/corpus"));

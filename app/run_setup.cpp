@@ -68,7 +68,7 @@ PreparedRun prepareRun(const CommandLine& cl, const QString& shareDir) {
   if (auto usable = train::checkDevice(cl.device.toStdString()); !usable) return fail(2, "--device: " + usable.error());
   // The data before anything is created: a stranger's manifest may name files outside its folder,
   // and a prepared folder's files must be the ones its run.json lists.
-  const QString bundledCorpus = shareDir + QStringLiteral("/runs/default/corpus");
+  const QString bundledCorpus = shareDir + QStringLiteral("/runs/sotu-text/corpus");
   const auto sourceText = out.sourceDir.toStdString();
   const QString runState = out.sourceDir + QLatin1Char('/') + QLatin1String(train::kPartialRunState);
   const bool partial = manifest->data.prepared() && QFileInfo::exists(runState);

@@ -93,7 +93,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto log = [](const std::string& line) { std::fprintf(stderr, "gpu_profile: %s\n", line.c_str()); };
-  if (auto s = es::train::prepareRunData(ES_SHARE_DIR "/runs/default", args.runDir, log); !s) return log(s.error()), 1;
+  if (auto s = es::train::prepareRunData(ES_SHARE_DIR "/runs/sotu-text", args.runDir, log); !s)
+    return log(s.error()), 1;
   auto trainer = es::bench::makeBenchTrainer({args.runDir, {}, 0, args.steps, args.device, args.model, args.dispatch});
   if (!trainer) return log(trainer.error()), 1;
   const bool gpu = args.device != "cpu";

@@ -1,15 +1,15 @@
 // How long a newcomer takes to join by magnet link (issue 40): seconds from its launch to the
 // started event (the run's data ready, the node starting) and to its first closed round, for
-//   bundled  the bundled run (run.json alone: the joiner tokenizes the bundled corpus itself)
-//   created  the same corpus made into a run by `create-run` (default preset: the same model;
-//            the joiner fetches the tokenizer and token shards and tokenizes nothing)
+//   text     the bundled corpus as a text run (share/expertswarm/runs/sotu-text: run.json alone;
+//            the joiner tokenizes the corpus it ships itself) — the default path before issue 40
+//   default  the bundled default run: the same corpus created by `create-run` (the same model,
+//            tokenizer and shards; the joiner fetches them and tokenizes nothing)
 // Each joins a host that is already training; both on loopback, fresh data dirs, 1 thread each.
 // Printed as `name: value s` (min/median/max over --repeat N).
 //   --corpus-mib N   also a created run of N MiB of text (the bundled text repeated), joined with
 //                    --data-budget-mib 16: `join_time_big_*`. Today's path has no figure there: a
 //                    run of one's own corpus could not be joined by magnet at all (the text does
-//                    not travel). A 1 GiB corpus, as the issue asks, is out of reach: create-run
-//                    holds the corpus in memory and caps it at 256 MiB.
+//                    not travel). `create_run_N_mib`: create-run's own time on it.
 // Usage: join_time [--repeat N] [--rounds N] [--corpus-mib N]
 #include "support/swarm_clients.h"
 
@@ -74,7 +74,7 @@ Joined joinOnce(const QTemporaryDir& dir, const QString& tag, const QString& run
 
 // `mib` MiB of text in `dir`/big/corpus.txt: the bundled training text, repeated.
 bool writeBigCorpus(const QString& dir, int mib) {
-  QFile in(ES_SHARE_DIR "/runs/default/corpus/sotu-train.txt");
+  QFile in(ES_SHARE_DIR "/runs/sotu-text/corpus/sotu-train.txt");
   QFile out(dir + "/big/corpus.txt");
   if (!QDir().mkpath(dir + "/big") || !in.open(QIODevice::ReadOnly) || !out.open(QIODevice::WriteOnly)) return false;
   const QByteArray text = in.readAll();
@@ -115,21 +115,20 @@ int main(int argc, char** argv) {
       return std::fprintf(stderr, "usage: %s [--repeat N] [--rounds N] [--corpus-mib N]\n", argv[0]), 2;
   }
   QTemporaryDir dir;
-  if (!createRun(dir.filePath("sotu-created"), ES_SHARE_DIR "/runs/default/corpus")) return 1;
   std::vector<double> started[2], firstRound[2];
   bool ok = true;
   for (int r = 0; r < repeat; ++r)
     for (int kind = 0; kind < 2; ++kind) {
-      const QString tag = QString(kind ? "created" : "bundled") + QString::number(r);
-      const auto j = joinOnce(dir, tag, kind ? dir.filePath("sotu-created") : QString("default"), rounds);
+      const QString tag = QString(kind ? "default" : "text") + QString::number(r);
+      const auto j = joinOnce(dir, tag, kind ? QString("default") : QString(ES_SHARE_DIR "/runs/sotu-text"), rounds);
       ok = ok && j.firstRound >= 0;
       started[kind].push_back(j.started);
       firstRound[kind].push_back(j.firstRound);
     }
-  print("join_time_bundled_started", started[0]);
-  print("join_time_created_started", started[1]);
-  print("join_time_bundled_first_round", firstRound[0]);
-  print("join_time_created_first_round", firstRound[1]);
+  print("join_time_text_started", started[0]);
+  print("join_time_default_started", started[1]);
+  print("join_time_text_first_round", firstRound[0]);
+  print("join_time_default_first_round", firstRound[1]);
   if (corpusMib > 0) {
     QElapsedTimer made;
     made.start();

@@ -35,7 +35,7 @@ constexpr double kTokensPerStep = 8 * 256;  // the default run: batch 8 × seq_l
 // The bundled run, or (tiny) the same run with a model a quarter as wide and half as deep.
 QString runFolder(const QString& dir, bool tiny) {
   if (!tiny) return QStringLiteral("default");
-  QFile source(QStringLiteral(ES_SHARE_DIR "/runs/default/run.json"));
+  QFile source(QStringLiteral(ES_SHARE_DIR "/runs/sotu-text/run.json"));
   if (!source.open(QIODevice::ReadOnly) || !QDir().mkpath(dir)) return {};
   auto manifest = QJsonDocument::fromJson(source.readAll()).object();
   auto model = manifest.value("model").toObject();
@@ -48,7 +48,7 @@ QString runFolder(const QString& dir, bool tiny) {
   QFile out(dir + "/run.json");
   if (!out.open(QIODevice::WriteOnly)) return {};
   out.write(QJsonDocument(manifest).toJson());
-  QFile::link(QStringLiteral(ES_SHARE_DIR "/runs/default/corpus"), dir + "/corpus");
+  QFile::link(QStringLiteral(ES_SHARE_DIR "/runs/sotu-text/corpus"), dir + "/corpus");
   return dir;
 }
 

@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
   }
   es::train::configureTrainingRuntime(args.threads);
   auto log = [](const std::string& line) { std::fprintf(stderr, "robust_merge_cost: %s\n", line.c_str()); };
-  if (auto s = es::train::prepareRunData(ES_SHARE_DIR "/runs/default", args.runDir, log); !s)
+  if (auto s = es::train::prepareRunData(ES_SHARE_DIR "/runs/sotu-text", args.runDir, log); !s)
     return log("preparing the bundled run: " + s.error()), 1;
   auto data = es::train::loadRunData(args.runDir);
   if (!data) return log(data.error()), 1;

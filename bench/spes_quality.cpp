@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
   }
   es::train::configureTrainingRuntime(args.threads);
   auto log = [](const std::string& line) { std::fprintf(stderr, "spes_quality: %s\n", line.c_str()); };
-  if (auto s = es::train::prepareRunData(ES_SHARE_DIR "/runs/default", args.runDir, log); !s) {
+  if (auto s = es::train::prepareRunData(ES_SHARE_DIR "/runs/sotu-text", args.runDir, log); !s) {
     log("preparing the bundled run: " + s.error());
     return 1;
   }

@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
 
   const auto prepStart = std::chrono::steady_clock::now();
   auto log = [](const std::string& line) { std::fprintf(stderr, "train_throughput: %s\n", line.c_str()); };
-  if (auto s = es::train::prepareRunData(ES_SHARE_DIR "/runs/default", args.runDir, log); !s) {
+  if (auto s = es::train::prepareRunData(ES_SHARE_DIR "/runs/sotu-text", args.runDir, log); !s) {
     log("preparing the bundled run: " + s.error());
     return 1;
   }

@@ -45,7 +45,7 @@ class BenchSmoke : public QObject {
                                       << QStringList{"--peers", "2", "--rounds", "2", "--sync-every", "2"}
                                       << "^trainer_busy_fraction_mean: [0-9.]+$" << 180;
     QTest::newRow("join_time") << "join_time" << QStringList{"--repeat", "1", "--rounds", "1"}
-                               << "^join_time_created_first_round: [0-9.]+ s" << 240;
+                               << "^join_time_default_first_round: [0-9.]+ s" << 240;
     QTest::newRow("netlab_rounds") << "netlab_rounds" << QStringList{"--tiny", "--per-site", "1", "--rounds", "2"}
                                    << "^round 2: wall [0-9.]+ s" << 240;
   }

@@ -61,7 +61,7 @@ class CliTest : public QObject {
   void createRunRejectsBadInputWithExitCodeTwo_data() {
     QTest::addColumn<QStringList>("arguments");
     QTest::addColumn<QString>("mentions");
-    const QString corpus = QStringLiteral(ES_SHARE_DIR "/runs/default/corpus");
+    const QString corpus = QStringLiteral(ES_SHARE_DIR "/runs/sotu-text/corpus");
     QTest::newRow("no --out") << QStringList{corpus} << "--out DIR is required";
     QTest::newRow("no corpus") << QStringList{"--out", "@/run"} << "name the corpus";
     QTest::newRow("unknown preset") << QStringList{"--out", "@/run", "--preset", "huge", corpus} << "--preset";
@@ -91,7 +91,7 @@ class CliTest : public QObject {
     QTemporaryDir dir;
     const QString run = dir.filePath("my-run");
     const auto created =
-        runClient({"create-run", "--out", run, "--preset", "tiny", ES_SHARE_DIR "/runs/default/corpus"});
+        runClient({"create-run", "--out", run, "--preset", "tiny", ES_SHARE_DIR "/runs/sotu-text/corpus"});
     QVERIFY2(created.exitCode == 0, qPrintable(created.err));
     QFile shard(run + "/data/train-000.bin");
     QVERIFY(shard.open(QIODevice::ReadWrite) && shard.seek(1000));
@@ -142,7 +142,7 @@ class CliTest : public QObject {
     QFETCH(QJsonValue, value);
     QFETCH(QString, mentions);
     QTemporaryDir dataDir, runDir;
-    QFile source(QStringLiteral(ES_SHARE_DIR "/runs/default/run.json"));
+    QFile source(QStringLiteral(ES_SHARE_DIR "/runs/sotu-text/run.json"));
     QVERIFY(source.open(QIODevice::ReadOnly));
     auto manifest = QJsonDocument::fromJson(source.readAll()).object();
     if (key == "name") {
@@ -157,7 +157,7 @@ class CliTest : public QObject {
     out.write(QJsonDocument(manifest).toJson());
     out.close();
     QVERIFY(QFile::link(QStringLiteral("/etc"), runDir.filePath("out")));
-    QVERIFY(QFile::link(QStringLiteral(ES_SHARE_DIR "/runs/default/corpus"), runDir.filePath("corpus")));
+    QVERIFY(QFile::link(QStringLiteral(ES_SHARE_DIR "/runs/sotu-text/corpus"), runDir.filePath("corpus")));
     const auto run = runClient({QStringLiteral("--no-gui"), QStringLiteral("--local-only"), QStringLiteral("--run"),
                                 runDir.path(), QStringLiteral("--data-dir"), dataDir.path()});
     QCOMPARE(run.exitCode, 2);

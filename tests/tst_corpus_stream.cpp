@@ -137,8 +137,8 @@ class CorpusStreamTest : public QObject {
   // validation text given apart: the shards decode to the training text byte for byte, the
   // validation shard to the validation text.
   void theShardsDecodeToTheCorpus() {
-    const QString corpus = QStringLiteral(ES_SHARE_DIR "/runs/default/corpus/");
-    QFile t(ES_SHARE_DIR "/runs/default/run.json");
+    const QString corpus = QStringLiteral(ES_SHARE_DIR "/runs/sotu-text/corpus/");
+    QFile t(ES_SHARE_DIR "/runs/sotu-text/run.json");
     QVERIFY(t.open(QIODevice::ReadOnly));
     CreateRunRequest r;
     r.corpus = {(corpus + "sotu-train.txt").toStdString()};

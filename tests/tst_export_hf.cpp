@@ -102,7 +102,7 @@ class ExportHfTest : public QObject {
 
   void transformersComputesWhatWeCompute() {
     const QString w = work_.path();
-    QJsonObject texts{{QStringLiteral("sotu"), QStringLiteral(ES_SHARE_DIR "/runs/default/corpus/sotu-val.txt")},
+    QJsonObject texts{{QStringLiteral("sotu"), QStringLiteral(ES_SHARE_DIR "/runs/sotu-text/corpus/sotu-val.txt")},
                       {QStringLiteral("mixed"), w + QStringLiteral("/mixed.txt")}};
     QJsonArray prompts;
     for (const auto& p : kPrompts) prompts.append(p);
@@ -124,7 +124,7 @@ class ExportHfTest : public QObject {
     QVERIFY2(data.ok(), data.ok() ? "" : data.error().c_str());
     const auto hfIds = QJsonDocument::fromJson(readFile(w + QStringLiteral("/token_ids.json"))).object();
     const std::pair<const char*, QByteArray> cases[] = {
-        {"sotu", readFile(QStringLiteral(ES_SHARE_DIR "/runs/default/corpus/sotu-val.txt"))},
+        {"sotu", readFile(QStringLiteral(ES_SHARE_DIR "/runs/sotu-text/corpus/sotu-val.txt"))},
         {"mixed", QByteArray(kMixedScript)},
         {"random", readFile(w + QStringLiteral("/random-decoded.txt"))}};
     for (const auto& [name, text] : cases) {

@@ -71,7 +71,9 @@ class Package : public QObject {
     QCOMPARE(contents.code, 0);
     for (const char* path :
          {"./usr/bin/expertswarm", "./usr/share/expertswarm/runs/default/run.json",
-          "./usr/share/expertswarm/runs/default/corpus/sotu-train.txt", "./usr/share/expertswarm/sql/01-initial.sql",
+          "./usr/share/expertswarm/runs/default/data/train-000.bin",
+          "./usr/share/expertswarm/runs/default/.run.torrent",
+          "./usr/share/expertswarm/runs/sotu-text/corpus/sotu-train.txt", "./usr/share/expertswarm/sql/01-initial.sql",
           "./usr/share/applications/io.github.expertswarm.ExpertSwarm.desktop",
           "./usr/share/metainfo/io.github.expertswarm.ExpertSwarm.metainfo.xml",
           "./usr/share/icons/hicolor/scalable/apps/expertswarm.svg",

@@ -33,7 +33,7 @@ class RunCreate : public QObject {
   // The first `bytes` of the bundled training text, cut at a line break: real English, so that
   // a tokenizer of the tiny preset's 1024 tokens finds its merges.
   static QByteArray someText(int bytes, int offset = 0) {
-    QFile f(ES_SHARE_DIR "/runs/default/corpus/sotu-train.txt");
+    QFile f(ES_SHARE_DIR "/runs/sotu-text/corpus/sotu-train.txt");
     if (!f.open(QIODevice::ReadOnly)) qFatal("no bundled corpus");
     QByteArray text = f.readAll().mid(offset, bytes);
     return text.left(text.lastIndexOf('\n') + 1);
@@ -80,7 +80,7 @@ class RunCreate : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QFile t(ES_SHARE_DIR "/runs/default/run.json");
+    QFile t(ES_SHARE_DIR "/runs/sotu-text/run.json");
     QVERIFY(t.open(QIODevice::ReadOnly));
     template_ = t.readAll().toStdString();
     write("corpus/a.txt", someText(600000));

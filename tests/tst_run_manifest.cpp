@@ -3,6 +3,7 @@
 // field named, before anything is created or read.
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
 #include "core/train/corpus_prep.h"
+#include "core/train/prepared_run.h"
 #include "core/train/run_manifest.h"
 #endif
 
@@ -23,7 +24,9 @@ using namespace es::train;
 
 namespace {
 
-const QString kBundledRun = QStringLiteral(ES_SHARE_DIR "/runs/default");
+// The bundled corpus as a text run (the settings' template), and the default run created from it.
+const QString kBundledRun = QStringLiteral(ES_SHARE_DIR "/runs/sotu-text");
+const QString kDefaultRun = QStringLiteral(ES_SHARE_DIR "/runs/default");
 
 QJsonObject bundledManifest() {
   QFile file(kBundledRun + "/run.json");
@@ -101,6 +104,37 @@ class RunManifestTest : public QObject {
     QCOMPARE(m->swarm.compression, std::string("int8"));
     const auto corpus = checkCorpusFiles(*m, kBundledRun.toStdString(), {});
     QVERIFY2(corpus.ok(), corpus.ok() ? "" : corpus.error().c_str());
+  }
+
+  // Issue 40 item 4: the default run is a created run of the same corpus, model and settings: its
+  // tokenizer and shards are, byte for byte, what a text run of the bundled corpus tokenizes, so
+  // the default path (no tokenizing at start, shards fetched by magnet) trains on the same data.
+  void theDefaultRunIsTheBundledCorpusCreated() {
+    auto text = loadRunManifest((kBundledRun + "/run.json").toStdString());
+    auto created = loadRunManifest((kDefaultRun + "/run.json").toStdString());
+    QVERIFY2(created.ok(), created.ok() ? "" : created.error().c_str());
+    QVERIFY(created->data.prepared());
+    QVERIFY(checkPreparedFiles(*created, kDefaultRun.toStdString()).ok());
+    QCOMPARE(created->name, text->name);
+    QCOMPARE(created->seed, text->seed);
+    QVERIFY(created->model.toJson() == text->model.toJson());
+    QCOMPARE(created->train.batchSize, text->train.batchSize);
+    QCOMPARE(created->train.totalSteps, text->train.totalSteps);
+    QCOMPARE(created->swarm.syncEvery, text->swarm.syncEvery);
+    QCOMPARE(created->swarm.compression, text->swarm.compression);
+    QVERIFY(prepareRunData(kBundledRun.toStdString(), runDir_.toStdString(), [](const std::string&) {}).ok());
+    const auto bytes = [](const QString& path) {
+      QFile f(path);
+      return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray("(missing)");
+    };
+    QCOMPARE(bytes(kDefaultRun + "/tokenizer.json"), bytes(runDir_ + "/tokenizer.json"));
+    QCOMPARE(bytes(kDefaultRun + "/data/val.bin"), bytes(runDir_ + "/data/val.bin"));
+    const int shards = int(created->data.preparedTrainTokens.size());
+    QCOMPARE(QDir(runDir_ + "/data").entryList({"train-*.bin"}, QDir::Files).size(), shards);
+    for (int i = 0; i < shards; ++i) {
+      const QString name = QString::fromStdString("/data/" + trainShardName(i));
+      QVERIFY2(bytes(kDefaultRun + name) == bytes(runDir_ + name), qPrintable(name));
+    }
   }
 
   void runNamesThatArePathsAreRefused_data() {

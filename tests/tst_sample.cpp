@@ -215,7 +215,7 @@ class SampleTest : public QObject {
 
     // The first 16 KiB of the validation text (~4 k tokens): the whole file took minutes at one
     // thread beside the swarm tests, and the sum is the same code whatever its length.
-    QFile val(QStringLiteral(ES_SHARE_DIR "/runs/default/corpus/sotu-val.txt"));
+    QFile val(QStringLiteral(ES_SHARE_DIR "/runs/sotu-text/corpus/sotu-val.txt"));
     QVERIFY(val.open(QIODevice::ReadOnly));
     QFile text(data.filePath(QStringLiteral("val-head.txt")));
     QVERIFY(text.open(QIODevice::WriteOnly) && text.write(val.read(16 * 1024)) == 16 * 1024);

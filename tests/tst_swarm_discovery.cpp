@@ -36,7 +36,7 @@ class SwarmDiscovery : public QObject {
   void initTestCase() {
     QVERIFY(dir_.isValid());
     // The run torrent: a small run folder every peer already has (they all seed it).
-    QFile manifest(QStringLiteral(ES_SHARE_DIR "/runs/default/run.json"));
+    QFile manifest(QStringLiteral(ES_SHARE_DIR "/runs/sotu-text/run.json"));
     QVERIFY(manifest.open(QIODevice::ReadOnly));
     const auto bytes = manifest.readAll();
     for (int i = 0; i < kPeers; ++i) {

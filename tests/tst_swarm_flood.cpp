@@ -42,7 +42,7 @@ class SwarmFlood : public QObject {
  private Q_SLOTS:
   void initTestCase() {
     QVERIFY(dir_.isValid());
-    QVERIFY(QFile::copy(QStringLiteral(ES_SHARE_DIR "/runs/default/run.json"), dir_.filePath("run.json")));
+    QVERIFY(QFile::copy(QStringLiteral(ES_SHARE_DIR "/runs/sotu-text/run.json"), dir_.filePath("run.json")));
     auto torrent = es::p2p::makeTorrent(dir_.filePath("run.json").toStdString());
     QVERIFY2(torrent.ok(), torrent.ok() ? "" : torrent.error().c_str());
     QFile file(dir_.filePath("run.torrent"));

@@ -36,7 +36,7 @@ class SwarmMagnet : public QObject {
   // The content a hostile run torrent is made of, under `seedDir`/content (its run folder): the
   // path of the file or folder to make the torrent of.
   static QString makeBadRun(const QString& seedDir, const QString& layout) {
-    const QString manifest = QStringLiteral(ES_SHARE_DIR "/runs/default/run.json");
+    const QString manifest = QStringLiteral(ES_SHARE_DIR "/runs/sotu-text/run.json");
     const QString content = seedDir + "/content";
     if (!QDir().mkpath(content + "/run")) return {};
     if (layout == "two") {
@@ -117,8 +117,8 @@ class SwarmMagnet : public QObject {
   void aCreatedRunIsJoinedByMagnetWithItsData() {
     const QString corpus = dir_.filePath("my-corpus");
     QVERIFY(QDir().mkpath(corpus + "/part"));
-    QVERIFY(QFile::copy(ES_SHARE_DIR "/runs/default/corpus/sotu-train.txt", corpus + "/speeches.txt"));
-    QVERIFY(QFile::copy(ES_SHARE_DIR "/runs/default/corpus/sotu-val.txt", corpus + "/part/more.txt"));
+    QVERIFY(QFile::copy(ES_SHARE_DIR "/runs/sotu-text/corpus/sotu-train.txt", corpus + "/speeches.txt"));
+    QVERIFY(QFile::copy(ES_SHARE_DIR "/runs/sotu-text/corpus/sotu-val.txt", corpus + "/part/more.txt"));
     const QString runDir = dir_.filePath("my-run");
     QProcess create;
     create.start(ES_CLIENT_BINARY, {"create-run", "--out", runDir, "--preset", "default", "--sync-every", "5", corpus});

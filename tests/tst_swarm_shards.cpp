@@ -43,7 +43,7 @@ class SwarmShards : public QObject {
  private Q_SLOTS:
   void joinersFetchTheirShardsAndCoverTheCorpus() {
     QVERIFY(QDir().mkpath(dir_.filePath("texts")));
-    QFile in(ES_SHARE_DIR "/runs/default/corpus/sotu-train.txt"), out(dir_.filePath("texts/speeches.txt"));
+    QFile in(ES_SHARE_DIR "/runs/sotu-text/corpus/sotu-train.txt"), out(dir_.filePath("texts/speeches.txt"));
     QVERIFY(in.open(QIODevice::ReadOnly) && out.open(QIODevice::WriteOnly));
     out.write(in.read(115000));  // 35 shards
     out.close();

@@ -18,7 +18,7 @@ using es::train::TokenId;
 
 namespace {
 
-const std::string kCorpusDir = std::string(ES_SHARE_DIR) + "/runs/default/corpus/";
+const std::string kCorpusDir = std::string(ES_SHARE_DIR) + "/runs/sotu-text/corpus/";
 constexpr std::size_t kTrainPrefix = 1 << 20;  // 1 MB of training text keeps each training < 0.1 s
 
 std::string readCorpus(const std::string& name) {

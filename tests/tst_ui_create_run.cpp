@@ -34,7 +34,7 @@ class UiCreateRun : public QObject {
   void aRunIsCreatedWithProgressAndItsLink() {
     const QString corpus = dir_.filePath("texts");
     QVERIFY(QDir().mkpath(corpus));
-    QVERIFY(QFile::copy(ES_SHARE_DIR "/runs/default/corpus/sotu-train.txt", corpus + "/a.txt"));
+    QVERIFY(QFile::copy(ES_SHARE_DIR "/runs/sotu-text/corpus/sotu-train.txt", corpus + "/a.txt"));
     CreateRunDialog dialog(ES_CLIENT_BINARY);
     QSignalSpy created(&dialog, &CreateRunDialog::created);
     int highest = 0, updates = 0;

@@ -1,7 +1,7 @@
 // Training quality on a GPU (issue 16: bf16 training gets as far as f32 on the CPU): 300 steps of
 // the default run bring validation loss well below ln(vocab), as tests/tst_train_quality checks on
 // the CPU (shared: tests/support/quality_run.h). Run as
-//   tst_train_quality DEVICE RUN_SOURCE     (RUN_SOURCE: the bundled run, share/expertswarm/runs/default)
+//   tst_train_quality DEVICE RUN_SOURCE     (RUN_SOURCE: the bundled run, share/expertswarm/runs/sotu-text)
 // by scripts/gpu-check. Exit 77 (skipped) when the device is not here.
 #include "tests/device/device_check.h"
 #include "tests/support/quality_run.h"

@@ -17,7 +17,7 @@ class NetlabProbes {
   // Writes run.json and run.torrent into `dir`; an error message, or empty.
   QString prepare(const QTemporaryDir& dir) {
     dir_ = dir.path();
-    QFile::copy(QStringLiteral(ES_SHARE_DIR "/runs/default/run.json"), path("run.json"));
+    QFile::copy(QStringLiteral(ES_SHARE_DIR "/runs/sotu-text/run.json"), path("run.json"));
     auto torrent = es::p2p::makeTorrent(path("run.json").toStdString());
     if (!torrent) return QString::fromStdString(torrent.error());
     runTorrent_ = path("run.torrent");

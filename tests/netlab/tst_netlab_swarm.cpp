@@ -244,7 +244,7 @@ class NetlabSwarm : public QObject {
     // the manifest, closed thousands of rounds, and each snapshot it announced was retired before a
     // newcomer got a byte of it ("no bytes for 30 s", over and over): they never caught up.
     create.start(ES_CLIENT_BINARY, {"create-run", "--out", runDir, "--preset", "tiny", "--sync-every", "300",
-                                    ES_SHARE_DIR "/runs/default/corpus"});
+                                    ES_SHARE_DIR "/runs/sotu-text/corpus"});
     QVERIFY(create.waitForFinished(300000) && create.exitCode() == 0);
     const auto link =
         QRegularExpression("magnet:\\?xt=urn:btmh:1220[0-9a-f]{64}").match(create.readAllStandardOutput());

@@ -1,5 +1,5 @@
 // Test fixture: the bundled default run, prepared (tokenizer + shards) once per test process in
-// a temporary folder, from the build tree's share/expertswarm/runs/default.
+// a temporary folder, from the build tree's share/expertswarm/runs/sotu-text.
 #pragma once
 
 #include "core/train/corpus_prep.h"
@@ -17,7 +17,7 @@ inline const train::RunData& defaultRunData() {
   if (!data) {
     dir = std::make_unique<QTemporaryDir>();
     const std::string runDir = dir->path().toStdString() + "/run";
-    auto prepared = train::prepareRunData(ES_SHARE_DIR "/runs/default", runDir, [](const std::string&) {});
+    auto prepared = train::prepareRunData(ES_SHARE_DIR "/runs/sotu-text", runDir, [](const std::string&) {});
     if (!prepared) qFatal("preparing the default run failed: %s", prepared.error().c_str());
     auto loaded = train::loadRunData(runDir);
     if (!loaded) qFatal("loading the default run failed: %s", loaded.error().c_str());

@@ -80,7 +80,7 @@ constexpr int kCustomRunWorkBits = 12;
 // validation a third of it. `lightSteps` false keeps the bundled run's steps (tst_swarm_fetch: its
 // session's torrent bound was broken once, 8 of 6, in a clean CI run with light steps).
 inline QString customRun(const QString& dir, const QJsonObject& swarmChanges, bool lightSteps = true) {
-  QFile source(QStringLiteral(ES_SHARE_DIR "/runs/default/run.json"));
+  QFile source(QStringLiteral(ES_SHARE_DIR "/runs/sotu-text/run.json"));
   if (!source.open(QIODevice::ReadOnly) || !QDir().mkpath(dir)) return {};
   auto manifest = QJsonDocument::fromJson(source.readAll()).object();
   auto swarm = manifest.value("swarm").toObject();
@@ -101,7 +101,7 @@ inline QString customRun(const QString& dir, const QJsonObject& swarmChanges, bo
   QFile out(dir + "/run.json");
   if (!out.open(QIODevice::WriteOnly)) return {};
   out.write(QJsonDocument(manifest).toJson());
-  QFile::link(QStringLiteral(ES_SHARE_DIR "/runs/default/corpus"), dir + "/corpus");
+  QFile::link(QStringLiteral(ES_SHARE_DIR "/runs/sotu-text/corpus"), dir + "/corpus");
   return dir;
 }
 

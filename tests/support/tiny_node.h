@@ -61,7 +61,8 @@ inline node::NodeConfig roundingNodeConfig(const train::RunData& data, const QSt
 
 // The bundled default run prepared into `runDir` and loaded: the data every tiny node trains on.
 inline Expected<train::RunData> bundledRunData(const QString& runDir) {
-  if (auto s = train::prepareRunData(ES_SHARE_DIR "/runs/default", runDir.toStdString(), [](const std::string&) {}); !s)
+  if (auto s = train::prepareRunData(ES_SHARE_DIR "/runs/sotu-text", runDir.toStdString(), [](const std::string&) {});
+      !s)
     return makeError(s.error());
   return train::loadRunData(runDir.toStdString());
 }
