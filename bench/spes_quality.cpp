@@ -206,6 +206,8 @@ void printRun(const std::string& name, const SimResult& r) {
   print(name + "_merges", r.merges, 0);
   if (r.warmupMerges) print(name + "_warmup_merges", r.warmupMerges, 0);
   if (r.rejectedContributions) print(name + "_rejected_contributions", r.rejectedContributions, 0);
+  print(name + "_uncredited_contributions", r.uncreditedContributions, 0);
+  print(name + "_lowest_agreement", r.lowestAgreement, 4);
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 // (core/sync/update_ceiling.h) alone, and under today's: the ceiling and the work ledger
 // (core/sync/work_ledger.h) — the honest peers merged for the last 8 rounds, the keys fresh
 // ("ledger") or merged for as long as the honest peers ("ledger=", the rule's limit: equal work
-// per key is head count again). It drives sync::mergeRound — the function every client and
+// per key is head count again), or ("earned") fresh keys that sent their attack beside the honest
+// peers for 8 rounds and hold whatever standing those merges credited them (work_credit.h: only
+// work that agrees with the merge earns a round). It drives sync::mergeRound — the function every client and
 // the simulator run — on synthetic contributions shaped like a round of the bundled run
 // (tst_update_ceiling: an honest round's RMS is 0.11–0.20 × the round's lr sum), so it sweeps
 // hundreds of rounds in seconds. What it does not cover: the node's votes, fetch slots and stalls
@@ -38,7 +40,7 @@ constexpr double kLrSum = 0.1;  // round 2 of the bundled run (tst_update_ceilin
 constexpr std::int64_t kRound = 9;
 constexpr std::int64_t kHonestRounds = 8;  // the honest peers' merged rounds under the ledger rules
 
-enum class Rules { Median, Ceiling, Ledger, LedgerEqual };
+enum class Rules { Median, Ceiling, Ledger, LedgerEqual, Earned };
 const char* rulesName(Rules r) {
   switch (r) {
     case Rules::Median:
@@ -49,15 +51,18 @@ const char* rulesName(Rules r) {
       return "ledger";
     case Rules::LedgerEqual:
       return "ledger=";
+    case Rules::Earned:
+      return "earned";
   }
   return "?";
 }
 
 // The ledger the round's base came with: the honest peers (and under "ledger=" the keys) merged in
-// each of the last kHonestRounds rounds.
+// each of the last kHonestRounds rounds. ("earned" starts from the honest peers' and adds what the
+// keys' own attack rounds credited them: earnedLedger.)
 sync::WorkLedger ledgerFor(Rules rules, int h, int keys) {
   std::vector<std::string> worked;
-  if (rules == Rules::Ledger || rules == Rules::LedgerEqual)
+  if (rules == Rules::Ledger || rules == Rules::LedgerEqual || rules == Rules::Earned)
     for (int i = 0; i < h; ++i) worked.push_back("honest-" + std::to_string(i));
   if (rules == Rules::LedgerEqual)
     for (int k = 0; k < keys; ++k) worked.push_back("key-" + std::to_string(k));
@@ -156,14 +161,16 @@ at::Tensor sharedUpdate(const NamedTensors& merged, const NamedTensors& base) {
   return torch::cat(parts);
 }
 
-Harms oneRound(const Round& round, const Attack& attack, int h, int keys, Rules rules) {
+// The merge of round `number`: h honest peers and `keys` keys sending `attack`.
+sync::RoundMerge mergeWith(const Round& round, const Attack& attack, int h, int keys, Rules rules, std::int64_t number,
+                           const sync::WorkLedger& ledger) {
   const std::string baseHash = sync::stateFingerprint(round.base);
-  const sync::RoundContext context{kRun, kRound, baseHash};
+  const sync::RoundContext context{kRun, number, baseHash};
   std::vector<sync::RoundEntry> entries;
   auto entry = [&](const std::string& sender, NamedTensors d, std::set<int> claims) {
     sync::RoundEntry e;
     e.header.run = kRun;
-    e.header.round = kRound;
+    e.header.round = number;
     e.header.sender = sender;
     e.header.baseHash = baseHash;
     e.header.codec = "f32";
@@ -179,12 +186,24 @@ Harms oneRound(const Round& round, const Attack& attack, int h, int keys, Rules 
   sync::RoundPolicy policy;
   policy.aggregate = {sync::SharedRule::CenteredClip, 3, 1.0};
   if (rules != Rules::Median) policy.validation.ceiling = {kLrSum, sync::adamStepBound(0.9, 0.95), 0.1};
-  auto merge =
-      sync::mergeRound(round.base, context, std::move(entries), policy, 100, {}, {}, ledgerFor(rules, h, keys));
+  auto merge = sync::mergeRound(round.base, context, std::move(entries), policy, 100, {}, {}, ledger);
   if (!merge) {
     std::fprintf(stderr, "merge failed: %s\n", merge.error().c_str());
     std::exit(1);
   }
+  return std::move(*merge);
+}
+
+// "earned": after the honest peers' kHonestRounds, the keys sent their attack beside them for as
+// many rounds; their standing is what those merges credited them (work_credit.h).
+Harms oneRound(const Round& round, const Attack& attack, int h, int keys, Rules rules) {
+  auto ledger = ledgerFor(rules, h, keys);
+  std::int64_t number = kRound;
+  if (rules == Rules::Earned)
+    for (std::int64_t r = 0; r < kHonestRounds; ++r, ++number)
+      ledger = mergeWith(round, attack, h, keys, rules, number, ledger).ledger;
+  const auto merged = mergeWith(round, attack, h, keys, rules, number, ledger);
+  const auto* merge = &merged;
   Harms out;
   for (const auto& v : merge->verdicts)
     if (v.sender.rfind("honest-", 0) == 0 && !v.accepted && !v.noWork && !v.stale) out.ban = true;
@@ -223,7 +242,7 @@ int main() {
   const Round round;
   std::printf("%-32s %-8s %2s %6s %6s %6s %6s\n", "attack", "rules", "H", "ban", "freeze", "turned", "expert");
   for (const auto& attack : attacks())
-    for (const Rules rules : {Rules::Median, Rules::Ceiling, Rules::Ledger, Rules::LedgerEqual})
+    for (const Rules rules : {Rules::Median, Rules::Ceiling, Rules::Ledger, Rules::LedgerEqual, Rules::Earned})
       for (const int h : {3, 5}) {
         std::map<int, Harms> byKeys;
         const auto harms = [&](int k) -> const Harms& {

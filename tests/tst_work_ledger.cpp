@@ -3,7 +3,7 @@
 // merged work cannot dilute or turn the shared update by their number. The ledger's rules and
 // strict reader, its tensor form, and mergeRound with and without it on the attack that
 // bench/sybil_cost measured (noise just over the no-work floor, and a reversed update, from more
-// keys than honest peers).
+// keys than honest peers); a round is credited only to work that agrees with the merge.
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
 #include "core/model/tensor_names.h"
 #include "core/sync/expert_bound.h"
@@ -313,6 +313,47 @@ class WorkLedgerTest : public QObject {
     QVERIFY(weighted.ok());
     QCOMPARE(int(weighted->accepted.size()), 3 + keys);  // nobody refused: they are outweighed
     QVERIFY2(along(*weighted, direction) > 0.7, std::to_string(along(*weighted, direction)).c_str());
+  }
+
+  // Merged is not credited (work_credit.h): of contributions all merged, the round goes in the
+  // ledger only to those that agree with the merged update — the honest peers and an honest
+  // newcomer, not noise over the floor nor a reversed update. 4096 shared weights: the bar is
+  // 8 / 64 = 0.125, a noise key's cosine ~N(0, 1/64).
+  void workThatDoesNotAgreeWithTheMergeEarnsNothing() {
+    const std::string wide = "wide.weight";
+    const NamedTensors start{{wide, torch::zeros({4096})}};
+    const RoundContext round{kRun, kRound, stateFingerprint(start)};
+    auto make = [&](const std::string& sender, const at::Tensor& delta) {
+      return RoundEntry{{kRun, kRound, sender, round.baseHash, "f32"}, heldDeltas({{wide, delta}}), {}};
+    };
+    torch::manual_seed(11);
+    const at::Tensor direction = torch::randn({4096});
+    std::vector<RoundEntry> entries;
+    std::vector<std::string> honest;
+    for (int h = 0; h < 3; ++h) {
+      honest.push_back("honest-" + std::to_string(h));
+      entries.push_back(make(honest.back(), direction + torch::randn({4096})));
+    }
+    entries.push_back(make("newcomer", direction + torch::randn({4096})));
+    entries.push_back(make("noise", torch::randn({4096}) * 1.4));
+    entries.push_back(make("reversed", -direction));
+    RoundPolicy policy;
+    policy.aggregate.shared = SharedRule::CenteredClip;
+    auto merge = mergeRound(start, round, std::move(entries), policy, 30, {}, {}, workedFor(honest, 8));
+    QVERIFY(merge.ok());
+    QCOMPARE(int(merge->accepted.size()), 6);  // all merged
+    const std::vector<std::string> credited{"honest-0", "honest-1", "honest-2", "newcomer"};
+    QCOMPARE(merge->credited, credited);
+    QCOMPARE(merge->ledger.mergedRounds("honest-0"), 9);
+    QCOMPARE(merge->ledger.mergedRounds("newcomer"), 1);
+    QCOMPARE(merge->ledger.mergedRounds("noise"), 0);
+    QCOMPARE(merge->ledger.mergedRounds("reversed"), 0);
+    for (const auto& v : merge->verdicts) {
+      const std::string why = v.sender + ": " + std::to_string(v.agreement);
+      if (v.sender == "noise") QVERIFY2(std::abs(v.agreement) < 0.06, why.c_str());
+      if (v.sender == "reversed") QVERIFY2(v.agreement < -0.5, why.c_str());
+      if (v.credited) QVERIFY2(v.agreement > 0.5, why.c_str());
+    }
   }
 };
 

@@ -146,6 +146,7 @@ class Node : public QObject, private Agreement::Host {
   // node_merged.cpp: a round's merge landed.
   void onMerged(const RoundMerged& merged);
   void reportExpertCuts(qint64 round, const MergeResult& result);
+  void reportUncredited(qint64 round, const MergeResult& result);
   RoundSummary summarize(const RoundMerged& merged) const;
   UnrecordedRound captureForLedger(const RoundSummary& summary, qint64 step) const;
   void noteMergedSet(const MergeResult& result);

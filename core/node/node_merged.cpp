@@ -21,6 +21,7 @@ void Node::onMerged(const RoundMerged& merged) {
   for (const auto& v : merged.result.verdicts)
     if (!v.accepted && !v.stale && !v.lost && !v.noWork && v.sender != swarm_.selfId()) banSender(v.sender, v.reason);
   reportExpertCuts(s.round, merged.result);
+  reportUncredited(s.round, merged.result);
   recorder_.merged(captureForLedger(s, merged.step));  // committed once its state is durable
   peers_.noteAccepted(s.round, merged.result.verdicts);
   noteMergedSet(merged.result);
@@ -53,6 +54,21 @@ void Node::reportExpertCuts(qint64 round, const MergeResult& result) {
       Q_EMIT noted(QStringLiteral("expertCut"),
                    {{"round", round}, {"sender", q(v.sender.str())}, {"expert", expert}, {"factor", factor}});
     }
+}
+
+// An accepted contribution that did not point along the merged update was merged but earned no
+// standing (sync/work_credit.h): told, since an honest peer that never earns any would want to know.
+void Node::reportUncredited(qint64 round, const MergeResult& result) {
+  for (const auto& v : result.verdicts) {
+    if (!v.accepted || v.credited) continue;
+    Q_EMIT message(QStringLiteral("Round %1: the update of %2 did not agree with the merge (cosine %3): merged, no "
+                                  "standing earned")
+                       .arg(round)
+                       .arg(q(v.sender.str()).left(16))
+                       .arg(v.agreement, 0, 'g', 3));
+    Q_EMIT noted(QStringLiteral("uncredited"),
+                 {{"round", round}, {"sender", q(v.sender.str())}, {"agreement", v.agreement}});
+  }
 }
 
 RoundSummary Node::summarize(const RoundMerged& merged) const {

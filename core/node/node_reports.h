@@ -45,6 +45,10 @@ struct ContributionVerdict {
   // Accepted, but these experts' moves were cut to the round's scale (sync/expert_bound.h):
   // expert → the factor (< 1) its delta was merged at.
   std::map<int, double> expertCuts = {};
+  // Accepted: its shared delta's cosine with the merged update, and whether that earned it the
+  // round in the work ledger (sync/work_credit.h).
+  double agreement = 0.0;
+  bool credited = false;
 };
 
 // What a merged model writes: the greedy continuation of the run's fixed prompt (merged_sample.h).

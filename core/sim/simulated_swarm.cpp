@@ -155,6 +155,8 @@ Expected<SimResult> runSwarm(Strategy strategy, const SimConfig& c, const train:
     result.merges += 1;
     result.warmupMerges += outcome->alpha > 0 ? 1 : 0;
     result.rejectedContributions += outcome->rejected;
+    result.uncreditedContributions += outcome->uncredited;
+    result.lowestAgreement = std::min(result.lowestAgreement, outcome->lowestAgreement);
     result.peersIdenticalAfterEveryMerge = result.peersIdenticalAfterEveryMerge && outcome->identical;
     result.bytes.insert(result.bytes.end(), outcome->bytes.begin(), outcome->bytes.end());
     const double mergeSeconds = secondsSince(mergeStart);

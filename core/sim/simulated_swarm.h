@@ -108,6 +108,10 @@ struct SimResult {
   int merges = 0;
   int warmupMerges = 0;           // merges with alpha > 0
   int rejectedContributions = 0;  // by validateRound (never expected here)
+  // Accepted but not credited in the work ledger (sync/work_credit.h), and the lowest agreement of
+  // an accepted contribution with its merge: how far honest work sits above the credit's bar.
+  int uncreditedContributions = 0;
+  double lowestAgreement = 1.0;
   bool peersIdenticalAfterEveryMerge = true;
   double seconds = 0;
 };

@@ -160,11 +160,15 @@ Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in,
     if (auto set = train::setTrainerWeights(*peers[p].trainer, merge->merged); !set)
       return makeError(peers[p].id + " adopting the merge: " + set.error());
     if (p != 0) continue;
-    for (const auto& v : merge->verdicts)
+    for (const auto& v : merge->verdicts) {
       if (!v.accepted) {
         ++out.rejected;
         log(v.sender + " round " + std::to_string(in.round) + " rejected: " + v.reason);
+        continue;
       }
+      out.lowestAgreement = std::min(out.lowestAgreement, v.agreement);
+      if (!v.credited) ++out.uncredited;
+    }
     for (const auto& [who, factor] : merge->expertCuts)
       log(who.first + " round " + std::to_string(in.round) + ": expert " + std::to_string(who.second) + " cut to " +
           std::to_string(factor) + " of its move (sync/expert_bound.h)");

@@ -28,6 +28,8 @@ struct RoundOutcome {
   std::vector<ContributionBytes> bytes;
   double alpha = 0;
   int rejected = 0;
+  int uncredited = 0;            // accepted, not credited (sync/work_credit.h)
+  double lowestAgreement = 1.0;  // of an accepted contribution
   bool identical = true;
 };
 

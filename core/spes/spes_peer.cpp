@@ -284,6 +284,8 @@ Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<Inco
         {PeerId(e.sender), e.accepted, e.stale, e.staleBase, e.reason, bytesOf[e.sender], e.lost, e.noWork});
     for (const auto& [who, factor] : outcome->expertCuts)
       if (who.first == e.sender) result.verdicts.back().expertCuts[who.second] = factor;
+    result.verdicts.back().agreement = e.agreement;
+    result.verdicts.back().credited = e.credited;
   }
   std::sort(result.verdicts.begin(), result.verdicts.end(),
             [](const auto& a, const auto& b) { return a.sender < b.sender; });

@@ -3,6 +3,7 @@
 #include "core/model/tensor_names.h"
 #include "core/sync/expert_bound.h"
 #include "core/sync/swarm_state.h"
+#include "core/sync/work_credit.h"
 
 #include <algorithm>
 #include <cmath>
@@ -72,6 +73,25 @@ double clipTauFloor(const NamedTensors& base, const ValidationPolicy& policy) {
   return policy.clipFloorFraction * policy.ceiling.lrSum * std::sqrt(double(shared));
 }
 
+// Which accepted senders earn the round in the work ledger (work_credit.h): those whose shared
+// delta agrees with the merged shared update (before any outer step or warm-up: the senders' own
+// mean). Noted in their verdicts.
+Status creditWork(const NamedTensors& base, RoundMerge& out, const std::vector<SenderDeltas>& senders) {
+  auto agreement = agreementWithMerge(base, out.merged, senders);
+  if (!agreement) return makeError(agreement.error());
+  std::map<std::string, const Agreement*> bySender;
+  for (std::size_t k = 0; k < senders.size(); ++k) {
+    bySender[senders[k].sender] = &(*agreement)[k];
+    if ((*agreement)[k].credited()) out.credited.push_back(senders[k].sender);
+  }
+  for (auto& v : out.verdicts)
+    if (const auto it = bySender.find(v.sender); it != bySender.end()) {
+      v.agreement = it->second->cosine;
+      v.credited = it->second->credited();
+    }
+  return {};
+}
+
 }  // namespace
 
 Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& context, std::vector<RoundEntry> entries,
@@ -108,6 +128,7 @@ Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& co
     auto merged = aggregateStream(base, senders, out.owners, aggregate);
     if (!merged) return makeError(where + merged.error());
     out.merged = std::move(*merged);
+    if (auto s = creditWork(base, out, senders); !s) return makeError(where + s.error());
     if (!policy.outer.plain()) {
       auto stepped = applyOuterStep(base, std::move(out.merged), momentum, policy.outer);
       out.merged = std::move(stepped.merged);
@@ -118,7 +139,7 @@ Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& co
   } catch (const std::exception& e) {
     return makeError(where + e.what());
   }
-  out.ledger = ledger.after(context.round, out.accepted);
+  out.ledger = ledger.after(context.round, out.credited);
   out.fingerprint = swarmFingerprint(out.merged, out.momentum, out.ledger);
   return out;
 }

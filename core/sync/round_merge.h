@@ -54,6 +54,10 @@ struct EntryVerdict {
   std::string reason;     // empty when accepted
   bool noWork = false;    // rejected as no work (validate.h): not merged, not banned
   bool lost = false;      // our disk failed to read it (Error::local): not judged, not banned
+  // Accepted ones: the cosine of its shared delta with the merged shared update, and whether that
+  // earned it the round in the work ledger (work_credit.h).
+  double agreement = 0.0;
+  bool credited = false;
 };
 
 struct RoundMerge {
@@ -63,7 +67,8 @@ struct RoundMerge {
   Ownership owners;                    // expert → accepted senders that claimed it
   NamedTensors momentum;               // the outer rule's new momentum (empty for a plain rule)
   double alpha = 0;                    // warm-up factor applied (0: none)
-  WorkLedger ledger;                   // the ledger after this round: the accepted senders + 1 round
+  std::vector<std::string> credited;   // the accepted senders whose work agreed with the merge
+  WorkLedger ledger;                   // the ledger after this round: the credited senders + 1 round
   // (sender, expert) → the factor its move was cut by (expert_bound.h); empty when none was.
   std::map<std::pair<std::string, int>, double> expertCuts;
   std::string fingerprint;  // swarmFingerprint(merged, momentum, ledger)

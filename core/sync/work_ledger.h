@@ -1,10 +1,11 @@
-// The work ledger: how many rounds each sender's contribution was merged, as part of the merged
-// state itself (issue 37: weight from accepted work that others can check, not head count).
+// The work ledger: how many rounds each sender's contribution was merged and credited (its shared
+// delta agreed with the merge: work_credit.h), as part of the merged state itself (issue 37:
+// weight from accepted work that others can check, not head count).
 //
 // Why in the state and not in each peer's own history: every peer must merge a round into the same
 // bits, so whatever weighs a contribution must be the same on every peer. The ledger is a pure
 // function of the rounds the swarm agreed on (each merge adds one round to every sender it
-// accepted), so it is fingerprinted with the weights (a peer that merged another set holds another
+// credited), so it is fingerprinted with the weights (a peer that merged another set holds another
 // ledger and repairs or resyncs like any other split), persisted with them and carried in
 // snapshots, so a newcomer weighs senders as everyone else does.
 //
@@ -13,11 +14,12 @@
 // nothing beside senders whose work the swarm merged, however many such keys there are. Where no
 // sender that counts has merged work (a run's first round, an expert only newcomers own) every one
 // weighs 1 (aggregate.cpp). An honest newcomer's first round thus moves only what nobody else
-// owns, and it is merged — which is what earns it weight in the next. What this cannot see: a
-// contribution of noise just over the no-work floor is merged too, and earns standing like honest
-// work; k keys that stay s rounds weigh k·min(s, cap) against the honest peers' H·min(r + s, cap)
-// — they need as many merged rounds as the honest peers together (docs/ARCHITECTURE.md, Threat
-// model), and once both reach the cap, only more keys than honest peers.
+// owns, and it is merged — which, as it agrees with the merge, earns it weight in the next. Noise
+// just over the no-work floor or a reversed update is merged (outweighed) but earns nothing. What
+// this cannot see: a key that echoes the swarm's direction is credited; k such keys that stay s
+// rounds weigh k·min(s, cap) against the honest peers' H·min(r + s, cap) — they need as many
+// credited rounds as the honest peers together (docs/ARCHITECTURE.md, Threat model), and once both
+// reach the cap, only more keys than honest peers.
 
 // Bounded: senders not merged for kForgetRounds are dropped, and beyond kMaxEntries the least
 // merged (then the longest absent, then by id) go; so fresh keys cannot grow it without bound, and
