@@ -7,10 +7,14 @@
 #include "p2p/torrent_maker.h"
 
 #include <QDir>
+#include <QDirIterator>
 #include <QFile>
 #include <QFileInfo>
+#include <QSaveFile>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 
 namespace es::app {
@@ -36,6 +40,28 @@ void adoptNamedRunFolder(const QString& sourceDir, const QString& runsDir, const
   if (QDir().rename(old, runDir))
     info("Moved the run folder \"" + old.toStdString() + "\" to \"" + runDir.toStdString() +
          "\" (run folders are keyed by run id)");
+}
+
+// What a prepared run's folder was at its last full check: the run id, then each file (hidden ones
+// aside: the folder must hold exactly what its run.json lists, checked before) with its size and
+// modification time in nanoseconds, in path order. Hashing a folder of GiBs at every start costs
+// seconds to minutes; like qBittorrent's fast resume, an unchanged stamp skips it (a file rewritten
+// gets a new time). Bit rot that keeps the time is libtorrent's to find: in seed mode it hashes a
+// piece the first time it serves it, and rechecks the torrent on a mismatch.
+QByteArray folderStamp(const QString& dir, const std::string& runId) {
+  QStringList lines{QString::fromStdString(runId)};
+  QDirIterator it(dir, QDir::Files, QDirIterator::Subdirectories);
+  while (it.hasNext()) {
+    const QString path = it.next();
+    std::error_code ec;
+    const auto time = std::filesystem::last_write_time(path.toStdString(), ec);
+    lines << QStringLiteral("%1 %2 %3")
+                 .arg(QDir(dir).relativeFilePath(path))
+                 .arg(it.fileInfo().size())
+                 .arg(ec ? -1 : qint64(time.time_since_epoch().count()));
+  }
+  std::sort(lines.begin() + 1, lines.end());
+  return lines.join(QLatin1Char('\n')).toUtf8() + '\n';
 }
 
 }  // namespace
@@ -81,7 +107,7 @@ PreparedRun prepareRun(const CommandLine& cl, const QString& shareDir) {
   // Keyed by the run id (the v2 info-hash of the run torrent, as the swarm computes it), never by
   // the manifest's name: two runs with one name cannot share a folder, and the path is 64 hex
   // digits inside runs/ whatever the manifest says.
-  auto torrent = runTorrentOf(out.sourceDir, *manifest);
+  auto torrent = runTorrentOf(out.sourceDir, *manifest, out.dataDir + QStringLiteral("/runs"));
   if (!torrent) return fail(1, torrent.error());
   out.runTorrent = std::move(*torrent);
   const QString runsDir = out.dataDir + QStringLiteral("/runs");
@@ -101,7 +127,8 @@ PreparedRun prepareRun(const CommandLine& cl, const QString& shareDir) {
   return out;
 }
 
-Expected<p2p::TorrentFile> runTorrentOf(const QString& sourceDir, const train::RunManifest& manifest) {
+Expected<p2p::TorrentFile> runTorrentOf(const QString& sourceDir, const train::RunManifest& manifest,
+                                        const QString& runsDir) {
   const QString runState = sourceDir + QLatin1Char('/') + QLatin1String(train::kPartialRunState);
   if (manifest.data.prepared() && QFileInfo::exists(runState)) {
     auto state = p2p::loadRunTorrent(runState.toStdString());
@@ -111,16 +138,30 @@ Expected<p2p::TorrentFile> runTorrentOf(const QString& sourceDir, const train::R
     return state->torrent;
   }
   if (manifest.data.prepared()) {
-    auto made = p2p::makeTorrent(QDir(sourceDir).absolutePath().toStdString());
     const QString created = sourceDir + QLatin1Char('/') + QLatin1String(train::kCreatedRunTorrent);
-    if (!made || !QFileInfo::exists(created)) return made;
+    if (!QFileInfo::exists(created)) return p2p::makeTorrent(QDir(sourceDir).absolutePath().toStdString());
     auto original = p2p::loadTorrent(created.toStdString());
     if (!original) return makeError(original.error());
+    const QString stampFile =
+        runsDir.isEmpty()
+            ? QString()
+            : runsDir + QLatin1Char('/') + QString::fromStdString(original->infoHashV2) + QStringLiteral("/seed.stamp");
+    const QByteArray stamp = folderStamp(sourceDir, original->infoHashV2);
+    if (!stampFile.isEmpty() && fileBytes(stampFile) == stamp) {
+      info("The run folder is as it was at its last full check (every file's size and time): not hashed again");
+      return original;
+    }
+    auto made = p2p::makeTorrent(QDir(sourceDir).absolutePath().toStdString());
+    if (!made) return made;
     if (original->infoHashV2 != made->infoHashV2)
       return makeError("\"" + p2p::firstDifferingFile(*original, *made) + "\" in \"" + sourceDir.toStdString() +
                        "\" is not the file the run was created with (its bytes changed since; " +
                        train::kCreatedRunTorrent +
                        " keeps the original's hashes): restore it, or create the run again");
+    if (!stampFile.isEmpty() && QDir().mkpath(QFileInfo(stampFile).path())) {
+      QSaveFile out(stampFile);  // a failure only costs the next start a full check
+      if (out.open(QIODevice::WriteOnly) && out.write(stamp) == stamp.size()) out.commit();
+    }
     return made;
   }
   return p2p::makeTorrent((sourceDir + QStringLiteral("/run.json")).toStdString());

@@ -9,6 +9,27 @@
 
 using es::test::runClient;
 
+namespace {
+
+// A created run's folder, `dir`/my-run (tiny preset, the bundled corpus); "" when create-run failed.
+QString createTinyRun(const QTemporaryDir& dir) {
+  const QString run = dir.filePath("my-run");
+  const auto created =
+      runClient({"create-run", "--out", run, "--preset", "tiny", ES_SHARE_DIR "/runs/sotu-text/corpus"});
+  if (created.exitCode != 0) qWarning().noquote() << created.err;
+  return created.exitCode == 0 ? run : QString();
+}
+// Damage that keeps the size: two different bytes of the run's first shard swapped.
+bool swapTwoBytesOfAShard(const QString& run) {
+  QFile shard(run + "/data/train-000.bin");
+  if (!shard.open(QIODevice::ReadWrite) || !shard.seek(1000)) return false;
+  const QByteArray two = shard.read(2);
+  if (two.size() != 2 || two[0] == two[1] || !shard.seek(1000)) return false;
+  return shard.write(QByteArray().append(two[1]).append(two[0])) == 2;
+}
+
+}  // namespace
+
 class CliTest : public QObject {
   Q_OBJECT
  private Q_SLOTS:
@@ -89,24 +110,36 @@ class CliTest : public QObject {
   // naming the file — hashing the folder again would otherwise make it another run.
   void aCreatedRunWithADamagedShardIsRefused() {
     QTemporaryDir dir;
-    const QString run = dir.filePath("my-run");
-    const auto created =
-        runClient({"create-run", "--out", run, "--preset", "tiny", ES_SHARE_DIR "/runs/sotu-text/corpus"});
-    QVERIFY2(created.exitCode == 0, qPrintable(created.err));
-    QFile shard(run + "/data/train-000.bin");
-    QVERIFY(shard.open(QIODevice::ReadWrite) && shard.seek(1000));
-    const QByteArray two = shard.read(2);
-    QVERIFY(two.size() == 2 && two[0] != two[1] && shard.seek(1000));
-    QByteArray swapped;
-    swapped.append(two[1]).append(two[0]);
-    QCOMPARE(shard.write(swapped), qint64(2));
-    shard.close();
+    const QString run = createTinyRun(dir);
+    QVERIFY(!run.isEmpty());
+    QVERIFY(swapTwoBytesOfAShard(run));
     const auto host =
         runClient({"--no-gui", "--local-only", "--run", run, "--data-dir", dir.filePath("data"), "--steps", "1"});
     QCOMPARE(host.exitCode, 1);
     QVERIFY2(
         host.err.contains("data/train-000.bin\" in") && host.err.contains("is not the file the run was created with"),
         qPrintable(host.err));
+  }
+
+  // A created run's folder is hashed against .run.torrent at its first start only: later starts
+  // find every file's size and time as the stamp of that check left them and skip the hashing
+  // (GiBs of shards cost seconds to minutes) — until a file is rewritten, when the full check runs
+  // again and finds the damage.
+  void aCreatedRunIsHashedOnceUntilAFileChanges() {
+    QTemporaryDir dir;
+    const QString run = createTinyRun(dir);
+    QVERIFY(!run.isEmpty());
+    const QStringList host{"--no-gui",   "--local-only",       "--run",   run,
+                           "--data-dir", dir.filePath("data"), "--steps", "1"};
+    const QString skipped = "not hashed again";
+    const auto first = runClient(host);
+    QVERIFY2(first.exitCode == 0 && !first.err.contains(skipped), qPrintable(first.err));
+    const auto second = runClient(host);
+    QVERIFY2(second.exitCode == 0 && second.err.contains(skipped), qPrintable(second.err));
+    QVERIFY(swapTwoBytesOfAShard(run));
+    const auto third = runClient(host);
+    QCOMPARE(third.exitCode, 1);
+    QVERIFY2(third.err.contains("is not the file the run was created with"), qPrintable(third.err));
   }
 
   void rejectsAnExpertTheRunDoesNotHave() {

@@ -100,7 +100,11 @@ class SwarmShards : public QObject {
       int worst = 0;
       trainedOn(c, folderOf(j), &worst);
       QVERIFY2(worst <= 4 && worst >= 1, qPrintable(c.name() + ": " + QString::number(worst) + " shards on disk"));
-      QVERIFY(c.events("shards").size() >= std::size_t(shards / 4));  // it moved on, window by window
+      // It moved on, window by window: 35 shards in windows of 4 take 9 windows, the first fetched
+      // at join and the last perhaps still arriving when coverage is seen (its files are on disk,
+      // its "shards" note comes once they are all here): at least 7 moves noted.
+      QVERIFY2(c.events("shards").size() + 1 >= std::size_t(shards / 4),
+               qPrintable(c.name() + ": " + QString::number(c.events("shards").size()) + " moves"));
       for (const auto& e : c.events("shards")) QCOMPARE(e.value("held").toArray().size(), 4);
     }
 

@@ -76,6 +76,12 @@ Status flushShards(std::vector<std::uint16_t>& pending, std::int64_t shardTokens
   return {};
 }
 
+// The passes read the files again: one edited meanwhile would split the text where it no longer
+// is (or loop on text that is not there).
+std::string changedUnderUs() {
+  return "the corpus changed while create-run read it (its size differs from the first read): run it again";
+}
+
 }  // namespace
 
 Expected<std::int64_t> measureCorpus(const std::vector<std::string>& files, std::int64_t maxBytes,
@@ -172,6 +178,7 @@ Expected<EncodedCorpus> encodeCorpus(const std::vector<std::string>& files, cons
   while (begin < split.trainEnd) {
     if (auto s = readTo(std::min(split.trainEnd, begin + std::int64_t(kSlice + kLookahead))); !s)
       return makeError(s.error());
+    if (over && begin + std::int64_t(pending.size()) < split.trainEnd) return makeError(changedUnderUs());
     const auto view = std::string_view(pending).substr(0, std::size_t(split.trainEnd - begin));
     const std::size_t end = sliceEnd(view, 0);
     appendTokens(tokens, tokenizer.encode(view.substr(0, end)));
@@ -182,7 +189,8 @@ Expected<EncodedCorpus> encodeCorpus(const std::vector<std::string>& files, cons
     if (auto s = flushShards(tokens, shardTokens, begin == split.trainEnd, dir, out); !s) return makeError(s.error());
     progress(double(begin) / double(split.trainEnd));
   }
-  if (auto s = readTo(split.total); !s) return makeError(s.error());
+  if (auto s = readTo(split.total + 1); !s) return makeError(s.error());
+  if (begin + std::int64_t(pending.size()) != split.total) return makeError(changedUnderUs());
   out.validation = encodeText(tokenizer, pending);
   return out;
 }
