@@ -64,6 +64,14 @@ QByteArray folderStamp(const QString& dir, const std::string& runId) {
   return lines.join(QLatin1Char('\n')).toUtf8() + '\n';
 }
 
+// The stamp of a check that passed, in the run folder (nothing when none ran); failing to write it
+// only costs the next start a full check.
+void keepStamp(const QString& runDir, const QByteArray& stamp) {
+  if (stamp.isEmpty()) return;
+  QSaveFile out(runDir + QStringLiteral("/seed.stamp"));
+  if (out.open(QIODevice::WriteOnly) && out.write(stamp) == stamp.size()) out.commit();
+}
+
 }  // namespace
 
 void info(const std::string& line) {
@@ -107,14 +115,16 @@ PreparedRun prepareRun(const CommandLine& cl, const QString& shareDir) {
   // Keyed by the run id (the v2 info-hash of the run torrent, as the swarm computes it), never by
   // the manifest's name: two runs with one name cannot share a folder, and the path is 64 hex
   // digits inside runs/ whatever the manifest says.
-  auto torrent = runTorrentOf(out.sourceDir, *manifest, out.dataDir + QStringLiteral("/runs"));
+  const QString runsDir = out.dataDir + QStringLiteral("/runs");
+  QByteArray checkedStamp;  // a created run's folder, hashed and found whole: its stamp to keep
+  auto torrent = runTorrentOf(out.sourceDir, *manifest, runsDir, &checkedStamp);
   if (!torrent) return fail(1, torrent.error());
   out.runTorrent = std::move(*torrent);
-  const QString runsDir = out.dataDir + QStringLiteral("/runs");
   out.runDir = runsDir + QLatin1Char('/') + QString::fromStdString(out.runTorrent.infoHashV2);
   adoptNamedRunFolder(out.sourceDir, runsDir, manifest->name, out.runDir);
   if (!QDir().mkpath(out.runDir + QStringLiteral("/state")))
     return fail(1, "cannot create \"" + out.runDir.toStdString() + "/state\"");
+  keepStamp(out.runDir, checkedStamp);  // after the adoption above: written first, it made runs/<id>
   if (auto prepared = manifest->data.prepared() ? train::linkPreparedRun(sourceText, out.runDir.toStdString())
                                                 : train::prepareRunData(sourceText, out.runDir.toStdString(), info,
                                                                         bundledCorpus.toStdString());
@@ -128,7 +138,7 @@ PreparedRun prepareRun(const CommandLine& cl, const QString& shareDir) {
 }
 
 Expected<p2p::TorrentFile> runTorrentOf(const QString& sourceDir, const train::RunManifest& manifest,
-                                        const QString& runsDir) {
+                                        const QString& runsDir, QByteArray* checkedStamp) {
   const QString runState = sourceDir + QLatin1Char('/') + QLatin1String(train::kPartialRunState);
   if (manifest.data.prepared() && QFileInfo::exists(runState)) {
     auto state = p2p::loadRunTorrent(runState.toStdString());
@@ -151,17 +161,14 @@ Expected<p2p::TorrentFile> runTorrentOf(const QString& sourceDir, const train::R
       info("The run folder is as it was at its last full check (every file's size and time): not hashed again");
       return original;
     }
-    auto made = p2p::makeTorrent(QDir(sourceDir).absolutePath().toStdString());
-    if (!made) return made;
+    auto made = p2p::makeTorrent(QDir(sourceDir).absolutePath().toStdString());  // stamped before: a
+    if (!made) return made;  // file that changes while it is hashed no longer matches the stamp
     if (original->infoHashV2 != made->infoHashV2)
       return makeError("\"" + p2p::firstDifferingFile(*original, *made) + "\" in \"" + sourceDir.toStdString() +
                        "\" is not the file the run was created with (its bytes changed since; " +
                        train::kCreatedRunTorrent +
                        " keeps the original's hashes): restore it, or create the run again");
-    if (!stampFile.isEmpty() && QDir().mkpath(QFileInfo(stampFile).path())) {
-      QSaveFile out(stampFile);  // a failure only costs the next start a full check
-      if (out.open(QIODevice::WriteOnly) && out.write(stamp) == stamp.size()) out.commit();
-    }
+    if (checkedStamp) *checkedStamp = stamp;  // kept once the run folder is in place (prepareRun)
     return made;
   }
   return p2p::makeTorrent((sourceDir + QStringLiteral("/run.json")).toStdString());

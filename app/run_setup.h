@@ -32,10 +32,11 @@ PreparedRun prepareRun(const CommandLine& cl, const QString& shareDir);
 // A copy of a prepared run fetched by magnet carries its fetch state (train::kPartialRunState): the
 // torrent is that state's, not a hash of the folder (it lacks the shards assigned to others).
 // A created run's folder (train::kCreatedRunTorrent) is hashed and checked against the torrent it
-// was created with — once: with `runsDir` (the data dir's runs/), a stamp of every file's size and
-// time is kept in runs/<id>/seed.stamp, and while the folder matches it the check is skipped.
+// was created with — once: with `runsDir` (the data dir's runs/), while the folder matches the stamp
+// of every file's size and time in runs/<id>/seed.stamp the check is skipped; a check that ran and
+// passed hands the stamp to keep to `checkedStamp` (prepareRun writes it once the folder exists).
 Expected<p2p::TorrentFile> runTorrentOf(const QString& sourceDir, const train::RunManifest& manifest,
-                                        const QString& runsDir = {});
+                                        const QString& runsDir = {}, QByteArray* checkedStamp = nullptr);
 
 void info(const std::string& line);  // one line to stderr (and to the sink, if one is set)
 // Where info() lines also go (the engine relays them to the GUI's log); set and cleared on the
