@@ -62,7 +62,7 @@ int Engine::start() {
     Q_EMIT message(QString::fromStdString(line));
   });
   // A run named by its magnet link: its manifest comes from its peers first (engine_magnet.cpp).
-  if (!cl_.runMagnetHash.isEmpty() && !parts_->session) return fetchManifest();
+  if (!cl_.runMagnetHash.isEmpty() && !parts_->session) return joinByMagnet();
   return startRun();
 }
 

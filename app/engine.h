@@ -78,7 +78,9 @@ class Engine : public QObject {
   void announceRun() const;
   int openLedger(const std::string& dbPath);
   node::RunInfo describeRun(const std::string& ledgerPath) const;
-  int fetchManifest();  // engine_magnet.cpp, with the two below
+  int joinByMagnet();  // engine_magnet.cpp, with the ones below
+  QString installedRunWithId(const QString& runId) const;
+  int fetchManifest();
   void continueWithManifest(const QString& runFolder, const QString& dir, bool fresh);
   void startShardRotation();
   using ManifestDone = std::function<void(const QString& error, const QString& fetched)>;

@@ -11,6 +11,11 @@
 // join that fails for any reason leaves no folder of it behind. Of a prepared run, a peer fetches
 // the training shards assigned to it within its data budget (`--data-budget-mib`; all by default),
 // and keeps the fetch's state in the folder (train::kPartialRunState) to seed what it holds.
+//
+// A link to a run installed with the client (share/expertswarm/runs/*, created with create-run:
+// the bundled default run) fetches nothing: the installed folder is the run, as qBittorrent
+// finds a torrent's files already on disk. Its id is read from the folder's creation torrent;
+// prepareRun then checks the folder against it and joinSwarm the id against the link.
 #include "app/data_dir.h"
 #include "app/engine.h"
 #include "app/engine_parts.h"
@@ -20,6 +25,7 @@
 #include "core/train/run_manifest.h"
 #include "core/train/shard_assignment.h"
 #include "p2p/identity.h"
+#include "p2p/torrent_maker.h"
 
 #include <QDir>
 #include <QFile>
@@ -42,6 +48,29 @@ std::vector<int> shardsHeldBefore(const QString& dir, int shardCount) {
   return {};
 }
 }  // namespace
+
+int Engine::joinByMagnet() {
+  const QString installed = installedRunWithId(cl_.runMagnetHash);
+  if (installed.isEmpty()) return fetchManifest();
+  info("The link names the run installed with the client in \"" + installed.toStdString() +
+       "\": joining it from there, nothing to fetch");
+  Q_EMIT noted(QStringLiteral("manifest"), {{"run", cl_.runMagnetHash}, {"state", "installed"}});
+  cl_.run = installed;
+  return startRun();
+}
+
+// The installed run folder whose creation torrent has this v2 info-hash, or none.
+QString Engine::installedRunWithId(const QString& runId) const {
+  const QString runs = shareDir_ + QStringLiteral("/runs");
+  for (const auto& name : QDir(runs).entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+    const QString folder = runs + QLatin1Char('/') + name;
+    const QString created = folder + QLatin1Char('/') + QLatin1String(train::kCreatedRunTorrent);
+    if (!QFileInfo::exists(created)) continue;
+    if (auto torrent = p2p::loadTorrent(created.toStdString()); torrent && torrent->infoHashV2 == runId.toStdString())
+      return folder;
+  }
+  return {};
+}
 
 int Engine::fetchManifest() {
   const QString dataDir = dataDirFor(cl_.dataDir, info);

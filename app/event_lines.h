@@ -13,7 +13,8 @@
 //            bytes_received_per_round, transfers, refused_fetches, transfer_files
 //   claims, ban, deadline, resync, snapshot, resumed, outOfStep, repair, … every decision the
 //            node notes, with its fields (core/node/node.h, Node::noted)
-//   manifest run, state ("fetching" | "fetched"): joining by magnet link, before "started"
+//   manifest run, state ("fetching" | "fetched" | "installed": the link's run ships with the
+//            client, nothing fetched): joining by magnet link, before "started"
 #pragma once
 
 #include "app/engine.h"

@@ -6,6 +6,8 @@
 //   netlab_rounds [--per-site K (peers = 3K, default 2)] [--rounds R (6)] [--sync-every S (3)]
 //                 [--tiny]   (a 4× narrower model, for many peers on a small machine)
 //                 [--log-dir DIR]  (each peer's log written there at the end, to see why a round split)
+//                 [--give-up-after S (1800)]  (a round not closed everywhere by then: each peer's rounds,
+//                                              log tail and, if it still runs, its threads; exit 1)
 //
 // Lower bound of a round's transfers, with S = the round's contribution size (bytes, measured on
 // disk) and n peers, each contribution wanted by the n−1 others:
@@ -65,8 +67,22 @@ void writeLogs(const QString& dir, const std::vector<std::unique_ptr<SwarmClient
   if (dir.isEmpty() || !QDir().mkpath(dir)) return;
   for (const auto& p : peers) {
     QFile f(dir + "/" + p->name() + ".log");
-    if (f.open(QIODevice::WriteOnly)) f.write((p->log().join('\n') + '\n').toUtf8());
+    if (f.open(QIODevice::WriteOnly)) f.write((p->timedLog().join('\n') + '\n').toUtf8());
   }
+}
+
+// Why round `round` did not close everywhere: per peer, the rounds it closed, whether it still
+// runs, its last log lines and (if it runs without the round) what its threads wait on.
+void reportStall(int round, const std::vector<std::unique_ptr<SwarmClient>>& peers) {
+  for (const auto& p : peers) {
+    QStringList closed;
+    for (const auto& [r, line] : p->rounds()) closed << QString::number(r);
+    std::printf("-- %s (%s), rounds closed: %s\n", qPrintable(p->name()), qPrintable(p->exitState()),
+                closed.isEmpty() ? "none" : qPrintable(closed.join(',')));
+    std::printf("%s\n", qPrintable(p->timedLog().mid(std::max<qsizetype>(0, p->timedLog().size() - 25)).join('\n')));
+    if (p->running() && !p->rounds().count(round)) std::printf("threads:\n%s\n", qPrintable(p->threads()));
+  }
+  std::fflush(stdout);
 }
 
 }  // namespace
@@ -74,14 +90,17 @@ void writeLogs(const QString& dir, const std::vector<std::unique_ptr<SwarmClient
 int main(int argc, char** argv) {
   QCoreApplication app(argc, argv);
   QCommandLineParser parser;
-  parser.addOptions({{"per-site", "peers per site", "K", "2"},
-                     {"rounds", "rounds", "R", "6"},
-                     {"sync-every", "steps per round", "S", "3"},
-                     {"tiny", "a small model"},
-                     {"log-dir", "write each peer's log to DIR/<peer>.log at the end", "DIR"}});
+  parser.addOptions(
+      {{"per-site", "peers per site", "K", "2"},
+       {"rounds", "rounds", "R", "6"},
+       {"sync-every", "steps per round", "S", "3"},
+       {"tiny", "a small model"},
+       {"log-dir", "write each peer's log to DIR/<peer>.log at the end", "DIR"},
+       {"give-up-after", "stop with a report when a round is not closed everywhere S s after the start", "S", "1800"}});
   parser.process(app);
   const int perSite = parser.value("per-site").toInt(), rounds = parser.value("rounds").toInt();
   const int syncEvery = parser.value("sync-every").toInt();
+  const qint64 giveUpMs = parser.value("give-up-after").toLongLong() * 1000;
   if (const auto why = NetLab::unavailableReason(); !why.isEmpty())
     return std::fprintf(stderr, "netlab_rounds: %s\n", qPrintable(why)), 1;
   QTemporaryDir dir;
@@ -121,6 +140,7 @@ int main(int argc, char** argv) {
       "peer\n",
       n, perSite, parser.isSet("tiny") ? "tiny" : "default", rounds, syncEvery, kDownlinkBytesPerS * 8 / 1e6,
       kUplinkBytesPerS * 8 / 1e6);
+  std::fflush(stdout);
   std::vector<std::pair<qint64, qint64>> lastBytes;
   for (const auto& h : hosts) lastBytes.push_back(lab.linkBytes(h.name));
   QElapsedTimer clock;
@@ -133,10 +153,12 @@ int main(int argc, char** argv) {
             if (!p->rounds().count(r) && p->running()) return false;
           return true;
         },
-        1800000);
+        int(std::max<qint64>(0, giveUpMs - clock.elapsed())));
     if (!closed) {
+      std::printf("netlab_rounds: round %d did not close everywhere %.0f s after the start\n", r, giveUpMs / 1000.0);
+      reportStall(r, peers);
       writeLogs(parser.value("log-dir"), peers);
-      return std::fprintf(stderr, "netlab_rounds: round %d did not close everywhere in 30 minutes\n", r), 1;
+      return 1;
     }
     const qint64 now = clock.elapsed();
     const double wall = (now - lastClose) / 1000.0;

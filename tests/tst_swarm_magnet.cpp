@@ -1,7 +1,8 @@
 // Joining a run by its magnet link (`--run MAGNET`; docs/ARCHITECTURE.md, "Joining by magnet
 // link"): a peer that knows only the
 // run's link and one DHT node fetches the run's manifest from the run's peers, prepares it with the
-// bundled corpus, and trains with them — the same merged state every round. While it still waits
+// bundled corpus, and trains with them — the same merged state every round; a link to the run
+// installed with the client fetches nothing. While it still waits
 // for the manifest, SIGTERM stops it cleanly. A run torrent that is not one small plain run.json
 // (no attributes: executable, hidden, symlink) is refused from its metadata alone, and leaves
 // nothing behind (issue 37 item 6) — unless it is a prepared run's folder (create-run, issue 40),
@@ -69,8 +70,11 @@ class SwarmMagnet : public QObject {
     return out.write(bytes) == bytes.size() ? content + "/run.json" : QString();
   }
 
-  // The host `a` and the joiner `b` finish their 2 rounds, b on the run the link names, together
-  // from the start: the newcomer's claims, contributions and merges match the host's.
+  // The host `a` and the joiner `b` finish their 2 rounds, b on the run the link names: every
+  // round b merges the state a merged, and from round 2 on with both contributions. Round 1 may
+  // be a's alone on both: b arrives after a's join window (it fetches first), and a, training
+  // alone on every expert, may close round 1 before b's contribution exists; b then merges a's
+  // set, as any latecomer does.
   static void trainedTogether(SwarmClient& a, SwarmClient& b) {
     const bool done = waitUntil([&] { return !a.running() && !b.running(); }, 400000);
     qInfo().noquote() << "a:" << a.log().join("\n  ");
@@ -80,18 +84,19 @@ class SwarmMagnet : public QObject {
     QVERIFY(b.finishedWith(0));
     QCOMPARE(b.runId(), a.runId());
     QCOMPARE(int(b.rounds().size()), 2);
-    for (int r = 1; r <= 2; ++r) {
-      QCOMPARE(b.rounds().at(r).peers, 2);
-      QCOMPARE(b.rounds().at(r).merged, a.rounds().at(r).merged);
-    }
+    QCOMPARE(b.rounds().at(1).peers, a.rounds().at(1).peers);
+    QCOMPARE(b.rounds().at(2).peers, 2);
+    for (int r = 1; r <= 2; ++r) QCOMPARE(b.rounds().at(r).merged, a.rounds().at(r).merged);
   }
 
  private Q_SLOTS:
+  // A run of a text corpus (the bundled text run: its run torrent is run.json alone): the joiner
+  // fetches run.json, finds the corpus it names bundled, and trains with the host.
   void peerJoinsByMagnetLinkAndTrainsWithTheRun() {
     const int port = freeLoopbackPort();
     QVERIFY(port > 0);
     const QString first = QString("127.0.0.1:%1").arg(port);
-    SwarmClient a("a", args("a", first));
+    SwarmClient a("a", args("a", first) << "--run" << ES_SHARE_DIR "/runs/sotu-text");
     // The link others join by: the run id (started event) as a BEP 9 v2 magnet link.
     QVERIFY2(waitUntil([&] { return !a.runId().isEmpty() || !a.running(); }, 120000), "the first peer did not start");
     QVERIFY2(a.runId().size() == 64, qPrintable(a.log().join('\n')));
@@ -105,6 +110,31 @@ class SwarmMagnet : public QObject {
     QCOMPARE(manifest[0].value("state").toString(), QString("fetching"));
     QCOMPARE(manifest[1].value("state").toString(), QString("fetched"));
     QCOMPARE(manifest[1].value("run").toString(), a.runId());
+  }
+
+  // The link of the run installed with the client (the bundled default run, a created run) is
+  // joined from the installed folder: nothing fetched, no joined/ folder, the id the host
+  // computed by hashing that folder.
+  void aLinkToTheInstalledRunFetchesNothing() {
+    const int port = freeLoopbackPort();
+    QVERIFY(port > 0);
+    const QString first = QString("127.0.0.1:%1").arg(port);
+    SwarmClient a("installed-a", args("installed-a", first));
+    QVERIFY2(waitUntil([&] { return !a.runId().isEmpty() || !a.running(); }, 120000), "the host did not start");
+    const QString link = "magnet:?xt=urn:btmh:1220" + a.runId();
+    SwarmClient b("installed-b", args("installed-b", "127.0.0.1:0") << "--run" << link << "--bootstrap" << first);
+    const bool started = waitUntil([&] { return !b.runId().isEmpty() || !b.running(); }, 120000);
+    qInfo().noquote() << "b:" << b.log().join("\n  ");
+    QVERIFY2(started && b.running(), "the joiner did not start");
+    QCOMPARE(b.runId(), a.runId());
+    QVERIFY(b.logContains("joining it from there, nothing to fetch"));
+    const auto manifest = b.events("manifest");
+    QCOMPARE(int(manifest.size()), 1);
+    QCOMPARE(manifest[0].value("state").toString(), QString("installed"));
+    QVERIFY(!QFileInfo::exists(dir_.filePath("installed-b") + "/joined"));
+    a.terminate();
+    b.terminate();
+    QVERIFY(waitUntil([&] { return !a.running() && !b.running(); }, 60000));
   }
 
   // Issue 40: a run made with `create-run` from a corpus no client ships (here the bundled text
