@@ -196,7 +196,11 @@ namespace es::node {
 // transfer that got no bytes since the last look gives way to another candidate if there is one;
 // a resync that has not landed within `deadline.max_seconds` (and is not moving) is given up — we
 // carry on from our own state, publish the round we held, and the agreement check tries again
-// after the next round.
+// after the next round. Sooner when nobody serves the snapshot: with no other candidate, a fetch
+// that had no peer and no bytes at every look for two periods (60 s in the bundled run; NAT
+// traversal to an announcer took 15-30 s on the netlab) is given up too — a newcomer whose run's
+// peers had all left waited the bundled run's 600 s, and so would one whose snapshot only silent
+// keys announce.
 void Agreement::watchResync() {
   if (!outOfStepSince_.isValid()) outOfStepSince_.start();
   if (!watchdog_.isActive()) watchdog_.start(static_cast<int>(config_.policy.deadlineMinSeconds * 1000));
@@ -209,20 +213,31 @@ void Agreement::onWatchdog() {
     if (repairStalled()) abandonRepair(QStringLiteral("no bytes for %1 s").arg(config_.policy.deadlineMinSeconds));
     return watchdog_.start(periodMs);
   }
-  bool moving = false;
+  bool moving = false, served = false;
   if (!pending_.content.empty()) {
     std::int64_t done = 0;
     for (const auto& t : swarm_.traffic().transfers)
-      if (t.contentId == pending_.content) done = t.doneBytes;
+      if (t.contentId == pending_.content) done = t.doneBytes, served = t.connections > 0;
     moving = done > pending_.doneBytes;
     pending_.doneBytes = done;
   }
-  if (!moving && outOfStepSince_.elapsed() > config_.policy.deadlineMaxSeconds * 1000) return giveUpResync();
+  if (!moving && outOfStepSince_.elapsed() > config_.policy.deadlineMaxSeconds * 1000)
+    return giveUpResync(
+        QStringLiteral("No snapshot of the swarm's state landed in %1 s").arg(outOfStepSince_.elapsed() / 1000),
+        QStringLiteral("deadline"));
   if (!pending_.content.empty() && !moving) {
     stalledSnapshots_.insert(pending_.content);
     if (const auto next = bestAnnouncedSnapshot(); next && next->content != pending_.content) {
       dropPendingSnapshot(QStringLiteral("no bytes for %1 s").arg(config_.policy.deadlineMinSeconds), false);
       tryResync();
+    } else if (served) {
+      pending_.unserved.invalidate();
+    } else if (!pending_.unserved.isValid()) {
+      pending_.unserved.start();
+    } else if (pending_.unserved.elapsed() >= 2 * qint64(periodMs) - periodMs / 10) {  // 2 looks, timer jitter
+      return giveUpResync(
+          QStringLiteral("No peer served the swarm's snapshot for %1 s").arg(pending_.unserved.elapsed() / 1000),
+          QStringLiteral("unserved"));
     }
   } else if (pending_.content.empty() && !waitingForMajority_) {
     tryResync();
@@ -240,12 +255,9 @@ void Agreement::endResync() {
   majority_.state.clear();
 }
 
-void Agreement::giveUpResync() {
-  log_.say(
-      QStringLiteral("No snapshot of the swarm's state landed in %1 s; carrying on from our own state after round %2")
-          .arg(outOfStepSince_.elapsed() / 1000)
-          .arg(own_.mergedRound));
-  log_.note(QStringLiteral("resyncGivenUp"), {{"round", qint64(own_.mergedRound)}});
+void Agreement::giveUpResync(const QString& why, const QString& reason) {
+  log_.say(QStringLiteral("%1; carrying on from our own state after round %2").arg(why).arg(own_.mergedRound));
+  log_.note(QStringLiteral("resyncGivenUp"), {{"round", qint64(own_.mergedRound)}, {"reason", reason}});
   dropPendingSnapshot(QStringLiteral("given up"), false);
   endResync();
   gaveUpThrough_ = own_.mergedRound;

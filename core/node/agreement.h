@@ -97,6 +97,7 @@ class Agreement : public QObject {
     ContentId content;           // being fetched for a resync
     std::int64_t round = 0;      // the round its announcers gave it
     std::int64_t doneBytes = 0;  // its bytes at the watchdog's last look
+    QElapsedTimer unserved;      // running since a look found it with no bytes and no peer
   };
   struct Repair {
     std::int64_t round = 0;
@@ -132,7 +133,7 @@ class Agreement : public QObject {
   void dropPendingSnapshot(const QString& why, bool never);
   void watchResync();
   void onWatchdog();
-  void giveUpResync();
+  void giveUpResync(const QString& why, const QString& reason);  // reason: "deadline" | "unserved"
   void endResync();
   // agreement_repair.cpp: the repair.
   bool startRepair(std::int64_t round, const StateGroup& group);

@@ -113,6 +113,7 @@ bool Agreement::startSnapshotFetch(const Candidate& c) {
     return false;
   pending_.content = c.content;
   pending_.round = c.round;
+  pending_.unserved.invalidate();
   if (auto s = swarm_.fetch(c.content, folder_.snapshotFolder(c.content), limits); !s) {
     log_.say(QStringLiteral("Cannot fetch the snapshot: %1").arg(q(s.error())));
     pending_.content = {};
@@ -205,6 +206,7 @@ void Agreement::dropPendingSnapshot(const QString& why, bool never) {
   swarm_.retire(pending_.content, true);
   pending_.content = {};
   pending_.doneBytes = 0;
+  pending_.unserved.invalidate();
 }
 
 }  // namespace es::node

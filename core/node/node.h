@@ -97,7 +97,7 @@ class Node : public QObject, private Agreement::Host {
   //   outOfStep {by: "records" (round, members, ours, state) | "bases" (round, stale, contributions)}
   //   repair {round, contributions, fetching} · repaired {round, contributions, fingerprint}
   //   repairAbandoned {round, reason} · resync {round, announcers} (a snapshot fetch starts)
-  //   waitingForMajority {} · keepingReference {} · resyncGivenUp {round}
+  //   waitingForMajority {} · keepingReference {} · resyncGivenUp {round, reason: deadline | unserved}
   //   snapshot {round, training} (one adopted) · snapshotUnreadable {error} · snapshotRefused {error}
   //   contributionDropped {round} (hashed across a change of state) · resumed {round, step, note}
   void noted(const QString& kind, const QVariantMap& fields);

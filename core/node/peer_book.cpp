@@ -55,11 +55,25 @@ void PeerBook::noteRecords() {
 
 void PeerBook::noteHeard(const std::vector<SwarmPeer>& peers) {
   std::map<PeerId, std::int64_t> seen;  // only peers with a record now: bounded by the record book
+  std::map<PeerId, std::int64_t> joining;
+  const auto now = nowMs();
   for (const auto& p : peers) {
     seen[p.id] = p.seq;
     if (auto last = lastSeq_.find(p.id); last == lastSeq_.end() || last->second != p.seq) heard_.insert(p.id);
+    if (!p.announced.claims.empty()) continue;
+    const auto since = joiningSince_.find(p.id);
+    joining[p.id] = since == joiningSince_.end() ? now : since->second;
   }
   lastSeq_ = std::move(seen);
+  joiningSince_ = std::move(joining);
+}
+
+std::vector<PeerId> PeerBook::joiningPeers(std::int64_t windowMs) const {
+  std::vector<PeerId> out;
+  const auto now = nowMs();
+  for (const auto& [peer, since] : joiningSince_)
+    if (now - since < windowMs && !isBanned(peer)) out.push_back(peer);
+  return out;
 }
 
 // "Heard since our last merge" counts record changes after it: changes made before it but not

@@ -92,6 +92,10 @@ class PeerBook {
   // After a merge in step with the swarm: returns the senders whose stale streak reached kStaleRounds.
   std::vector<PeerId> countStale(const std::vector<ContributionVerdict>& verdicts, const PeerId& self);
 
+  // Peers joining: a record without claims (they announce one as their join window opens), first
+  // seen less than `windowMs` ago, not banned. A run's first round waits for them (Node::gather).
+  std::vector<PeerId> joiningPeers(std::int64_t windowMs) const;
+
   // Whether `peer`'s record changed since our last merge; startHearing() at each merge.
   bool heardSinceMerge(const PeerId& peer) const { return heard_.count(peer) > 0; }
   void startHearing();
@@ -120,6 +124,7 @@ class PeerBook {
   std::map<PeerId, int> staleStreak_;            // sender → rounds in a row its contribution was stale (we in step)
   std::map<PeerId, std::int64_t> lastSeq_;       // peer → the seq of its record we saw last
   std::set<PeerId> heard_;                       // records that changed since our last merge
+  std::map<PeerId, std::int64_t> joiningSince_;  // peer → when we first saw its record without claims
 };
 
 }  // namespace es::node
