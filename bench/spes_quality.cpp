@@ -26,8 +26,9 @@
 //                     [--alpha0 X] [--warmup-interval N] [--warmup-decay N] [--topk K] [--runs a,b,..]
 //                     [--outer-lr X --outer-momentum X --outer-on all|shared|experts]  (see SimConfig)
 //                     [--seed N] [--run-dir DIR] [--no-files]
-//                     [--sparse-keep K [--sparse-chunk C (4096)]]  (adds spes_sparse: issue 39's codec,
-//                     core/sync/sparse_codec.h, with error feedback; in memory, never through files)
+//                     [--sparse-keep K [--sparse-chunk C (4096)] [--sparse-wait-rounds W (1)]]  (adds
+//                     spes_sparse: issue 39's codec, core/sync/sparse_codec.h, with error feedback;
+//                     in memory, never through files; a sent value held to W rounds' update ceiling)
 #include "core/common/openmp_policy.h"
 #include "core/sim/simulated_swarm.h"
 #include "core/train/corpus_prep.h"
@@ -76,6 +77,7 @@ struct Args {
   bool files = true;            // contributions round-trip through contribution files
   std::int64_t sparseKeep = 0;  // > 0: also run spes_sparse (top-keep per chunk, error feedback)
   std::int64_t sparseChunk = 4096;
+  int sparseWaitRounds = 1;
 };
 
 bool parseArgs(int argc, char** argv, Args& a) {
@@ -133,10 +135,13 @@ bool parseArgs(int argc, char** argv, Args& a) {
       a.sparseKeep = std::atoll(v.c_str());
     else if (arg == "--sparse-chunk" && next())
       a.sparseChunk = std::atoll(v.c_str());
+    else if (arg == "--sparse-wait-rounds" && next())
+      a.sparseWaitRounds = std::atoi(v.c_str());
     else
       return false;
   }
   if (a.sparseKeep < 0 || (a.sparseKeep > 0 && (a.sparseKeep > a.sparseChunk || a.sparseChunk > 32768))) return false;
+  if (a.sparseWaitRounds < 1) return false;
   if (a.sparseKeep > 0 && a.runs.find("spes_sparse") == std::string::npos) a.runs += ",spes_sparse";
   if (a.threads <= 0) a.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (a.lrWarmup < 0) a.lrWarmup = a.steps / 10;
@@ -216,16 +221,17 @@ int main(int argc, char** argv) {
   es::ensurePassiveOpenMpWaits(argv);
   Args args;
   if (!parseArgs(argc, argv, args)) {
-    std::fprintf(stderr,
-                 "usage: %s [--threads N] [--peers P] [--steps N] [--sync-every H] [--batch B] "
-                 "[--central-batch B] [--model small|tiny|default] [--lr X] [--lr-warmup N] [--eval-every N] "
-                 "[--eval-windows N] [--shards "
-                 "contiguous|interleaved] [--alpha0 X] "
-                 "[--warmup-interval N] [--warmup-decay N] [--topk K] [--outer-lr X] [--outer-momentum X] [--outer-on "
-                 "all|shared|experts] [--runs "
-                 "centralized,spes,spes_warmup,spes_int8,fedavg] "
-                 "[--seed N] [--run-dir DIR] [--no-files] [--sparse-keep K] [--sparse-chunk C]\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s [--threads N] [--peers P] [--steps N] [--sync-every H] [--batch B] "
+        "[--central-batch B] [--model small|tiny|default] [--lr X] [--lr-warmup N] [--eval-every N] "
+        "[--eval-windows N] [--shards "
+        "contiguous|interleaved] [--alpha0 X] "
+        "[--warmup-interval N] [--warmup-decay N] [--topk K] [--outer-lr X] [--outer-momentum X] [--outer-on "
+        "all|shared|experts] [--runs "
+        "centralized,spes,spes_warmup,spes_int8,fedavg] "
+        "[--seed N] [--run-dir DIR] [--no-files] [--sparse-keep K] [--sparse-chunk C] [--sparse-wait-rounds W]\n",
+        argv[0]);
     return 2;
   }
   es::train::configureTrainingRuntime(args.threads);
@@ -275,6 +281,7 @@ int main(int argc, char** argv) {
     auto config = base;
     config.codec = codec;
     if (name == "spes_sparse") config.sparse = {args.sparseChunk, args.sparseKeep};
+    config.sparseWaitRounds = args.sparseWaitRounds;
     config.warmup = warmup;
     if (strategy != Strategy::Centralized) config.contributionDir = fileDir;
     log("run " + name + "...");

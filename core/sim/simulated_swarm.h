@@ -40,6 +40,11 @@ struct SimConfig {
   // When keep > 0: contributions travel sparse (core/sync/sparse_codec.h) with each peer's error
   // feedback, in memory only (no contribution file holds them yet); `codec` is then unused.
   sync::SparseSpec sparse{4096, 0};
+  // The rounds a weight's unsent movement may wait in a sparse sender's residual: a sent value is
+  // held to (and validated against) the update ceiling of that many rounds' steps, not one's
+  // (1: the dense ceiling; what error feedback carries over past it stays unsent). An experiment
+  // toward a sparse run's own ceiling (docs/PERFORMANCE.md, "Sparse contributions").
+  int sparseWaitRounds = 1;
   bool warmup = false;  // SPES merging warm-up after the aggregate
   sync::WarmupConfig warmupConfig;
   sync::AggregatePolicy aggregate;  // shared-tensor rule: mean (default here; the client's

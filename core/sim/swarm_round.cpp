@@ -44,6 +44,13 @@ ContributionBytes measureBytes(int round, int peer, const ckpt::NamedTensors& de
   return b;
 }
 
+// What a contribution closing at `step` may move a weight: one round's steps, or a sparse run's
+// sparseWaitRounds rounds (from step 0 at most).
+sync::UpdateCeiling contributionCeiling(const SimConfig& config, std::int64_t step) {
+  const std::int64_t rounds = config.sparse.keep > 0 ? std::max(1, config.sparseWaitRounds) : 1;
+  return sync::updateCeiling(config.train, std::max<std::int64_t>(0, step - rounds * config.syncEvery), step);
+}
+
 // Sparse: the peer's delta plus what it did not send before, each weight held to the round's
 // update ceiling (what error feedback carries over can add up past what AdamW moves a weight in
 // one round, and the receivers' validation would refuse the whole contribution: measured, every
@@ -51,7 +58,7 @@ ContributionBytes measureBytes(int round, int peer, const ckpt::NamedTensors& de
 Expected<ckpt::NamedTensors> transportSparse(const ckpt::NamedTensors& deltas, const ckpt::NamedTensors& base,
                                              sync::ErrorFeedback& feedback, const SimConfig& config,
                                              std::int64_t step) {
-  const auto ceiling = sync::updateCeiling(config.train, step - config.syncEvery, step);
+  const auto ceiling = contributionCeiling(config, step);
   std::map<std::string, const at::Tensor*> baseByName;
   for (const auto& [name, t] : base) baseByName.emplace(name, &t);
   const auto corrected = feedback.corrected(deltas);
@@ -147,7 +154,7 @@ Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in,
   //    order — and adopts the result (the optimizer moments stay, as in SPES).
   sync::RoundPolicy policy{config.aggregate, std::nullopt, config.outer, {}};
   if (config.warmup) policy.warmup = config.warmupConfig;
-  policy.validation.ceiling = sync::updateCeiling(config.train, in.step - config.syncEvery, in.step);
+  policy.validation.ceiling = contributionCeiling(config, in.step);
   ckpt::NamedTensors firstMerged;
   std::vector<sync::Contribution> accepted;
   sync::Ownership owners;
