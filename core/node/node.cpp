@@ -69,8 +69,9 @@ void Node::start() {
     Q_EMIT message(QStringLiteral("Peer %1 banned: %2").arg(q(id).left(16), q(reason)));
   };
   swarm_.setEvents(std::move(events));
-  peers_.noteClaims();  // the records already here
-  announce();           // present ourselves (no claims yet) so others count us before they claim
+  peers_.noteClaims();          // the records already here
+  pace_.heard(swarm_.peers());  // their merges count as heard now (SwarmPace), not at the next change
+  announce();                   // present ourselves (no claims yet) so others count us before they claim
   Q_EMIT message(QStringLiteral("Joined run %1 as peer %2; listening for peers for %3 s")
                      .arg(q(swarm_.runId()).left(16), q(swarm_.selfId()).left(16))
                      .arg(config_.policy.joinWindowMs / 1000.0));
