@@ -29,6 +29,7 @@
 //                     [--sparse-keep K [--sparse-chunk C (4096)] [--sparse-wait-rounds W (1)]]  (adds
 //                     spes_sparse: issue 39's codec, core/sync/sparse_codec.h, with error feedback;
 //                     in memory, never through files; a sent value held to W rounds' update ceiling)
+//                     [--sparse-mean]  (each shared element averaged over the senders that sent it)
 #include "core/common/openmp_policy.h"
 #include "core/sim/simulated_swarm.h"
 #include "core/train/corpus_prep.h"
@@ -78,6 +79,7 @@ struct Args {
   std::int64_t sparseKeep = 0;  // > 0: also run spes_sparse (top-keep per chunk, error feedback)
   std::int64_t sparseChunk = 4096;
   int sparseWaitRounds = 1;
+  bool sparseMean = false;
 };
 
 bool parseArgs(int argc, char** argv, Args& a) {
@@ -137,6 +139,8 @@ bool parseArgs(int argc, char** argv, Args& a) {
       a.sparseChunk = std::atoll(v.c_str());
     else if (arg == "--sparse-wait-rounds" && next())
       a.sparseWaitRounds = std::atoi(v.c_str());
+    else if (arg == "--sparse-mean")
+      a.sparseMean = true;
     else
       return false;
   }
@@ -221,17 +225,17 @@ int main(int argc, char** argv) {
   es::ensurePassiveOpenMpWaits(argv);
   Args args;
   if (!parseArgs(argc, argv, args)) {
-    std::fprintf(
-        stderr,
-        "usage: %s [--threads N] [--peers P] [--steps N] [--sync-every H] [--batch B] "
-        "[--central-batch B] [--model small|tiny|default] [--lr X] [--lr-warmup N] [--eval-every N] "
-        "[--eval-windows N] [--shards "
-        "contiguous|interleaved] [--alpha0 X] "
-        "[--warmup-interval N] [--warmup-decay N] [--topk K] [--outer-lr X] [--outer-momentum X] [--outer-on "
-        "all|shared|experts] [--runs "
-        "centralized,spes,spes_warmup,spes_int8,fedavg] "
-        "[--seed N] [--run-dir DIR] [--no-files] [--sparse-keep K] [--sparse-chunk C] [--sparse-wait-rounds W]\n",
-        argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s [--threads N] [--peers P] [--steps N] [--sync-every H] [--batch B] "
+                 "[--central-batch B] [--model small|tiny|default] [--lr X] [--lr-warmup N] [--eval-every N] "
+                 "[--eval-windows N] [--shards "
+                 "contiguous|interleaved] [--alpha0 X] "
+                 "[--warmup-interval N] [--warmup-decay N] [--topk K] [--outer-lr X] [--outer-momentum X] [--outer-on "
+                 "all|shared|experts] [--runs "
+                 "centralized,spes,spes_warmup,spes_int8,fedavg] "
+                 "[--seed N] [--run-dir DIR] [--no-files] [--sparse-keep K] [--sparse-chunk C] [--sparse-wait-rounds "
+                 "W] [--sparse-mean]\n",
+                 argv[0]);
     return 2;
   }
   es::train::configureTrainingRuntime(args.threads);
@@ -282,6 +286,7 @@ int main(int argc, char** argv) {
     config.codec = codec;
     if (name == "spes_sparse") config.sparse = {args.sparseChunk, args.sparseKeep};
     config.sparseWaitRounds = args.sparseWaitRounds;
+    config.sparseMean = args.sparseMean;
     config.warmup = warmup;
     if (strategy != Strategy::Centralized) config.contributionDir = fileDir;
     log("run " + name + "...");

@@ -45,6 +45,9 @@ struct SimConfig {
   // (1: the dense ceiling; what error feedback carries over past it stays unsent). An experiment
   // toward a sparse run's own ceiling (docs/PERFORMANCE.md, "Sparse contributions").
   int sparseWaitRounds = 1;
+  // Experiment: each shared element of sparse contributions averaged over the senders that sent
+  // it (SparseLoCo's scatter-mean), not over all senders with zeros for the rest. Issue 39.
+  bool sparseMean = false;
   bool warmup = false;  // SPES merging warm-up after the aggregate
   sync::WarmupConfig warmupConfig;
   sync::AggregatePolicy aggregate;  // shared-tensor rule: mean (default here; the client's

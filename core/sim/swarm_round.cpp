@@ -1,5 +1,6 @@
 #include "core/sim/swarm_round.h"
 
+#include "core/model/tensor_names.h"
 #include "core/sync/contribution_file.h"
 #include "core/sync/round_merge.h"
 #include "core/sync/update_ceiling.h"
@@ -113,13 +114,33 @@ std::vector<sync::RoundEntry> arrivalOrder(const std::vector<sync::RoundEntry>& 
   return order;
 }
 
+// SimConfig::sparseMean: sender i's value of a shared element × n / (the senders that sent that
+// element), so the aggregate's mean over n is the mean over those senders. Experts are left as
+// they are (their owners' mean).
+void scaleToSparseMean(std::vector<ckpt::NamedTensors>& arrived) {
+  std::map<std::string, at::Tensor> senders;  // shared tensor → per element, how many sent it
+  for (const auto& deltas : arrived)
+    for (const auto& [name, t] : deltas) {
+      if (model::expertOf(name)) continue;
+      const auto sent = t.ne(0).to(at::kDouble);
+      auto [it, fresh] = senders.emplace(name, sent);
+      if (!fresh) it->second = it->second + sent;
+    }
+  const double n = double(arrived.size());
+  for (auto& deltas : arrived)
+    for (auto& [name, t] : deltas)
+      if (const auto it = senders.find(name); it != senders.end())
+        t = (t.to(at::kDouble) * n / it->second.clamp_min(1.0)).to(t.scalar_type());
+}
+
 // Every peer's contribution as it arrives at the others (encoded, decoded), its bytes measured.
 Expected<std::vector<sync::RoundEntry>> sendContributions(std::vector<Peer>& peers, const RoundInput& in,
                                                           const sync::RoundContext& context,
                                                           std::vector<ckpt::NamedTensors>& local,
                                                           std::map<std::string, ckpt::NamedTensors>& arrivedDeltas,
                                                           RoundOutcome& out) {
-  std::vector<sync::RoundEntry> entries;
+  std::vector<sync::ContributionHeader> headers;
+  std::vector<ckpt::NamedTensors> arrivals;
   for (std::size_t p = 0; p < peers.size(); ++p) {
     local.push_back(train::trainerWeights(*peers[p].trainer));
     const auto deltas = contributionDeltas(*peers[p].trainer, local.back(), in.base);
@@ -128,9 +149,15 @@ Expected<std::vector<sync::RoundEntry>> sendContributions(std::vector<Peer>& pee
     auto arrived = in.config.sparse.keep > 0 ? transportSparse(deltas, in.base, peers[p].feedback, in.config, in.step)
                                              : transport(deltas, header, in.config);
     if (!arrived) return makeError(peers[p].id + " round " + std::to_string(in.round) + ": " + arrived.error());
-    arrivedDeltas.emplace(peers[p].id, *arrived);
+    headers.push_back(header);
+    arrivals.push_back(std::move(*arrived));
+  }
+  if (in.config.sparse.keep > 0 && in.config.sparseMean) scaleToSparseMean(arrivals);
+  std::vector<sync::RoundEntry> entries;
+  for (std::size_t p = 0; p < peers.size(); ++p) {
+    arrivedDeltas.emplace(peers[p].id, arrivals[p]);
     entries.push_back(
-        {header, sync::heldDeltas(std::move(*arrived)), {peers[p].claims.begin(), peers[p].claims.end()}});
+        {headers[p], sync::heldDeltas(std::move(arrivals[p])), {peers[p].claims.begin(), peers[p].claims.end()}});
   }
   return entries;
 }
