@@ -98,7 +98,7 @@ class NodeNewcomer : public QObject {
     QCOMPARE(first.value("round").toLongLong(), 2);
     const int steps = first.value("steps").toInt();
     qInfo("peer-c trained %d of round 3's %d steps", steps, kSyncEvery);
-    // About half the round was left (alone, 74-201 steps were trained); before this rule it trained all of it.
+    // About half the round was left (32-201 steps trained in runs alone); before this rule it trained all of it.
     QVERIFY2(steps >= 1 && steps < kSyncEvery, qPrintable(QString::number(steps)));
     for (const auto* who : {"peer-a", "peer-b", "peer-c"}) {
       QVERIFY2(rounds[who].count(3), who);
