@@ -21,8 +21,9 @@ void Node::gather() {
   // A run's start (nobody's work merged yet): peers we saw joining are waited for as well, until
   // they claim (then they are live) or two join windows after we first saw them — else the first
   // to end its window closed round 1 alone before the others had claimed (a second later on the
-  // netlab) and raced ahead on short rounds. Fresh keys that never claim cost round 1 no more than
-  // its deadline, as fresh claimers already could.
+  // netlab) and raced ahead on short rounds. Fresh keys that never claim can hold such a round
+  // only what fresh claimers already could (its deadline, or past it while onDeadline's cut-off
+  // test counts every peer), and only for two join windows after we first saw them.
   if (!peers_.anyMergedWork(swarm_.selfId()))
     for (const auto& id : peers_.joiningPeers(2 * std::int64_t(config_.policy.joinWindowMs))) expected.insert(id);
   gather_->expect(std::move(expected));
