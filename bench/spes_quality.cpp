@@ -30,8 +30,10 @@
 //                     spes_sparse: issue 39's codec, core/sync/sparse_codec.h, with error feedback;
 //                     in memory, never through files; a sent value held to W rounds' update ceiling)
 //                     [--sparse-mean]  (each shared element averaged over the senders that sent it)
+//                     [--shared-rule mean|centered_clip]  (the shared tensors' rule; the client's is centered_clip)
 #include "core/common/openmp_policy.h"
 #include "core/sim/simulated_swarm.h"
+#include "core/sync/merge.h"
 #include "core/train/corpus_prep.h"
 #include "core/train/trainer.h"
 #include "sim_bench.h"
@@ -80,6 +82,7 @@ struct Args {
   std::int64_t sparseChunk = 4096;
   int sparseWaitRounds = 1;
   bool sparseMean = false;
+  std::string sharedRule = "mean";  // the simulator's default; the client's run default is centered_clip
 };
 
 bool parseArgs(int argc, char** argv, Args& a) {
@@ -141,11 +144,13 @@ bool parseArgs(int argc, char** argv, Args& a) {
       a.sparseWaitRounds = std::atoi(v.c_str());
     else if (arg == "--sparse-mean")
       a.sparseMean = true;
+    else if (arg == "--shared-rule" && next())
+      a.sharedRule = v;
     else
       return false;
   }
   if (a.sparseKeep < 0 || (a.sparseKeep > 0 && (a.sparseKeep > a.sparseChunk || a.sparseChunk > 32768))) return false;
-  if (a.sparseWaitRounds < 1) return false;
+  if (a.sparseWaitRounds < 1 || !es::sync::parseSharedRule(a.sharedRule)) return false;
   if (a.sparseKeep > 0 && a.runs.find("spes_sparse") == std::string::npos) a.runs += ",spes_sparse";
   if (a.threads <= 0) a.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (a.lrWarmup < 0) a.lrWarmup = a.steps / 10;
@@ -287,6 +292,7 @@ int main(int argc, char** argv) {
     if (name == "spes_sparse") config.sparse = {args.sparseChunk, args.sparseKeep};
     config.sparseWaitRounds = args.sparseWaitRounds;
     config.sparseMean = args.sparseMean;
+    config.aggregate.shared = *es::sync::parseSharedRule(args.sharedRule);
     config.warmup = warmup;
     if (strategy != Strategy::Centralized) config.contributionDir = fileDir;
     log("run " + name + "...");
