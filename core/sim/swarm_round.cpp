@@ -52,10 +52,11 @@ sync::UpdateCeiling contributionCeiling(const SimConfig& config, std::int64_t st
   return sync::updateCeiling(config.train, std::max<std::int64_t>(0, step - rounds * config.syncEvery), step);
 }
 
-// Sparse: the peer's delta plus what it did not send before, each weight held to the round's
-// update ceiling (what error feedback carries over can add up past what AdamW moves a weight in
-// one round, and the receivers' validation would refuse the whole contribution: measured, every
-// contribution of round 5 on at keep 64 of 4096), top-k per chunk; the rest waits in the residual.
+// Sparse: the peer's delta plus what it did not send before, each weight held to the
+// contribution's update ceiling (contributionCeiling: one round's, or sparseWaitRounds rounds').
+// What error feedback carries over can add up past what AdamW moves a weight in one round, and
+// the receivers' validation would refuse the whole contribution (measured: every contribution of
+// round 5 on at keep 64 of 4096). Top-k per chunk; the rest waits in the residual.
 Expected<ckpt::NamedTensors> transportSparse(const ckpt::NamedTensors& deltas, const ckpt::NamedTensors& base,
                                              sync::ErrorFeedback& feedback, const SimConfig& config,
                                              std::int64_t step) {
