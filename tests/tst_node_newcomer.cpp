@@ -84,7 +84,20 @@ class NodeNewcomer : public QObject {
       }
     });
     connect(a, &Node::roundClosed, this, [&](const RoundSummary& s) {
-      if (s.round == 2 && !nodes.count("peer-c")) QTimer::singleShot(0, this, [&] { add("peer-c", swarmC)->start(); });
+      if (s.round != 2 || nodes.count("peer-c")) return;
+      // Once both records name their merge of round 2, so peer-c hears it at its start: started
+      // on a's roundClosed alone, it sometimes heard the merges only as the snapshot came, and
+      // thought the swarm had just begun round 3 (300 of 300 steps in two README runs).
+      auto* poll = new QTimer(this);
+      connect(poll, &QTimer::timeout, this, [&, poll] {
+        int merged = 0;
+        for (const auto& p : swarmC.peers()) merged += p.announced.merged.count(2) ? 1 : 0;
+        if (merged < 2 || nodes.count("peer-c")) return;
+        poll->stop();
+        poll->deleteLater();
+        add("peer-c", swarmC)->start();
+      });
+      poll->start(10);
     });
     nodes["peer-a"]->start();
     nodes["peer-b"]->start();
