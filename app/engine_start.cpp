@@ -42,7 +42,8 @@ node::RoundPolicy roundPolicy(const train::SwarmPolicy& s) {
 }
 
 void applyMergePolicy(const train::SwarmPolicy& s, node::SpesPeerConfig& peer) {
-  peer.codec = s.compression;
+  peer.codec = s.contributionCodec();
+  peer.feedbackDecay = s.feedbackDecay;
   peer.warmupInterval = s.warmupInterval;
   peer.warmupAlpha0 = s.warmupAlpha0;
   peer.warmupDecaySteps = s.warmupDecaySteps;

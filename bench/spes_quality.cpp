@@ -26,10 +26,12 @@
 //                     [--alpha0 X] [--warmup-interval N] [--warmup-decay N] [--topk K] [--runs a,b,..]
 //                     [--outer-lr X --outer-momentum X --outer-on all|shared|experts]  (see SimConfig)
 //                     [--seed N] [--run-dir DIR] [--no-files]
-//                     [--sparse-keep K [--sparse-chunk C (4096)] [--sparse-wait-rounds W (1)]]  (adds
+//                     [--sparse-keep K [--sparse-chunk C (4096)] [--sparse-wait-rounds W (0: the client's rule)]] (adds
 //                     spes_sparse: issue 39's codec, core/sync/sparse_codec.h, with error feedback;
 //                     in memory, never through files; a sent value held to W rounds' update ceiling)
 //                     [--sparse-mean]  (each shared element averaged over the senders that sent it)
+//                     [--sparse-bits 8|2] [--feedback-decay B (1)]  (2-bit values, bytes as packed;
+//                     the error feedback's decay)
 //                     [--shared-rule mean|centered_clip]  (the shared tensors' rule; the client's is centered_clip)
 #include "core/common/openmp_policy.h"
 #include "core/sim/simulated_swarm.h"
@@ -80,8 +82,10 @@ struct Args {
   bool files = true;            // contributions round-trip through contribution files
   std::int64_t sparseKeep = 0;  // > 0: also run spes_sparse (top-keep per chunk, error feedback)
   std::int64_t sparseChunk = 4096;
-  int sparseWaitRounds = 1;
+  int sparseWaitRounds = 0;  // 0: the client's rule (sync::sparseWaitRounds)
   bool sparseMean = false;
+  int sparseBits = 8;
+  double feedbackDecay = 1.0;
   std::string sharedRule = "mean";  // the simulator's default; the client's run default is centered_clip
 };
 
@@ -144,13 +148,18 @@ bool parseArgs(int argc, char** argv, Args& a) {
       a.sparseWaitRounds = std::atoi(v.c_str());
     else if (arg == "--sparse-mean")
       a.sparseMean = true;
+    else if (arg == "--sparse-bits" && next())
+      a.sparseBits = std::atoi(v.c_str());
+    else if (arg == "--feedback-decay" && next())
+      a.feedbackDecay = std::atof(v.c_str());
     else if (arg == "--shared-rule" && next())
       a.sharedRule = v;
     else
       return false;
   }
   if (a.sparseKeep < 0 || (a.sparseKeep > 0 && (a.sparseKeep > a.sparseChunk || a.sparseChunk > 32768))) return false;
-  if (a.sparseWaitRounds < 1 || !es::sync::parseSharedRule(a.sharedRule)) return false;
+  if ((a.sparseBits != 8 && a.sparseBits != 2) || !(a.feedbackDecay > 0 && a.feedbackDecay <= 1)) return false;
+  if (a.sparseWaitRounds < 0 || !es::sync::parseSharedRule(a.sharedRule)) return false;
   if (a.sparseKeep > 0 && a.runs.find("spes_sparse") == std::string::npos) a.runs += ",spes_sparse";
   if (a.threads <= 0) a.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (a.lrWarmup < 0) a.lrWarmup = a.steps / 10;
@@ -239,7 +248,7 @@ int main(int argc, char** argv) {
                  "all|shared|experts] [--runs "
                  "centralized,spes,spes_warmup,spes_int8,fedavg] "
                  "[--seed N] [--run-dir DIR] [--no-files] [--sparse-keep K] [--sparse-chunk C] [--sparse-wait-rounds "
-                 "W] [--sparse-mean]\n",
+                 "W] [--sparse-mean] [--sparse-bits 8|2] [--feedback-decay B]\n",
                  argv[0]);
     return 2;
   }
@@ -289,7 +298,8 @@ int main(int argc, char** argv) {
     if (!wanted(args, name)) return true;
     auto config = base;
     config.codec = codec;
-    if (name == "spes_sparse") config.sparse = {args.sparseChunk, args.sparseKeep};
+    if (name == "spes_sparse") config.sparse = {args.sparseChunk, args.sparseKeep, args.sparseBits};
+    config.feedbackDecay = args.feedbackDecay;
     config.sparseWaitRounds = args.sparseWaitRounds;
     config.sparseMean = args.sparseMean;
     config.aggregate.shared = *es::sync::parseSharedRule(args.sharedRule);
@@ -337,6 +347,8 @@ int main(int argc, char** argv) {
     const auto bytes = es::sim::meanContributionBytes(r);
     print("sparse_keep_per_chunk", double(args.sparseKeep), 0);
     print("sparse_chunk", double(args.sparseChunk), 0);
+    print("sparse_value_bits", double(args.sparseBits), 0);
+    print("feedback_decay", args.feedbackDecay, 3);
     print("bytes_per_peer_per_sync_sparse", bytes.sparse, 0);
     print("sparse_over_f32_bytes", bytes.sparse / bytes.f32, 4);  // goal <= 0.03
     if (has("spes_int8")) {

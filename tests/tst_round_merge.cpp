@@ -110,6 +110,37 @@ class RoundMergeTest : public QObject {
     QVERIFY(torch::allclose(find(first->merged, expert(1)), vec({30.2f, 39.8f})));
   }
 
+  // A sparse run's scatter-mean (issue 39): each shared element averaged over the senders that
+  // sent it (weighted by the ledger), experts untouched; the plain mean halves a value only one
+  // of two senders sent. Either way, any arrival order gives the same bits.
+  void theScatterMeanAveragesEachElementOverItsSenders() {
+    auto sparseEntry = [](const std::string& sender, int e, std::vector<float> shared) {
+      ContributionHeader header{kRun, 3, sender, context().baseHash, "f32"};
+      return RoundEntry{header, heldDeltas({{kShared, vec(std::move(shared))}, {expert(e), vec({0.5f, 0.0f})}}), {e}};
+    };
+    std::vector<RoundEntry> entries{sparseEntry("peer-a", 0, {0.4f, 0.0f}), sparseEntry("peer-b", 1, {0.2f, 0.6f})};
+    RoundPolicy policy;
+    auto plain = mergeRound(base(), context(), entries, policy, 30, {});
+    policy.aggregate.scatterMean = true;
+    auto scattered = mergeRound(base(), context(), entries, policy, 30, {});
+    std::reverse(entries.begin(), entries.end());
+    auto reversed = mergeRound(base(), context(), entries, policy, 30, {});
+    QVERIFY2(plain && scattered && reversed, plain ? "" : plain.error().c_str());
+    QVERIFY(torch::allclose(find(plain->merged, kShared), vec({1.3f, 2.3f})));
+    QVERIFY(torch::allclose(find(scattered->merged, kShared), vec({1.3f, 2.6f})));  // 0.6 sent by b alone
+    QVERIFY(sameBits(scattered->merged, reversed->merged));
+    QVERIFY(torch::equal(find(scattered->merged, expert(1)), find(plain->merged, expert(1))));
+    QVERIFY(torch::equal(find(scattered->merged, expert(1)), vec({30.5f, 40.0f})));
+    // Weighted: a holds 3 rounds of the ledger, b 1 — element 0 is (3·0.4 + 1·0.2) / 4, element 1 b's.
+    WorkLedger ledger;
+    for (std::int64_t r = 1; r <= 3; ++r)
+      ledger =
+          ledger.after(r, r == 1 ? std::vector<std::string>{"peer-a", "peer-b"} : std::vector<std::string>{"peer-a"});
+    auto weighted = mergeRound(base(), context(), entries, policy, 30, {}, {}, ledger);
+    QVERIFY(weighted.ok());
+    QVERIFY(torch::allclose(find(weighted->merged, kShared), vec({1.0f + (3 * 0.4f + 0.2f) / 4, 2.6f})));
+  }
+
   // Built on another base: skipped as stale (no verdict against the sender), merged as if absent.
   void aStaleEntryIsSkippedNotRejected() {
     auto stale = entry("peer-s", 2, 5.0f);

@@ -93,6 +93,24 @@ class RunManifestTest : public QObject {
     QDir(dir_.filePath("runs")).removeRecursively();
   }
 
+  // Issue 39: "sparse" with its settings; the header's codec name is sparse/<keep>/<chunk>, the
+  // one es_sync parses (sync::parseSparseCodec, tst_sparse_codec).
+  void aSparseRunNamesItsContributionCodec() {
+    auto manifest = bundledWith("swarm.compression", "sparse");
+    auto m = parseRunManifest(text(manifest));
+    QVERIFY2(m.ok(), m.ok() ? "" : m.error().c_str());
+    QCOMPARE(m->swarm.contributionCodec(), std::string("sparse/128/4096"));
+    QCOMPARE(m->swarm.feedbackDecay, 0.95);
+    manifest =
+        withValue(manifest, {"swarm", "sparse"}, QJsonObject{{"keep", 64}, {"chunk", 2048}, {"feedback_decay", 0.9}});
+    m = parseRunManifest(text(manifest));
+    QVERIFY2(m.ok(), m.ok() ? "" : m.error().c_str());
+    QCOMPARE(m->swarm.contributionCodec(), std::string("sparse/64/2048"));
+    QCOMPARE(m->swarm.feedbackDecay, 0.9);
+    m = parseRunManifest(text(bundledManifest()));
+    QCOMPARE(m->swarm.contributionCodec(), std::string("int8"));
+  }
+
   void bundledManifestParsesAndItsCorpusPasses() {
     auto m = loadRunManifest((kBundledRun + "/run.json").toStdString());
     QVERIFY2(m.ok(), m.ok() ? "" : m.error().c_str());
@@ -265,6 +283,14 @@ class RunManifestTest : public QObject {
     QTest::newRow("snapshot_every negative") << "swarm.snapshot_every" << QJsonValue(-1);
     QTest::newRow("quorum zero") << "swarm.quorum" << QJsonValue(0);
     QTest::newRow("compression unknown") << "swarm.compression" << QJsonValue("zip");
+    QTest::newRow("compression a header's sparse name") << "swarm.compression" << QJsonValue("sparse/128/4096");
+    QTest::newRow("sparse not an object") << "swarm.sparse" << QJsonValue(128);
+    QTest::newRow("sparse keep zero") << "swarm.sparse.keep" << QJsonValue(0);
+    QTest::newRow("sparse keep over chunk") << "swarm.sparse.keep" << QJsonValue(8192);
+    QTest::newRow("sparse chunk over int16") << "swarm.sparse.chunk" << QJsonValue(65536);
+    QTest::newRow("sparse decay zero") << "swarm.sparse.feedback_decay" << QJsonValue(0);
+    QTest::newRow("sparse decay above one") << "swarm.sparse.feedback_decay" << QJsonValue(1.5);
+    QTest::newRow("sparse unknown key") << "swarm.sparse.bits" << QJsonValue(2);
     QTest::newRow("deadline not an object") << "swarm.deadline" << QJsonValue(5);
     QTest::newRow("deadline factor zero") << "swarm.deadline.factor" << QJsonValue(0);
     QTest::newRow("deadline factor huge") << "swarm.deadline.factor" << QJsonValue(1e300);

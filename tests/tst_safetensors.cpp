@@ -25,7 +25,7 @@ using namespace es::ckpt;
 namespace {
 
 const std::vector<at::ScalarType> kAllTypes = {at::kFloat, at::kBFloat16, at::kHalf, at::kChar,
-                                               at::kByte,  at::kInt,      at::kLong};
+                                               at::kByte,  at::kShort,    at::kInt,  at::kLong};
 
 QByteArray bytesOf(const at::Tensor& t) {
   const at::Tensor c = t.contiguous();
@@ -188,8 +188,8 @@ void TstSafetensors::independentPythonReaderAgreesWithWrittenFile() {
   const QJsonArray pyTensors = result.value("tensors").toArray();
   QCOMPARE(pyTensors.size(), static_cast<qsizetype>(sorted.size()));
   const QMap<at::ScalarType, QString> names = {{at::kFloat, "F32"}, {at::kBFloat16, "BF16"}, {at::kHalf, "F16"},
-                                               {at::kChar, "I8"},   {at::kByte, "U8"},       {at::kInt, "I32"},
-                                               {at::kLong, "I64"}};
+                                               {at::kChar, "I8"},   {at::kByte, "U8"},       {at::kShort, "I16"},
+                                               {at::kInt, "I32"},   {at::kLong, "I64"}};
   for (qsizetype i = 0; i < pyTensors.size(); ++i) {
     const QJsonObject py = pyTensors[i].toObject();
     const auto& [name, tensor] = sorted[static_cast<std::size_t>(i)];

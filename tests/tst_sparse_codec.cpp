@@ -2,11 +2,14 @@
 // error feedback that sends what was left out later. The selection and rounding are checked
 // against the documented rule on hand-made chunks; decoding is strict; with error feedback the
 // sum of what was sent plus the residual is the sum of the deltas (nothing lost, only late).
+#include "core/sync/contribution_file.h"
 #include "core/sync/delta_codec.h"
 #include "core/sync/sparse_codec.h"
+#include "core/train/run_manifest.h"
 
 #include <torch/torch.h>
 
+#include <QTemporaryDir>
 #include <QtTest>
 
 using es::ckpt::NamedTensors;
@@ -113,6 +116,123 @@ class SparseCodec : public QObject {
         qPrintable(
             QString("residual %1 after 40 rounds, %2 after 1").arg(residual.norm().item<double>()).arg(firstResidual)));
     QVERIFY(sumSent.norm().item<double>() > 0.5 * sumDeltas.norm().item<double>());
+  }
+
+  // 2-bit values: q in {-2, -1, 1, 2} with s = mean|kept| / 1.5; decoding refuses any other q.
+  void twoBitValuesAreTwoLevelsAroundTheMean() {
+    const NamedTensors deltas{{"w", torch::tensor({0.1f, -0.6f, 0.2f, 1.2f})}};
+    SparseSpec spec{4, 3};
+    spec.valueBits = 2;
+    const auto encoded = es::sync::encodeSparse(deltas, spec);
+    const float s = (0.6f + 0.2f + 1.2f) / 3.0f / 1.5f;  // 0.444
+    QCOMPARE(find(encoded, "w.__scale")[0].item<float>(), s);
+    const auto& q = find(encoded, "w");
+    QCOMPARE(q[0].item<std::int8_t>(), std::int8_t(-1));  // -0.6 / s = -1.35
+    QCOMPARE(q[1].item<std::int8_t>(), std::int8_t(1));   //  0.2 / s = 0.45: no zero level
+    QCOMPARE(q[2].item<std::int8_t>(), std::int8_t(2));   //  1.2 / s = 2.7, held to 2
+    QVERIFY(es::sync::decodeSparse(encoded, spec, shapesOf(deltas)).ok());
+    for (const std::int8_t bad : {std::int8_t(0), std::int8_t(3)}) {
+      NamedTensors changed;
+      for (const auto& [n, t] : encoded) changed.emplace_back(n, n == "w" ? t.clone() : t);
+      for (auto& [n, t] : changed)
+        if (n == "w") t[0] = bad;
+      QVERIFY(!es::sync::decodeSparse(changed, spec, shapesOf(deltas)).ok());
+    }
+  }
+
+  // The wire size counts each chunk's index gaps Rice-coded with its best parameter: indices
+  // {0, 1, 2, 3} of a chunk of 8 are gaps of 1 (b = 0: one bit each), 4 bits of parameter.
+  void wireBytesCountRiceCodedGaps() {
+    const NamedTensors deltas{{"w", torch::tensor({4.0f, 3.0f, 2.0f, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f})}};
+    SparseSpec spec{8, 4};
+    spec.valueBits = 2;
+    const auto encoded = es::sync::encodeSparse(deltas, spec);
+    QCOMPARE(es::sync::sparseWireBytes(encoded, spec), std::int64_t(4 + (4 * 2 + 4 + 4 + 7) / 8));
+    // Spread indices cost more: {0, 2, 4, 6} has gaps of 2, two bits each (b = 0 or 1).
+    const NamedTensors spread{{"w", torch::tensor({4.0f, 0.0f, 3.0f, 0.0f, 2.0f, 0.0f, 1.0f, 0.0f})}};
+    QCOMPARE(es::sync::sparseWireBytes(es::sync::encodeSparse(spread, spec), spec),
+             std::int64_t(4 + (4 * 2 + 4 + 4 * 2 + 7) / 8));
+  }
+
+  // SparseLoCo's decay: the residual carried into the next round is decay × what was not sent.
+  void decayShrinksTheCarriedResidual() {
+    es::sync::ErrorFeedback feedback(0.5);
+    const SparseSpec spec{4, 1};
+    const NamedTensors deltas{{"w", torch::tensor({1.0f, 0.5f, 0.0f, 0.0f})}};
+    auto corrected = feedback.corrected(deltas);
+    feedback.keepUnsent(corrected,
+                        *es::sync::decodeSparse(es::sync::encodeSparse(corrected, spec), spec, shapesOf(deltas)));
+    QCOMPARE(feedback.residual().at("w")[1].item<float>(), 0.5f);  // not sent
+    corrected = feedback.corrected(deltas);
+    QCOMPARE(corrected.front().second[1].item<float>(), 0.5f + 0.25f);
+  }
+
+  // The codec's name: strict both ways; W = floor(sqrt(chunk / keep)).
+  void codecNamesAreStrict() {
+    const auto spec = es::sync::parseSparseCodec("sparse/128/4096");
+    QVERIFY(spec && spec->keep == 128 && spec->chunk == 4096 && spec->valueBits == 8);
+    QCOMPARE(es::sync::sparseCodecName(*spec), std::string("sparse/128/4096"));
+    for (const char* bad : {"sparse/0/4096", "sparse/128/64", "sparse/128/40960", "sparse/0128/4096", "sparse/+1/4",
+                            "sparse/1/4/", "sparse/1", "sparse//4", "Sparse/1/4", "sparse/1/99999999999"})
+      QVERIFY2(!es::sync::parseSparseCodec(bad), bad);
+    QVERIFY(!es::sync::parseContributionCodec("sparse/0/4").ok());
+    QVERIFY(es::sync::parseContributionCodec("int8").ok());
+    QCOMPARE(es::sync::sparseWaitRounds({4096, 128}), 5);  // 128 · 25 <= 4096 < 128 · 36
+    QCOMPARE(es::sync::sparseWaitRounds({4096, 4096}), 1);
+    es::train::SwarmPolicy run;  // the manifest's name for a sparse run's header codec is this one
+    run.compression = "sparse";
+    const auto named = es::sync::parseSparseCodec(run.contributionCodec());
+    QVERIFY(named && named->keep == run.sparseKeep && named->chunk == run.sparseChunk);
+  }
+
+  // A sparse contribution file: saved and loaded through the header's codec, shapes included; held
+  // to the model's shapes when the reader knows them, to a size bound when it does not.
+  void aSparseContributionFileRoundTrips() {
+    QTemporaryDir dir;
+    const auto path = dir.filePath("c.safetensors").toStdString();
+    torch::manual_seed(3);
+    const NamedTensors deltas{{"a", torch::randn({6, 5})}, {"b", torch::randn({7})}};
+    const es::sync::ContributionHeader header{"run", 2, "peer", "0123456789abcdef", "sparse/3/8"};
+    QVERIFY(es::sync::saveContribution(path, header, deltas).ok());
+    const auto loaded = es::sync::loadContribution(path);
+    QVERIFY2(loaded.ok(), loaded.ok() ? "" : loaded.error().c_str());
+    QCOMPARE(loaded->header.codec, std::string("sparse/3/8"));
+    const auto spec = *es::sync::parseSparseCodec("sparse/3/8");
+    const auto want = es::sync::decodeSparse(es::sync::encodeSparse(deltas, spec), spec, shapesOf(deltas));
+    QVERIFY(want.ok());
+    QCOMPARE(int(loaded->deltas.size()), 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+      QCOMPARE(loaded->deltas[i].first, (*want)[i].first);
+      QVERIFY(torch::equal(loaded->deltas[i].second, (*want)[i].second));
+      QCOMPARE(loaded->deltas[i].second.sizes(), deltas[i].second.sizes());
+    }
+    es::sync::TensorShapes model{{"a", {6, 5}}, {"b", {7}}};
+    QVERIFY(es::sync::loadContribution(path, &model).ok());
+    model["a"] = {5, 6};  // the same count of elements, another shape
+    QVERIFY(!es::sync::loadContribution(path, &model).ok());
+    model.erase("a");
+    QVERIFY(!es::sync::loadContribution(path, &model).ok());  // not a tensor of the model
+  }
+
+  // A shape the file declares is checked before anything is allocated: too many dimensions, a
+  // negative size, or more elements than the bound (a file of a few bytes per chunk must not
+  // decode to gigabytes).
+  void declaredShapesAreBoundedBeforeDecoding() {
+    const auto codec = *es::sync::parseContributionCodec("sparse/1/32768");
+    const NamedTensors deltas{{"w", torch::randn({40})}};
+    const auto good = es::sync::encodeContribution(deltas, codec);
+    QVERIFY(es::sync::decodeContribution(good, codec).ok());
+    auto withShape = [&](const at::Tensor& shape) {
+      NamedTensors bad;
+      for (const auto& [n, t] : good) bad.emplace_back(n, n == "w.__shape" ? shape : t);
+      return es::sync::decodeContribution(bad, codec);
+    };
+    QVERIFY(!withShape(torch::tensor({std::int64_t(1) << 30}, torch::kLong)).ok());
+    QVERIFY(!withShape(torch::tensor({std::int64_t(1) << 20, std::int64_t(1) << 20}, torch::kLong)).ok());
+    QVERIFY(!withShape(torch::tensor({-40}, torch::kLong)).ok());
+    QVERIFY(!withShape(torch::ones({9}, torch::kLong)).ok());  // nine dimensions
+    QVERIFY(!withShape(torch::tensor({40}, torch::kInt)).ok());
+    QVERIFY(!withShape(torch::tensor({32769}, torch::kLong)).ok());  // two chunks: another count of values
   }
 
   // A tensor no longer sent (its expert left the peer's claims) drops its residual.

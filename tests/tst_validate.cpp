@@ -304,6 +304,26 @@ class ValidateTest : public QObject {
     QVERIFY(!judged({moved}, policy, {{}})[0].accepted);  // over 0.05 x (1 + 1/128) = 0.0504
   }
 
+  // Issue 39: a contribution in the sparse run's codec may move a weight its wait rounds' ceiling
+  // (its sender's error feedback held that back); the same deltas in any other codec, or in a
+  // sparse codec of other wait rounds, stay at one round's.
+  void aSparseContributionIsHeldToItsWaitRoundsCeiling() {
+    ValidationPolicy policy = withCeiling();
+    policy.sparseWaitRounds = 5;              // sparse/128/4096: 128 · 25 <= 4096
+    policy.sparseCeiling = {0.05, 5.0, 0.0};  // five rounds' lr sum: 0.25 a weight
+    const NamedTensors moved{{kShared, torch::tensor({0.2f, 0.0f, 0.0f, 0.0f})}};
+    auto judge = [&](const char* codec) {
+      auto h = header();
+      h.codec = codec;
+      return judgeRound({checkContribution(h, moved, base(), {}, context(), policy)}, policy)[0];
+    };
+    QVERIFY2(judge("sparse/128/4096").accepted, judge("sparse/128/4096").reason.c_str());
+    QVERIFY(!judge("int8").accepted);
+    QVERIFY(!judge("sparse/4096/4096").accepted);  // W = 1: a dense file in the sparse format
+    policy.sparseWaitRounds = 0;                   // not a sparse run
+    QVERIFY(!judge("sparse/128/4096").accepted);
+  }
+
   void updateNormIsTheL2NormOverAllDeltas() {
     QCOMPARE(updateNorm({{"a", vec({3})}, {"b", vec({0, 4})}}), 5.0);
     QCOMPARE(updateNorm({{"a", vec({3, 4})}, {"b", torch::zeros({2, 2})}}), 5.0);

@@ -18,7 +18,7 @@ namespace {
 
 constexpr std::pair<DType, at::ScalarType> kScalarTypes[] = {
     {DType::F32, at::kFloat}, {DType::BF16, at::kBFloat16}, {DType::F16, at::kHalf}, {DType::I8, at::kChar},
-    {DType::U8, at::kByte},   {DType::I32, at::kInt},       {DType::I64, at::kLong},
+    {DType::U8, at::kByte},   {DType::I16, at::kShort},     {DType::I32, at::kInt},  {DType::I64, at::kLong},
 };
 
 std::optional<DType> toDType(at::ScalarType type) {

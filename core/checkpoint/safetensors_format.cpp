@@ -30,7 +30,7 @@ struct DTypeEntry {
 
 constexpr DTypeEntry kDTypes[] = {
     {DType::F32, "F32", 4}, {DType::BF16, "BF16", 2}, {DType::F16, "F16", 2}, {DType::I8, "I8", 1},
-    {DType::U8, "U8", 1},   {DType::I32, "I32", 4},   {DType::I64, "I64", 8},
+    {DType::U8, "U8", 1},   {DType::I16, "I16", 2},   {DType::I32, "I32", 4}, {DType::I64, "I64", 8},
 };
 
 std::string shapeText(const std::vector<std::int64_t>& shape) {
@@ -103,7 +103,7 @@ Expected<TensorInfo> parseEntry(const std::string& name, const json& entry, std:
   const json& dtype = entry["dtype"];
   const auto parsedDType = dtype.is_string() ? parseDType(dtype.get<std::string>()) : std::nullopt;
   if (!parsedDType) {
-    return makeError(where + "unknown dtype " + dtype.dump() + " (supported: F32, BF16, F16, I8, U8, I32, I64)");
+    return makeError(where + "unknown dtype " + dtype.dump() + " (supported: F32, BF16, F16, I8, U8, I16, I32, I64)");
   }
   info.dtype = *parsedDType;
 

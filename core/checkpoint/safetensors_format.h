@@ -20,7 +20,7 @@
 
 namespace es::ckpt {
 
-enum class DType { F32, BF16, F16, I8, U8, I32, I64 };
+enum class DType { F32, BF16, F16, I8, U8, I16, I32, I64 };
 
 std::size_t dtypeSize(DType dtype);
 std::string_view dtypeName(DType dtype);  // "F32", "BF16", ...

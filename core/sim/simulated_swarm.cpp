@@ -105,7 +105,8 @@ Expected<std::vector<detail::Peer>> createPeers(Strategy strategy, const SimConf
   const auto shards = splitTokens(data.train, c.peers, c.shardBlockTokens);
   std::vector<detail::Peer> peers;
   for (int p = 0; p < c.peers; ++p) {
-    detail::Peer peer{"peer-" + std::to_string(p), claims[static_cast<std::size_t>(p)], nullptr, {}, {}, {}};
+    detail::Peer peer{"peer-" + std::to_string(p),         claims[static_cast<std::size_t>(p)], nullptr, {}, {},
+                      sync::ErrorFeedback(c.feedbackDecay)};
     train::TrainerOptions options{c.model, c.train, c.seed, c.dataSeed + static_cast<std::uint64_t>(p), peer.claims};
     auto created = train::Trainer::create(options, shards[static_cast<std::size_t>(p)], data.val);
     if (!created) return makeError(peer.id + ": " + created.error());

@@ -41,14 +41,14 @@ struct SimConfig {
   // feedback, in memory only (no contribution file holds them yet); `codec` is then unused.
   sync::SparseSpec sparse{4096, 0};
   // The rounds a weight's unsent movement may wait in a sparse sender's residual: a sent value is
-  // held to (and validated against) the update ceiling of that many rounds' steps, not one's
-  // (1: the dense ceiling; what error feedback carries over past it stays unsent). An experiment
-  // toward a sparse run's own ceiling (docs/PERFORMANCE.md, "Sparse contributions").
-  int sparseWaitRounds = 1;
-  // Experiment: each shared element of sparse contributions averaged over the senders that sent
-  // it (SparseLoCo's scatter-mean), not over all senders with zeros for the rest. Issue 39.
+  // held to (and validated against) the update ceiling of that many rounds' steps. 0: the client's
+  // rule, sync::sparseWaitRounds (floor √(chunk / keep)); another value is an experiment.
+  int sparseWaitRounds = 0;
+  // Each shared element of sparse contributions averaged over the senders that sent it
+  // (SparseLoCo's scatter-mean: AggregatePolicy::scatterMean, what a sparse run's merge does).
   bool sparseMean = false;
-  bool warmup = false;  // SPES merging warm-up after the aggregate
+  double feedbackDecay = 1.0;  // experiment: the error feedback's decay (ErrorFeedback), 1 = none
+  bool warmup = false;         // SPES merging warm-up after the aggregate
   sync::WarmupConfig warmupConfig;
   sync::AggregatePolicy aggregate;  // shared-tensor rule: mean (default here; the client's
                                     // run default is centered clipping) or centered clipping

@@ -39,16 +39,25 @@ ContributionBytes measureBytes(int round, int peer, const ckpt::NamedTensors& de
   b.f32 = sync::encodedBytes(sync::encodeDeltas(deltas, sync::Codec::F32));
   b.bf16 = sync::encodedBytes(sync::encodeDeltas(deltas, sync::Codec::BF16));
   b.int8 = sync::encodedBytes(sync::encodeDeltas(deltas, sync::Codec::Int8));
-  if (sparse.keep > 0) b.sparse = sync::encodedBytes(sync::encodeSparse(deltas, sparse));
+  if (sparse.keep > 0 && sparse.valueBits == 8) b.sparse = sync::encodedBytes(sync::encodeSparse(deltas, sparse));
+  // Packed (values at their bits, Rice-coded index gaps): what a wire format would take.
+  if (sparse.keep > 0 && sparse.valueBits < 8)
+    b.sparse = sync::sparseWireBytes(sync::encodeSparse(deltas, sparse), sparse);
   // SPES's peers upload the full f32 weights of what they trained: same tensors, 4 bytes each.
   for (const auto& [name, t] : deltas) b.spesReference += t.numel() * 4;
   return b;
 }
 
+// A sparse run's wait rounds: the client's rule (sync::sparseWaitRounds) unless the experiment
+// names its own.
+int waitRounds(const SimConfig& config) {
+  return config.sparseWaitRounds > 0 ? config.sparseWaitRounds : sync::sparseWaitRounds(config.sparse);
+}
+
 // What a contribution closing at `step` may move a weight: one round's steps, or a sparse run's
 // sparseWaitRounds rounds (from step 0 at most).
 sync::UpdateCeiling contributionCeiling(const SimConfig& config, std::int64_t step) {
-  const std::int64_t rounds = config.sparse.keep > 0 ? std::max(1, config.sparseWaitRounds) : 1;
+  const std::int64_t rounds = config.sparse.keep > 0 ? waitRounds(config) : 1;
   return sync::updateCeiling(config.train, std::max<std::int64_t>(0, step - rounds * config.syncEvery), step);
 }
 
@@ -115,25 +124,6 @@ std::vector<sync::RoundEntry> arrivalOrder(const std::vector<sync::RoundEntry>& 
   return order;
 }
 
-// SimConfig::sparseMean: sender i's value of a shared element × n / (the senders that sent that
-// element), so the aggregate's mean over n is the mean over those senders. Experts are left as
-// they are (their owners' mean).
-void scaleToSparseMean(std::vector<ckpt::NamedTensors>& arrived) {
-  std::map<std::string, at::Tensor> senders;  // shared tensor → per element, how many sent it
-  for (const auto& deltas : arrived)
-    for (const auto& [name, t] : deltas) {
-      if (model::expertOf(name)) continue;
-      const auto sent = t.ne(0).to(at::kDouble);
-      auto [it, fresh] = senders.emplace(name, sent);
-      if (!fresh) it->second = it->second + sent;
-    }
-  const double n = double(arrived.size());
-  for (auto& deltas : arrived)
-    for (auto& [name, t] : deltas)
-      if (const auto it = senders.find(name); it != senders.end())
-        t = (t.to(at::kDouble) * n / it->second.clamp_min(1.0)).to(t.scalar_type());
-}
-
 // Every peer's contribution as it arrives at the others (encoded, decoded), its bytes measured.
 Expected<std::vector<sync::RoundEntry>> sendContributions(std::vector<Peer>& peers, const RoundInput& in,
                                                           const sync::RoundContext& context,
@@ -146,14 +136,16 @@ Expected<std::vector<sync::RoundEntry>> sendContributions(std::vector<Peer>& pee
     local.push_back(train::trainerWeights(*peers[p].trainer));
     const auto deltas = contributionDeltas(*peers[p].trainer, local.back(), in.base);
     out.bytes.push_back(measureBytes(in.round, static_cast<int>(p), deltas, in.config.sparse));
-    sync::ContributionHeader header{kRun, in.round, peers[p].id, context.baseHash, sync::codecName(in.config.codec)};
+    const bool sparse = in.config.sparse.keep > 0;
+    sync::ContributionHeader header{
+        kRun, in.round, peers[p].id, context.baseHash,
+        sparse ? sync::sparseCodecName(in.config.sparse) : sync::codecName(in.config.codec)};
     auto arrived = in.config.sparse.keep > 0 ? transportSparse(deltas, in.base, peers[p].feedback, in.config, in.step)
                                              : transport(deltas, header, in.config);
     if (!arrived) return makeError(peers[p].id + " round " + std::to_string(in.round) + ": " + arrived.error());
     headers.push_back(header);
     arrivals.push_back(std::move(*arrived));
   }
-  if (in.config.sparse.keep > 0 && in.config.sparseMean) scaleToSparseMean(arrivals);
   std::vector<sync::RoundEntry> entries;
   for (std::size_t p = 0; p < peers.size(); ++p) {
     arrivedDeltas.emplace(peers[p].id, arrivals[p]);
@@ -181,8 +173,14 @@ Expected<RoundOutcome> syncRound(std::vector<Peer>& peers, const RoundInput& in,
   //    validation, the accepted senders' ownership, aggregate, warm-up), fed in its own arrival
   //    order — and adopts the result (the optimizer moments stay, as in SPES).
   sync::RoundPolicy policy{config.aggregate, std::nullopt, config.outer, {}};
+  policy.aggregate.scatterMean = config.sparse.keep > 0 && config.sparseMean;  // the client's rule for a sparse run
   if (config.warmup) policy.warmup = config.warmupConfig;
-  policy.validation.ceiling = contributionCeiling(config, in.step);
+  policy.validation.ceiling =
+      sync::updateCeiling(config.train, std::max<std::int64_t>(0, in.step - config.syncEvery), in.step);
+  if (config.sparse.keep > 0) {  // as the client's mergePolicy: the run's rule for its codec (or the experiment's W)
+    policy.validation.sparseCeiling = contributionCeiling(config, in.step);
+    policy.validation.sparseWaitRounds = sync::sparseWaitRounds(config.sparse);
+  }
   ckpt::NamedTensors firstMerged;
   std::vector<sync::Contribution> accepted;
   sync::Ownership owners;

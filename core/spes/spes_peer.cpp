@@ -112,16 +112,22 @@ std::string staleBaseHash(const std::string& real) {
 }
 
 // The merge's shared rule; create() has refused anything parseSharedRule does not know.
+// A sparse run averages each shared element over its senders (sync::AggregatePolicy::scatterMean).
 sync::AggregatePolicy aggregatePolicy(const SpesPeerConfig& config) {
-  return {sync::parseSharedRule(config.aggregate).value_or(sync::SharedRule::Mean), config.clipIterations,
-          config.clipTauFactor};
+  sync::AggregatePolicy policy{sync::parseSharedRule(config.aggregate).value_or(sync::SharedRule::Mean),
+                               config.clipIterations, config.clipTauFactor};
+  policy.scatterMean = sync::parseSparseCodec(config.codec).has_value();
+  return policy;
 }
 
 // Reads the round's contribution files. One that cannot be read, or that names another sender
 // than the peer that announced it, gets its verdict here; the rest go to the round's merge.
-std::vector<sync::RoundEntry> readEntries(const std::vector<IncomingContribution>& incoming,
+std::vector<sync::RoundEntry> readEntries(const std::vector<IncomingContribution>& incoming, const NamedTensors& base,
                                           std::vector<ContributionVerdict>& verdicts,
                                           std::map<std::string, std::int64_t>& bytesOf) {
+  // The model's shapes: a sparse file's declared ones must be these before it is decoded.
+  auto shapes = std::make_shared<sync::TensorShapes>();
+  for (const auto& [name, t] : base) (*shapes)[name] = t.sizes().vec();
   std::vector<sync::RoundEntry> entries;
   for (const auto& c : incoming) {
     ContributionVerdict v;
@@ -149,7 +155,7 @@ std::vector<sync::RoundEntry> readEntries(const std::vector<IncomingContribution
       continue;
     }
     bytesOf[c.sender.str()] = v.bytes;
-    auto deltas = sync::contributionDeltas(c.path, *header);
+    auto deltas = sync::contributionDeltas(c.path, *header, shapes);
     entries.push_back({std::move(*header), std::move(deltas), c.claims});
   }
   return entries;
@@ -167,6 +173,13 @@ sync::RoundPolicy mergePolicy(const SpesPeerConfig& config, std::int64_t round) 
   auto policy = roundPolicy(config);
   policy.validation.ceiling =
       sync::updateCeiling(config.trainer.train, (round - 1) * config.syncEvery, round * config.syncEvery);
+  if (const auto sparse = sync::parseSparseCodec(config.codec)) {  // what the senders' feedback held back
+    policy.validation.sparseWaitRounds = sync::sparseWaitRounds(*sparse);
+    policy.validation.sparseCeiling =
+        sync::updateCeiling(config.trainer.train,
+                            std::max<std::int64_t>(0, (round - policy.validation.sparseWaitRounds) * config.syncEvery),
+                            round * config.syncEvery);
+  }
   return policy;
 }
 
@@ -197,8 +210,10 @@ Expected<std::unique_ptr<SpesPeer>> SpesPeer::create(const SpesPeerConfig& confi
                                                      std::shared_ptr<const std::vector<std::uint16_t>> train,
                                                      std::shared_ptr<const std::vector<std::uint16_t>> val) {
   if (config.syncEvery < 1) return makeError("sync_every must be positive");
-  auto codec = sync::parseCodec(config.codec);
+  auto codec = sync::parseContributionCodec(config.codec);
   if (!codec) return makeError(codec.error());
+  if (!(config.feedbackDecay >= 0.5 && config.feedbackDecay <= 1.0))
+    return makeError("the error feedback's decay must be in [0.5, 1]");
   if (!sync::parseSharedRule(config.aggregate))
     return makeError("unknown aggregate \"" + config.aggregate + "\": must be \"mean\" or \"centered_clip\"");
   if (config.clipIterations < 1 || !(config.clipTauFactor > 0.0) || !std::isfinite(config.clipTauFactor))
@@ -215,6 +230,10 @@ Expected<std::unique_ptr<SpesPeer>> SpesPeer::create(const SpesPeerConfig& confi
   d.trainTokens = train;
   d.valTokens = val;
   d.base = train::trainerWeights(*d.trainer);  // every peer starts from the same seeded weights
+  if (codec->isSparse()) {
+    d.sparse = codec->sparse;
+    d.feedback.emplace(config.feedbackDecay);
+  }
   if (auto s = d.load(); !s) return makeError(s.error());
   return peer;
 }
@@ -233,13 +252,18 @@ Expected<ContributionWritten> SpesPeer::writeContribution(std::int64_t round, co
   return impl_->writePending(round, path);
 }
 
-Expected<ContributionWritten> SpesPeer::Impl::writePending(std::int64_t round, const std::string& path) {
+Expected<ContributionWritten> SpesPeer::Impl::writePending(std::int64_t round, const std::string& path, bool rewrite) {
   std::map<std::string, std::size_t> index;
   for (std::size_t i = 0; i < snapshot.size(); ++i) index[snapshot[i].first] = i;
   NamedTensors deltas;
   for (const auto& name : trainer->trainableTensorNames()) {
     const auto i = index.at(name);
     deltas.emplace_back(name, snapshot[i].second - base[i].second);
+  }
+  if (feedback) {
+    auto held = feedBack(round, deltas, rewrite);
+    if (!held) return makeError(held.error());
+    deltas = std::move(*held);
   }
   if (!config.testPoison.empty())
     poison(deltas, config.testPoison, config.trainer, base,
@@ -274,7 +298,7 @@ Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<Inco
   result.round = round;
   const sync::RoundContext context{d.config.runId, round, d.fingerprint()};
   std::map<std::string, std::int64_t> bytesOf;  // sender → file size, for the verdicts
-  auto entries = readEntries(incoming, result.verdicts, bytesOf);
+  auto entries = readEntries(incoming, d.base, result.verdicts, bytesOf);
   // The round's merge: the same function the simulator runs (issue 13, item 2).
   auto outcome = sync::mergeRound(d.base, context, std::move(entries), mergePolicy(d.config, round),
                                   round * d.config.syncEvery, d.config.trainer.model, d.momentum, d.ledger);
@@ -366,6 +390,8 @@ Expected<std::int64_t> SpesPeer::adoptSnapshot(const std::string& path, std::int
   d.previousBase.clear();
   d.previousMomentum.clear();
   d.snapshot.clear();
+  if (d.feedback) d.feedback->setResidual({});  // movement of the state we left
+  d.beforePending.clear();
   // The schedule continues where the swarm is: at the round's end, or as far into the next as the
   // swarm got (the round still ends at a multiple of sync_every).
   d.trainer->impl().step = round * d.config.syncEvery + std::clamp(skipSteps, 0, d.config.syncEvery - 1);

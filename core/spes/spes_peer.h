@@ -52,7 +52,10 @@ struct SpesPeerConfig {
   std::string runId;
   std::string selfId;
   // Defaults: the run manifest's (train::SwarmPolicy); the engine sets them from the manifest.
-  std::string codec = train::SwarmPolicy{}.compression;
+  // The run's contribution codec as a header names it (train::SwarmPolicy::contributionCodec):
+  // "f32", "bf16", "int8" or "sparse/<keep>/<chunk>", whose error feedback decays by feedbackDecay.
+  std::string codec = train::SwarmPolicy{}.contributionCodec();
+  double feedbackDecay = train::SwarmPolicy{}.feedbackDecay;
   int syncEvery = train::SwarmPolicy{}.syncEvery;
   // Merging warm-up (run.json swarm.merge_warmup); alpha0 0 = off.
   std::int64_t warmupInterval = train::SwarmPolicy{}.warmupInterval;

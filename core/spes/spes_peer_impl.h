@@ -9,6 +9,7 @@
 #include "core/spes/spes_peer.h"
 #include "core/sync/outer_step.h"
 #include "core/sync/round_merge.h"
+#include "core/sync/sparse_codec.h"
 #include "core/sync/swarm_state.h"
 #include "core/sync/validate.h"
 #include "core/train/trainer.h"
@@ -17,6 +18,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <thread>
 
 namespace es::node::peer_detail {
@@ -25,13 +27,14 @@ using ckpt::NamedTensors;
 
 extern const char* const kStateFile;
 extern const char* const kBaseFile;
+extern const char* const kFeedbackFile;  // a sparse run's residual (absent: none yet)
 
 Expected<NamedTensors> inOrder(const NamedTensors& order, const ckpt::SafetensorsFile& file);
 std::string unfitSnapshotTensor(const NamedTensors& base, const NamedTensors& ordered);
 NamedTensors sharedOnly(const NamedTensors& tensors);
 void poison(NamedTensors& deltas, const std::string& kind, const train::TrainerOptions& options,
             const NamedTensors& weights, const sync::UpdateCeiling& ceiling);
-std::vector<sync::RoundEntry> readEntries(const std::vector<IncomingContribution>& incoming,
+std::vector<sync::RoundEntry> readEntries(const std::vector<IncomingContribution>& incoming, const NamedTensors& base,
                                           std::vector<ContributionVerdict>& verdicts,
                                           std::map<std::string, std::int64_t>& bytesOf);
 sync::RoundPolicy roundPolicy(const SpesPeerConfig& config);
@@ -66,6 +69,23 @@ struct SpesPeer::Impl {
   sync::WorkLedger ledger, previousLedger;
   bool resumed = false;
   std::shared_ptr<const std::vector<std::uint16_t>> trainTokens, valTokens;
+  // A sparse run's error feedback (sync/sparse_codec.h; spes_peer_feedback.cpp): what this peer
+  // has not sent yet. Training state: persisted in each round folder with the trainer's state
+  // (captured at the same moment), restored on resume, dropped when a snapshot is adopted (it
+  // held movement of a state we left). `beforePending`: its value before the pending
+  // contribution was written — a rewrite on a remerged base (SpesPeer::remerge) starts from it,
+  // so the unsent movement is not counted twice.
+  std::optional<sync::ErrorFeedback> feedback;
+  std::map<std::string, at::Tensor> beforePending;
+  std::optional<sync::SparseSpec> sparse;  // the run's sparse codec, when it has one
+
+  // Sparse runs: what goes into the contribution of `round` — deltas plus the residual, each
+  // weight held to the sparse ceiling (validate.h) — and the residual becomes what that file does
+  // not carry. `rewrite`: the pending contribution written again (from beforePending).
+  Expected<NamedTensors> feedBack(std::int64_t round, const NamedTensors& deltas, bool rewrite);
+  Expected<std::map<std::string, at::Tensor>> readFeedback(const std::string& dir) const;
+  static Status saveFeedback(const std::string& dir, std::int64_t round,
+                             const std::map<std::string, at::Tensor>& residual);
 
   // State after the merge of round N lives in <stateDir>/round-N (core/checkpoint/round_dirs.h: a kill
   // at any moment leaves a complete round; the one before the newest is kept as its fallback).
@@ -80,7 +100,7 @@ struct SpesPeer::Impl {
   std::string fingerprint() const { return sync::swarmFingerprint(base, momentum, ledger); }
 
   // The pending contribution (snapshot − base over the trainable tensors) written to `path`.
-  Expected<ContributionWritten> writePending(std::int64_t round, const std::string& path);
+  Expected<ContributionWritten> writePending(std::int64_t round, const std::string& path, bool rewrite = false);
 
   void persist() {
     if (writer.joinable()) writer.join();  // one write at a time, in order
@@ -89,18 +109,20 @@ struct SpesPeer::Impl {
       return;
     }
     writer = std::thread([dir = config.stateDir, round = baseRound, base = sync::withState(base, momentum, ledger),
-                          state = train::captureTrainingState(*trainer), done = onPersisted]() mutable {
-      const auto status = writeRoundDir(dir, round, base, state);
+                          state = train::captureTrainingState(*trainer), done = onPersisted,
+                          residual = feedback ? feedback->residual() : std::map<std::string, at::Tensor>{}]() mutable {
+      const auto status = writeRoundDir(dir, round, base, state, residual);
       if (done) done(round, status ? std::string() : status.error());
     });
   }
 
   static Status writeRoundDir(const std::string& stateDir, std::int64_t round, const NamedTensors& base,
-                              const ckpt::TrainingState& state) {
+                              const ckpt::TrainingState& state, const std::map<std::string, at::Tensor>& residual) {
     return round_dirs::commit(stateDir, round, [&](const std::string& dir) -> Status {
       if (auto s = ckpt::saveSafetensors(dir + "/" + peer_detail::kBaseFile, base, {{"round", std::to_string(round)}});
           !s)
         return s;
+      if (auto s = saveFeedback(dir, round, residual); !s) return s;
       return ckpt::saveTrainingState(dir + "/" + peer_detail::kStateFile, state);
     });
   }
@@ -135,7 +157,10 @@ struct SpesPeer::Impl {
     if (!stored) return makeError(stored.error());
     auto storedLedger = sync::ledgerIn(*file, dir.round);
     if (!storedLedger) return makeError(storedLedger.error());
+    auto residual = readFeedback(dir.path);
+    if (!residual) return makeError(residual.error());
     if (auto s = trainer->loadState(dir.path + "/" + peer_detail::kStateFile); !s) return s;
+    if (feedback) feedback->setResidual(std::move(*residual));
     base = std::move(*ordered);
     momentum = std::move(*stored);
     ledger = std::move(*storedLedger);

@@ -37,7 +37,7 @@ Expected<Remerged> SpesPeer::remerge(std::int64_t round, const std::vector<Incom
   // A file that does not read, or names another sender, is left out as SpesPeer::merge leaves it out.
   std::vector<ContributionVerdict> unread;
   std::map<std::string, std::int64_t> bytesOf;
-  auto entries = readEntries(contributions, unread, bytesOf);
+  auto entries = readEntries(contributions, d.previousBase, unread, bytesOf);
   auto outcome =
       sync::mergeRound(d.previousBase, context, std::move(entries), mergePolicy(d.config, round),
                        round * d.config.syncEvery, d.config.trainer.model, d.previousMomentum, d.previousLedger);
@@ -62,7 +62,7 @@ Expected<Remerged> SpesPeer::remerge(std::int64_t round, const std::vector<Incom
   d.ledger = std::move(outcome->ledger);
   if (pending) {
     // The same deltas (up to rounding) on the new base: its header names the state we hold now.
-    auto written = d.writePending(round + 1, rewritePath);
+    auto written = d.writePending(round + 1, rewritePath, true);
     if (!written)
       return makeError("writing the round " + std::to_string(round + 1) + " contribution again: " + written.error());
     out.rewritten = *written;

@@ -39,7 +39,7 @@ bool parseRound(const std::string& text, std::int64_t& out) {
 }  // namespace
 
 Status saveContribution(const std::string& path, const ContributionHeader& header, const ckpt::NamedTensors& deltas) {
-  const auto codec = parseCodec(header.codec);
+  const auto codec = parseContributionCodec(header.codec);
   if (!codec) return makeError("cannot save contribution: " + codec.error());
   if (header.round < 0) return makeError("cannot save contribution: negative round " + std::to_string(header.round));
   // Never write what loadContribution() would refuse.
@@ -51,7 +51,7 @@ Status saveContribution(const std::string& path, const ContributionHeader& heade
       {"sender", header.sender}, {"base_hash", header.baseHash},
       {"codec", header.codec},
   };
-  return ckpt::saveSafetensors(path, encodeDeltas(deltas, *codec), metadata);
+  return ckpt::saveSafetensors(path, encodeContribution(deltas, *codec), metadata);
 }
 
 namespace {
@@ -81,7 +81,7 @@ Expected<ContributionHeader> headerOf(const ckpt::Metadata& meta, const std::str
   ContributionHeader header;
   if (!parseRound(meta.at("round"), header.round))
     return makeError(where + "malformed round " + safeQuote(meta.at("round")));
-  if (const auto codec = parseCodec(meta.at("codec")); !codec) return makeError(where + codec.error());
+  if (const auto codec = parseContributionCodec(meta.at("codec")); !codec) return makeError(where + codec.error());
   header.run = meta.at("run");
   header.sender = meta.at("sender");
   header.baseHash = meta.at("base_hash");
@@ -90,10 +90,11 @@ Expected<ContributionHeader> headerOf(const ckpt::Metadata& meta, const std::str
 }
 
 // The metadata and deltas of a parsed safetensors file; `where` prefixes every error.
-Expected<ContributionFile> fromSafetensors(const ckpt::SafetensorsFile& file, const std::string& where) {
+Expected<ContributionFile> fromSafetensors(const ckpt::SafetensorsFile& file, const std::string& where,
+                                           const TensorShapes* expected) {
   auto header = headerOf(file.metadata, where);
   if (!header) return makeError(header.error());
-  auto deltas = decodeDeltas(file.tensors, *parseCodec(header->codec));
+  auto deltas = decodeContribution(file.tensors, *parseContributionCodec(header->codec), expected);
   if (!deltas) return makeError(where + deltas.error());
   return ContributionFile{std::move(*header), std::move(*deltas)};
 }
@@ -104,10 +105,10 @@ bool sameHeader(const ContributionHeader& a, const ContributionHeader& b) {
 
 }  // namespace
 
-Expected<ContributionFile> loadContribution(const std::string& path) {
+Expected<ContributionFile> loadContribution(const std::string& path, const TensorShapes* expected) {
   auto file = ckpt::loadSafetensors(path);
   if (!file) return file.failure();
-  return fromSafetensors(*file, "contribution \"" + path + "\": ");
+  return fromSafetensors(*file, "contribution \"" + path + "\": ", expected);
 }
 
 Expected<ContributionHeader> readContributionHeader(const std::string& path) {
@@ -116,9 +117,10 @@ Expected<ContributionHeader> readContributionHeader(const std::string& path) {
   return headerOf(header->metadata, "contribution \"" + path + "\": ");
 }
 
-DeltaSource contributionDeltas(const std::string& path, const ContributionHeader& expected) {
-  return [path, expected]() -> Expected<ckpt::NamedTensors> {
-    auto file = loadContribution(path);
+DeltaSource contributionDeltas(const std::string& path, const ContributionHeader& expected,
+                               std::shared_ptr<const TensorShapes> shapes) {
+  return [path, expected, shapes]() -> Expected<ckpt::NamedTensors> {
+    auto file = loadContribution(path, shapes.get());
     if (!file) return file.failure();
     // The bytes were verified and their header read before: another header now is our disk's doing.
     if (!sameHeader(file->header, expected)) return localError("contribution \"" + path + "\" changed on disk");
@@ -129,7 +131,7 @@ DeltaSource contributionDeltas(const std::string& path, const ContributionHeader
 Expected<ContributionFile> parseContribution(std::string_view bytes) {
   auto file = ckpt::parseSafetensors(bytes);
   if (!file) return makeError(file.error());
-  return fromSafetensors(*file, "contribution: ");
+  return fromSafetensors(*file, "contribution: ", nullptr);
 }
 
 }  // namespace es::sync

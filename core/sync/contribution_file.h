@@ -3,9 +3,11 @@
 // Written atomically; read strictly (a missing or malformed field is an error).
 #pragma once
 
-#include "core/sync/delta_codec.h"
+#include "core/sync/contribution_codec.h"
 #include "core/sync/delta_source.h"
 #include "core/sync/validate.h"
+
+#include <memory>
 
 namespace es::sync {
 
@@ -15,12 +17,15 @@ struct ContributionFile {
 };
 
 Status saveContribution(const std::string& path, const ContributionHeader& header, const ckpt::NamedTensors& deltas);
-Expected<ContributionFile> loadContribution(const std::string& path);
+// `expected`: the model's tensor shapes, which a sparse file's declared shapes must match before
+// anything is allocated (contribution_codec.h); null: only the size bound holds.
+Expected<ContributionFile> loadContribution(const std::string& path, const TensorShapes* expected = nullptr);
 // The header alone (only the file's safetensors header is read), checked as strictly.
 Expected<ContributionHeader> readContributionHeader(const std::string& path);
 // The file's deltas, decoded again at every call, for the streaming merge (delta_source.h); a
 // call fails if the file no longer holds a contribution with the header `expected`.
-DeltaSource contributionDeltas(const std::string& path, const ContributionHeader& expected);
+DeltaSource contributionDeltas(const std::string& path, const ContributionHeader& expected,
+                               std::shared_ptr<const TensorShapes> shapes = nullptr);
 // The same from a whole file held in memory (fuzzing; the strict rules are identical).
 Expected<ContributionFile> parseContribution(std::string_view bytes);
 

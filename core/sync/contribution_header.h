@@ -13,7 +13,7 @@ struct ContributionHeader {
   std::int64_t round = 0;
   std::string sender;
   std::string baseHash;
-  std::string codec;  // "f32", "bf16" or "int8"
+  std::string codec;  // "f32", "bf16", "int8" or "sparse/<keep>/<chunk>" (contribution_codec.h)
 };
 
 }  // namespace es::sync

@@ -1,6 +1,7 @@
 #include "core/sync/fetch_size.h"
 
 #include "core/model/tensor_names.h"
+#include "core/sync/sparse_layout.h"
 #include "core/sync/work_ledger.h"
 
 #include <algorithm>
@@ -30,10 +31,15 @@ std::int64_t fileBytes(std::vector<TensorInfo> tensors, const ckpt::Metadata& me
 }
 
 // delta_codec.h: f32 and bf16 keep the names and shapes; int8 adds "<name>.__scale", float32, one
-// value per row of the tensor viewed as [rows, last dim].
+// value per row of the tensor viewed as [rows, last dim]. A sparse codec: sparse_layout.h.
 std::vector<TensorInfo> encoded(const std::vector<TensorInfo>& tensors, const std::string& codec) {
   std::vector<TensorInfo> out;
+  const auto sparse = parseSparseCodec(codec);
   for (auto t : tensors) {
+    if (sparse) {
+      for (auto& part : sparseTensors(t.name, t.shape, *sparse)) out.push_back(std::move(part));
+      continue;
+    }
     if (codec == "bf16") t.dtype = DType::BF16;
     if (codec == "int8") {
       t.dtype = DType::I8;
@@ -96,6 +102,7 @@ std::vector<std::int64_t> contributionSizes(const model::ModelConfig& config, co
     h.codec = codec;
     sizes.push_back(contributionBytes(config, claims, h));
   }
+  if (parseSparseCodec(header.codec)) sizes.push_back(contributionBytes(config, claims, header));
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   return sizes;

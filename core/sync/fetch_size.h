@@ -26,8 +26,10 @@ std::vector<ckpt::TensorInfo> modelTensors(const model::ModelConfig& config);
 std::int64_t contributionBytes(const model::ModelConfig& config, const std::set<int>& claims,
                                const ContributionHeader& header);
 
-// Every size an honest contribution of that sender may have: one per codec (the codec is the
-// sender's choice, validated after decoding), smallest first. Ascending, duplicates removed.
+// Every size an honest contribution of that sender may have: one per dense codec (the codec is
+// the sender's choice, validated after decoding) and, when header.codec is a sparse one (the
+// run's), its size too — a sparse codec of another keep or chunk is never predicted. Ascending,
+// duplicates removed.
 std::vector<std::int64_t> contributionSizes(const model::ModelConfig& config, const std::set<int>& claims,
                                             const ContributionHeader& header);
 

@@ -50,6 +50,11 @@ struct AggregatePolicy {
   // to nothing, clipping every honest update away (issue 37 item 1). mergeRound sets it from the
   // run's update ceiling (round_merge.h); 0: no floor.
   double clipTauFloor = 0.0;
+  // A sparse run's (swarm.compression "sparse"): each shared element is averaged over the senders
+  // that sent it (SparseLoCo's scatter-mean), not over all with zeros for the rest — with top-k
+  // falling on different elements per sender, the plain mean shrank each sent value ~N× (issue
+  // 39: +2.1 % against int8 without it, −2.3 % with it). mergeRound applies it (scatter_mean.h).
+  bool scatterMean = false;
 };
 // "mean" / "centered_clip"; nullopt for anything else.
 std::optional<SharedRule> parseSharedRule(const std::string& name);

@@ -2,6 +2,7 @@
 
 #include "core/model/tensor_names.h"
 #include "core/sync/expert_bound.h"
+#include "core/sync/scatter_mean.h"
 #include "core/sync/swarm_state.h"
 #include "core/sync/work_credit.h"
 
@@ -122,6 +123,8 @@ Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& co
     }
   }
   const std::string where = "merging round " + std::to_string(context.round) + ": ";
+  if (policy.aggregate.scatterMean)
+    if (auto s = scaleToScatterMean(senders); !s) return makeError(where + s.error());
   try {  // es_sync throws only on caller errors (a misshapen delta the checks let through)
     auto aggregate = policy.aggregate;
     aggregate.clipTauFloor = std::max(aggregate.clipTauFloor, clipTauFloor(base, policy.validation));

@@ -1,8 +1,8 @@
-// Sparse deltas (issue 39, first step: the codec and its error feedback, measured in the simulator
-// through bench/spes_quality; not yet a run's `swarm.compression`, so no contribution file, size
-// prediction or fuzz target knows it). The scheme is SparseLoCo's shape (arXiv 2508.15706: per-chunk
-// top-k with error feedback), with int8 values instead of its 2 bits until a measurement says the
-// fewer bits hold:
+// Sparse deltas (issue 39): the codec and its error feedback. A run names it as its
+// `swarm.compression` "sparse" (contributions: "sparse/<keep>/<chunk>", sparse_layout.h; files:
+// contribution_codec.h). The scheme is SparseLoCo's shape (arXiv 2508.15706: per-chunk top-k with
+// error feedback, its decay included), with int8 values instead of its 2 bits (measured:
+// docs/PERFORMANCE.md, "Sparse contributions"):
 //   every tensor, flattened, is cut into chunks of `chunk` elements (the last may be shorter);
 //   each chunk keeps its `keep` entries of largest |x| (ties: the lower index; all of a chunk
 //   shorter than `keep`), stored as
@@ -16,6 +16,7 @@
 
 #include "core/checkpoint/safetensors.h"
 #include "core/common/expected.h"
+#include "core/sync/sparse_layout.h"
 
 #include <cstdint>
 #include <map>
@@ -24,10 +25,10 @@
 
 namespace es::sync {
 
-struct SparseSpec {
-  std::int64_t chunk = 4096;
-  std::int64_t keep = 64;
-};
+// Bytes a packed wire format would take for encodeSparse's output (an experiment: counted, not
+// written): per tensor its values at valueBits each, each chunk's indices as Rice-coded gaps
+// (the chunk's best parameter, 4 bits), bit-packed, plus a float32 scale per chunk.
+std::int64_t sparseWireBytes(const ckpt::NamedTensors& encoded, SparseSpec spec);
 
 // Encoded tensors (sorted by name). Requires 0 < keep <= chunk <= 32768.
 ckpt::NamedTensors encodeSparse(const ckpt::NamedTensors& deltas, SparseSpec spec);
@@ -41,13 +42,19 @@ Expected<ckpt::NamedTensors> decodeSparse(const ckpt::NamedTensors& encoded, Spa
 // One peer's error feedback: the residual of each tensor it sent (none before its first round).
 class ErrorFeedback {
  public:
+  // SparseLoCo's decay of the residual (e <- decay * e + delta); 1: none, nothing is dropped.
+  explicit ErrorFeedback(double decay = 1.0) : decay_(decay) {}
   // delta + residual, per tensor: what the peer encodes this round.
   ckpt::NamedTensors corrected(const ckpt::NamedTensors& deltas) const;
   // After sending: residual = corrected − what the receivers decode.
   void keepUnsent(const ckpt::NamedTensors& corrected, const ckpt::NamedTensors& decoded);
   const std::map<std::string, at::Tensor>& residual() const { return residual_; }
+  // A residual restored (a resume, a rewrite from the value before the pending write) or dropped.
+  void setResidual(std::map<std::string, at::Tensor> residual) { residual_ = std::move(residual); }
+  double decay() const { return decay_; }
 
  private:
+  double decay_ = 1.0;
   std::map<std::string, at::Tensor> residual_;
 };
 

@@ -3,6 +3,7 @@
 #include "core/common/safe_quote.h"
 
 #include "core/model/tensor_names.h"
+#include "core/sync/sparse_layout.h"
 
 #include <torch/torch.h>
 
@@ -124,11 +125,21 @@ double maxAbs(const at::Tensor& tensor) {
   return most;
 }
 
-// Every weight within what the run's optimizer can move it in a round (UpdateCeiling), then the
-// no-work floor. Checked tensors are known, shaped and finite (checkAllButNorm).
+// The per-weight ceiling of a contribution in `codec`: a sparse run's for its sparse codec (of the
+// same wait rounds: keep·W² ≤ chunk holds for it as well), the one-round ceiling for any other.
+const UpdateCeiling& ceilingFor(const std::string& codec, const ValidationPolicy& policy) {
+  if (policy.sparseWaitRounds < 1) return policy.ceiling;
+  const auto spec = parseSparseCodec(codec);
+  return spec && sparseWaitRounds(*spec) == policy.sparseWaitRounds ? policy.sparseCeiling : policy.ceiling;
+}
+
+// Every weight within what the run's optimizer can move it in a round (UpdateCeiling; a sparse
+// contribution: in its wait rounds), then the no-work floor (one round's lr sum, whatever the
+// codec). Checked tensors are known, shaped and finite (checkAllButNorm).
 void checkCeiling(const NamedTensors& deltas, const std::unordered_map<std::string, const at::Tensor*>& base,
-                  const ValidationPolicy& policy, double norm, BaseMaxAbs& baseMaxAbs, ContributionCheck& check) {
-  const UpdateCeiling& c = policy.ceiling;
+                  const ValidationPolicy& policy, const std::string& codec, double norm, BaseMaxAbs& baseMaxAbs,
+                  ContributionCheck& check) {
+  const UpdateCeiling& c = ceilingFor(codec, policy);
   std::int64_t elements = 0;
   for (const auto& [name, delta] : deltas) {
     elements += delta.numel();
@@ -139,10 +150,11 @@ void checkCeiling(const NamedTensors& deltas, const std::unordered_map<std::stri
     return;
   }
   const double rms = elements > 0 ? norm / std::sqrt(double(elements)) : 0.0;
-  if (rms >= policy.noWorkFraction * c.lrSum) return;
+  const double floor = policy.noWorkFraction * policy.ceiling.lrSum;
+  if (rms >= floor) return;
   check.noWork = true;
-  check.reason = "no work: RMS " + number(rms) + " < " + number(policy.noWorkFraction * c.lrSum) + " (" +
-                 number(policy.noWorkFraction) + " x the round's lr sum)";
+  check.reason = "no work: RMS " + number(rms) + " < " + number(floor) + " (" + number(policy.noWorkFraction) +
+                 " x the round's lr sum)";
 }
 
 // `reference`: the tensor's median, or for an expert's tensor the round's scale at its size when
@@ -216,7 +228,7 @@ ContributionCheck checkContribution(const ContributionHeader& header, const Name
   }
   if (policy.ceiling.known()) {
     BaseMaxAbs own;
-    checkCeiling(deltas, index, policy, check.norm, maxAbs ? *maxAbs : own, check);
+    checkCeiling(deltas, index, policy, header.codec, check.norm, maxAbs ? *maxAbs : own, check);
   }
   return check;
 }

@@ -54,6 +54,12 @@ struct ValidationPolicy {
   // sum in tst_update_ceiling), so fresh keys sending near-nothing clip an honest update to no
   // less than a fifth to a third of itself, and a poisoner gains no more than honest work moves.
   double clipFloorFraction = 0.05;
+  // A sparse run's (issue 39): a contribution in its sparse codec may move a weight what AdamW
+  // moves it in sparseWaitRounds rounds (sparse_layout.h: its error feedback held the rest back,
+  // and keep·W² ≤ chunk keeps its L2 within a dense one's at `ceiling`); any other codec stays
+  // at `ceiling`. 0: not a sparse run.
+  UpdateCeiling sparseCeiling;
+  int sparseWaitRounds = 0;
 };
 
 struct Verdict {

@@ -83,7 +83,20 @@ struct SwarmPolicy {
   double deadlineFactor = 1.5;  // × the median of recent gather times
   double deadlineMinSeconds = 30;
   double deadlineMaxSeconds = 600;
-  std::string compression = "int8";  // contribution codec: f32, bf16 or int8 (sync::parseCodec)
+  // Contribution codec: "f32", "bf16", "int8" (sync::parseCodec) or "sparse" (issue 39: per
+  // chunk of sparse.chunk elements the sparse.keep largest, with error feedback decaying by
+  // sparse.feedback_decay a round; core/sync/sparse_codec.h). contributionCodec() is the name
+  // a contribution's header carries.
+  std::string compression = "int8";
+  std::int64_t sparseKeep = 128;
+  std::int64_t sparseChunk = 4096;
+  double feedbackDecay = 0.95;
+  // sync::sparseCodecName's format ("sparse/<keep>/<chunk>"; this library cannot link es_sync,
+  // tst_run_manifest holds the two to one text).
+  std::string contributionCodec() const {
+    return compression == "sparse" ? "sparse/" + std::to_string(sparseKeep) + "/" + std::to_string(sparseChunk)
+                                   : compression;
+  }
   // Merging warm-up (merge_warmup): alpha0 0 = off.
   std::int64_t warmupInterval = 50;
   double warmupAlpha0 = 0.0;

@@ -72,8 +72,16 @@ Reader anchorList(std::vector<std::string>& out) {
   };
 }
 
-// The codecs of sync::parseCodec (es_sync links Torch's codec code; this library cannot).
-Reader compression(std::string& out) { return oneOf(out, {"f32", "bf16", "int8"}); }
+// The codecs of sync::parseCodec, and "sparse" (es_sync links Torch's codec code; this library cannot).
+Reader compression(std::string& out) { return oneOf(out, {"f32", "bf16", "int8", "sparse"}); }
+
+// sync::kMaxSparseChunk bounds the chunk (int16 indices); keep ≤ chunk is checkSwarmPolicy's. A
+// decay of 0 would drop everything unsent, 1 keep it all for ever.
+Readers sparseReaders(SwarmPolicy& p) {
+  return {{"keep", integer(p.sparseKeep, 1, 32768)},
+          {"chunk", integer(p.sparseChunk, 1, 32768)},
+          {"feedback_decay", real(p.feedbackDecay, 0.5, 1)}};
+}
 
 }  // namespace
 
@@ -88,6 +96,7 @@ std::string readSwarmPolicy(const json& object, SwarmPolicy& p) {
        {"identity_work_bits", integer(p.identityWorkBits, 0, 30)},  // p2p::kMaxIdentityWorkBits
        {"anchors", anchorList(p.anchors)},
        {"compression", compression(p.compression)},
+       {"sparse", [&p](const json& v) { return readObject(v, "swarm.sparse", sparseReaders(p)); }},
        {"deadline", [&p](const json& v) { return readObject(v, "swarm.deadline", deadlineReaders(p)); }},
        {"merge_warmup", [&p](const json& v) { return readObject(v, "swarm.merge_warmup", warmupReaders(p)); }},
        {"aggregate", [&p](const json& v) { return readObject(v, "swarm.aggregate", aggregateReaders(p)); }},
@@ -98,6 +107,7 @@ std::string checkSwarmPolicy(const SwarmPolicy& p, const model::ModelConfig& mod
   if (p.expertsPerPeer > model.nExperts)
     return "swarm.experts_per_peer: " + std::to_string(p.expertsPerPeer) + " exceeds model.n_experts (" +
            std::to_string(model.nExperts) + ")";
+  if (p.sparseKeep > p.sparseChunk) return "swarm.sparse.keep: exceeds swarm.sparse.chunk";
   if (p.deadlineMaxSeconds < p.deadlineMinSeconds)
     return "swarm.deadline.max_seconds: below swarm.deadline.min_seconds";
   return {};

@@ -56,6 +56,9 @@ void contributionSeeds(const std::string& dir) {
     const sync::ContributionHeader header{fuzz::kRunId, 7, "peer-0123abcd", "00ff00ff00ff00ff", codec};
     check(sync::saveContribution(dir + "/seed-" + codec + ".safetensors", header, deltas));
   }
+  // Issue 39's sparse codec: chunks of 16, 4 kept (the tensors hold 2-8 chunks).
+  const sync::ContributionHeader sparse{fuzz::kRunId, 7, "peer-0123abcd", "00ff00ff00ff00ff", "sparse/4/16"};
+  check(sync::saveContribution(dir + "/seed-sparse.safetensors", sparse, deltas));
 }
 
 p2p::PeerRecord record(const p2p::Identity& id, std::int64_t seq, bool full) {
