@@ -5,6 +5,7 @@
 //
 //   netlab_rounds [--per-site K (peers = 3K, default 2)] [--rounds R (6)] [--sync-every S (3)]
 //                 [--tiny]   (a 4× narrower model, for many peers on a small machine)
+//                 [--compression C]  (the run's swarm.compression: int8, the default, or sparse — issue 39)
 //                 [--log-dir DIR]  (each peer's log written there at the end, to see why a round split)
 //                 [--give-up-after S (1800)]  (a round not closed everywhere by then: each peer's rounds,
 //                                              log tail and, if it still runs, its threads; exit 1)
@@ -18,6 +19,7 @@
 // training time (sync_every steps at the tok/s the peers report), so ratio = transfer ÷ bound.
 // Needs root (network namespaces); run it by hand or from scripts/bench, never on the public network.
 #include "netlab/netlab.h"
+#include "support/run_variant.h"
 
 #include <QCommandLineParser>
 #include <QDirIterator>
@@ -33,26 +35,6 @@ namespace {
 
 constexpr double kDownlinkBytesPerS = 20e6 / 8, kUplinkBytesPerS = 5e6 / 8;
 constexpr double kTokensPerStep = 8 * 256;  // the default run: batch 8 × seq_len 256
-
-// The bundled run, or (tiny) the same run with a model a quarter as wide and half as deep.
-QString runFolder(const QString& dir, bool tiny) {
-  if (!tiny) return QStringLiteral("default");
-  QFile source(QStringLiteral(ES_SHARE_DIR "/runs/sotu-text/run.json"));
-  if (!source.open(QIODevice::ReadOnly) || !QDir().mkpath(dir)) return {};
-  auto manifest = QJsonDocument::fromJson(source.readAll()).object();
-  auto model = manifest.value("model").toObject();
-  model.insert("d_model", 64);
-  model.insert("n_layers", 2);
-  model.insert("n_heads", 2);
-  model.insert("expert_hidden", 128);
-  manifest.insert("model", model);
-  manifest.insert("name", "sotu-tiny");
-  QFile out(dir + "/run.json");
-  if (!out.open(QIODevice::WriteOnly)) return {};
-  out.write(QJsonDocument(manifest).toJson());
-  QFile::link(QStringLiteral(ES_SHARE_DIR "/runs/sotu-text/corpus"), dir + "/corpus");
-  return dir;
-}
 
 qint64 contributionBytes(const QString& dataDir, int round) {
   QDirIterator it(dataDir, {QString("round-%1-*.safetensors").arg(round)}, QDir::Files, QDirIterator::Subdirectories);
@@ -95,6 +77,7 @@ int main(int argc, char** argv) {
        {"rounds", "rounds", "R", "6"},
        {"sync-every", "steps per round", "S", "3"},
        {"tiny", "a small model"},
+       {"compression", "the run's swarm.compression", "C", "int8"},
        {"log-dir", "write each peer's log to DIR/<peer>.log at the end", "DIR"},
        {"give-up-after", "stop with a report when a round is not closed everywhere S s after the start", "S", "1800"}});
   parser.process(app);
@@ -106,8 +89,8 @@ int main(int argc, char** argv) {
   QTemporaryDir dir;
   NetLab lab(perSite);
   if (!lab.ok()) return std::fprintf(stderr, "netlab_rounds: %s\n", qPrintable(lab.log())), 1;
-  const QString run = runFolder(dir.filePath("run"), parser.isSet("tiny"));
-  if (run.isEmpty()) return std::fprintf(stderr, "netlab_rounds: cannot write the tiny run\n"), 1;
+  const QString run = runVariant(dir.filePath("run"), parser.isSet("tiny"), parser.value("compression"));
+  if (run.isEmpty()) return std::fprintf(stderr, "netlab_rounds: cannot write the run\n"), 1;
   auto boot = lab.start("boot", "boot", ES_SWARM_PROBE,
                         {"--listen", NetLab::kBootstrap, "--key", dir.filePath("boot.key"), "--internet"});
   std::vector<std::unique_ptr<SwarmClient>> peers;
@@ -134,10 +117,10 @@ int main(int argc, char** argv) {
   }
   const int n = int(peers.size());
   std::printf(
-      "netlab_rounds: %d peers (%d per site), %s model, %d rounds of %d steps, %.0f Mbit/s down, %.0f Mbit/s up per "
-      "peer\n",
-      n, perSite, parser.isSet("tiny") ? "tiny" : "default", rounds, syncEvery, kDownlinkBytesPerS * 8 / 1e6,
-      kUplinkBytesPerS * 8 / 1e6);
+      "netlab_rounds: %d peers (%d per site), %s model, %s contributions, %d rounds of %d steps, %.0f Mbit/s down, "
+      "%.0f Mbit/s up per peer\n",
+      n, perSite, parser.isSet("tiny") ? "tiny" : "default", qPrintable(parser.value("compression")), rounds, syncEvery,
+      kDownlinkBytesPerS * 8 / 1e6, kUplinkBytesPerS * 8 / 1e6);
   std::fflush(stdout);
   std::vector<std::pair<qint64, qint64>> lastBytes;
   for (const auto& h : hosts) lastBytes.push_back(lab.linkBytes(h.name));

@@ -6,8 +6,10 @@
 //   round_seconds_mean        time between round closes
 //   bytes_sent/received_per_peer_per_round  all session traffic (payload, protocol, DHT)
 // Usage: node_utilization [--peers N] [--rounds N] [--sync-every N] [--threads N]
+//                         [--compression int8|sparse]  (the run's swarm.compression; issue 39)
 // (defaults 4 peers × 1 thread, 6 rounds of 10 steps: ~3 min on 2 cores). On 2 cores 4 peers
 // share the CPU, which makes every step slower but the fraction is what matters.
+#include "support/run_variant.h"
 #include "support/swarm_clients.h"
 
 #include <QCoreApplication>
@@ -20,10 +22,13 @@ using namespace es::test;
 int main(int argc, char** argv) {
   QCoreApplication app(argc, argv);
   int peers = 4, rounds = 6, syncEvery = 10, threads = 1;
+  QString compression = "int8";
   for (int i = 1; i + 1 < argc; i += 2) {
     const QString flag = argv[i];
     const int value = QString(argv[i + 1]).toInt();
-    if (flag == "--peers")
+    if (flag == "--compression")
+      compression = argv[i + 1];
+    else if (flag == "--peers")
       peers = value;
     else if (flag == "--rounds")
       rounds = value;
@@ -32,9 +37,14 @@ int main(int argc, char** argv) {
     else if (flag == "--threads")
       threads = value;
     else
-      return std::fprintf(stderr, "usage: %s [--peers N] [--rounds N] [--sync-every N] [--threads N]\n", argv[0]), 2;
+      return std::fprintf(stderr,
+                          "usage: %s [--peers N] [--rounds N] [--sync-every N] [--threads N] [--compression C]\n",
+                          argv[0]),
+             2;
   }
   QTemporaryDir dir;
+  const QString run = runVariant(dir.filePath("run"), false, compression);
+  if (run.isEmpty()) return std::fprintf(stderr, "node_utilization: cannot write the run\n"), 1;
   const QString bootstrap = QString("127.0.0.1:%1").arg(freeLoopbackPort());
   std::vector<std::unique_ptr<SwarmClient>> clients;
   QElapsedTimer clock;
@@ -51,6 +61,8 @@ int main(int argc, char** argv) {
                   QString::number(rounds),
                   "--threads",
                   QString::number(threads),
+                  "--run",
+                  run,
                   "--events"};
     if (i) a << "--bootstrap" << bootstrap;
     clients.push_back(std::make_unique<SwarmClient>(QString("peer%1").arg(i), a));
@@ -77,7 +89,8 @@ int main(int argc, char** argv) {
     ++n;
   }
   if (n != peers) return std::fprintf(stderr, "node_utilization: %d of %d peers printed a summary\n", n, peers), 1;
-  std::printf("peers: %d\nrounds: %d\nsync_every: %d\nthreads_per_peer: %d\n", peers, rounds, syncEvery, threads);
+  std::printf("peers: %d\nrounds: %d\nsync_every: %d\nthreads_per_peer: %d\ncompression: %s\n", peers, rounds,
+              syncEvery, threads, qPrintable(compression));
   std::printf("trainer_busy_fraction_mean: %.4f\n", busySum / n);
   std::printf("trainer_busy_fraction_min: %.4f\n", busyMin);
   std::printf("round_seconds_mean: %.2f s\n", roundSum / n);

@@ -100,13 +100,13 @@ class RunManifestTest : public QObject {
     auto m = parseRunManifest(text(manifest));
     QVERIFY2(m.ok(), m.ok() ? "" : m.error().c_str());
     QCOMPARE(m->swarm.contributionCodec(), std::string("sparse/128/4096"));
-    QCOMPARE(m->swarm.feedbackDecay, 0.95);
+    QCOMPARE(m->swarm.feedbackDecay, 0.9);
     manifest =
-        withValue(manifest, {"swarm", "sparse"}, QJsonObject{{"keep", 64}, {"chunk", 2048}, {"feedback_decay", 0.9}});
+        withValue(manifest, {"swarm", "sparse"}, QJsonObject{{"keep", 64}, {"chunk", 2048}, {"feedback_decay", 0.8}});
     m = parseRunManifest(text(manifest));
     QVERIFY2(m.ok(), m.ok() ? "" : m.error().c_str());
     QCOMPARE(m->swarm.contributionCodec(), std::string("sparse/64/2048"));
-    QCOMPARE(m->swarm.feedbackDecay, 0.9);
+    QCOMPARE(m->swarm.feedbackDecay, 0.8);
     m = parseRunManifest(text(bundledManifest()));
     QCOMPARE(m->swarm.contributionCodec(), std::string("int8"));
   }

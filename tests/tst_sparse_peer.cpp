@@ -64,7 +64,9 @@ class SparsePeerTest : public QObject {
       if (!mergedA || !mergedB || mergedA->accepted != 2 || mergedB->accepted != 2 ||
           mergedA->fingerprint != mergedB->fingerprint) {
         qWarning("round %lld not merged whole and alike: %s", static_cast<long long>(round),
-                 !mergedA ? mergedA.error().c_str() : !mergedB ? mergedB.error().c_str() : "");
+                 !mergedA   ? mergedA.error().c_str()
+                 : !mergedB ? mergedB.error().c_str()
+                            : "");
         for (const auto& v : mergedA ? mergedA->verdicts : std::vector<es::node::ContributionVerdict>{})
           qWarning("  %s: %s", v.sender.str().c_str(), v.reason.c_str());
         return {};

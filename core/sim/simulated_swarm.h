@@ -38,7 +38,7 @@ struct SimConfig {
   std::vector<std::vector<int>> claims;  // explicit claims per peer; overrides expertsPerPeer
   sync::Codec codec = sync::Codec::F32;  // how contributions travel
   // When keep > 0: contributions travel sparse (core/sync/sparse_codec.h) with each peer's error
-  // feedback, in memory only (no contribution file holds them yet); `codec` is then unused.
+  // feedback, in memory (the client writes them to files; the simulator need not); `codec` is then unused.
   sync::SparseSpec sparse{4096, 0};
   // The rounds a weight's unsent movement may wait in a sparse sender's residual: a sent value is
   // held to (and validated against) the update ceiling of that many rounds' steps. 0: the client's
@@ -47,7 +47,7 @@ struct SimConfig {
   // Each shared element of sparse contributions averaged over the senders that sent it
   // (SparseLoCo's scatter-mean: AggregatePolicy::scatterMean, what a sparse run's merge does).
   bool sparseMean = false;
-  double feedbackDecay = 1.0;  // experiment: the error feedback's decay (ErrorFeedback), 1 = none
+  double feedbackDecay = 1.0;  // the error feedback's decay (a sparse run's swarm.sparse.feedback_decay), 1 = none
   bool warmup = false;         // SPES merging warm-up after the aggregate
   sync::WarmupConfig warmupConfig;
   sync::AggregatePolicy aggregate;  // shared-tensor rule: mean (default here; the client's

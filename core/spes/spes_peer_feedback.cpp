@@ -22,9 +22,8 @@ Expected<ckpt::NamedTensors> SpesPeer::Impl::feedBack(std::int64_t round, const 
   else
     beforePending = feedback->residual();
   const std::int64_t waited = sync::sparseWaitRounds(*sparse);
-  const auto ceiling = sync::updateCeiling(config.trainer.train,
-                                           std::max<std::int64_t>(0, (round - waited) * config.syncEvery),
-                                           round * config.syncEvery);
+  const auto ceiling = sync::updateCeiling(
+      config.trainer.train, std::max<std::int64_t>(0, (round - waited) * config.syncEvery), round * config.syncEvery);
   std::map<std::string, const at::Tensor*> baseOf;
   for (const auto& [name, t] : base) baseOf.emplace(name, &t);
   const auto corrected = feedback->corrected(deltas);

@@ -66,7 +66,8 @@ Expected<TensorShapes> declaredShapes(const ckpt::NamedTensors& encoded, const T
 Expected<ContributionCodec> parseContributionCodec(const std::string& name) {
   if (const auto spec = parseSparseCodec(name)) return ContributionCodec{std::nullopt, *spec};
   auto dense = parseCodec(name);
-  if (!dense) return makeError("unknown codec " + safeQuote(name) + " (expected f32, bf16, int8 or sparse/<keep>/<chunk>)");
+  if (!dense)
+    return makeError("unknown codec " + safeQuote(name) + " (expected f32, bf16, int8 or sparse/<keep>/<chunk>)");
   return ContributionCodec{*dense, {}};
 }
 

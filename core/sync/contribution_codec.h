@@ -25,7 +25,7 @@ namespace es::sync {
 using TensorShapes = std::map<std::string, std::vector<std::int64_t>>;
 
 // Without expected shapes, the most elements a sparse contribution may decode to (the bundled
-// model has ~? M parameters; 2^28 float32 is 1 GiB).
+// model has 15.7 M parameters; 2^28 float32 is 1 GiB).
 inline constexpr std::int64_t kMaxSparseDecodedElements = std::int64_t{1} << 28;
 
 struct ContributionCodec {

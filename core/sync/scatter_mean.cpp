@@ -18,8 +18,7 @@ DeltaSource scaled(DeltaSource inner, std::shared_ptr<const Factors> factors) {
     auto deltas = inner();
     if (!deltas) return deltas;
     for (auto& [name, t] : *deltas)
-      if (const auto f = factors->find(name); f != factors->end())
-        t = (t.to(at::kDouble) * f->second).to(at::kFloat);
+      if (const auto f = factors->find(name); f != factors->end()) t = (t.to(at::kDouble) * f->second).to(at::kFloat);
     return deltas;
   };
 }

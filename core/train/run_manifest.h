@@ -90,7 +90,7 @@ struct SwarmPolicy {
   std::string compression = "int8";
   std::int64_t sparseKeep = 128;
   std::int64_t sparseChunk = 4096;
-  double feedbackDecay = 0.95;
+  double feedbackDecay = 0.9;  // best of 0.8, 0.9, 0.95 and none (docs/PERFORMANCE.md, "Sparse contributions")
   // sync::sparseCodecName's format ("sparse/<keep>/<chunk>"; this library cannot link es_sync,
   // tst_run_manifest holds the two to one text).
   std::string contributionCodec() const {

@@ -1,0 +1,40 @@
+// Benches' runs: the bundled run's text form (share/expertswarm/runs/sotu-text) written into a
+// folder of its own with a narrower model (`tiny`: a quarter as wide, half as deep) and/or another
+// swarm.compression (issue 39: "sparse"). A run of its own id, so it never meets the bundled one.
+#pragma once
+
+#include <QDir>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QString>
+
+namespace es::test {
+
+// The folder to pass as --run: "default" (the bundled run) when nothing changes, else `dir`
+// with its run.json and a link to the bundled corpus; empty when it cannot be written.
+inline QString runVariant(const QString& dir, bool tiny, const QString& compression) {
+  if (!tiny && compression == "int8") return QStringLiteral("default");
+  QFile source(QStringLiteral(ES_SHARE_DIR "/runs/sotu-text/run.json"));
+  if (!source.open(QIODevice::ReadOnly) || !QDir().mkpath(dir)) return {};
+  auto manifest = QJsonDocument::fromJson(source.readAll()).object();
+  if (tiny) {
+    auto model = manifest.value("model").toObject();
+    model.insert("d_model", 64);
+    model.insert("n_layers", 2);
+    model.insert("n_heads", 2);
+    model.insert("expert_hidden", 128);
+    manifest.insert("model", model);
+  }
+  auto swarm = manifest.value("swarm").toObject();
+  swarm.insert("compression", compression);
+  manifest.insert("swarm", swarm);
+  manifest.insert("name", QString("sotu-%1-%2").arg(tiny ? "tiny" : "default", compression));
+  QFile out(dir + "/run.json");
+  if (!out.open(QIODevice::WriteOnly)) return {};
+  out.write(QJsonDocument(manifest).toJson());
+  QFile::link(QStringLiteral(ES_SHARE_DIR "/runs/sotu-text/corpus"), dir + "/corpus");
+  return dir;
+}
+
+}  // namespace es::test
