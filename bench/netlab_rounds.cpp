@@ -5,7 +5,8 @@
 //
 //   netlab_rounds [--per-site K (peers = 3K, default 2)] [--rounds R (6)] [--sync-every S (3)]
 //                 [--tiny]   (a 4× narrower model, for many peers on a small machine)
-//                 [--compression C]  (the run's swarm.compression: int8, the default, or sparse — issue 39)
+//                 [--compression C]  (the run's swarm.compression, int8 or sparse; default the bundled run's — issue
+//                 39)
 //                 [--log-dir DIR]  (each peer's log written there at the end, to see why a round split)
 //                 [--give-up-after S (1800)]  (a round not closed everywhere by then: each peer's rounds,
 //                                              log tail and, if it still runs, its threads; exit 1)
@@ -77,7 +78,7 @@ int main(int argc, char** argv) {
        {"rounds", "rounds", "R", "6"},
        {"sync-every", "steps per round", "S", "3"},
        {"tiny", "a small model"},
-       {"compression", "the run's swarm.compression", "C", "int8"},
+       {"compression", "the run's swarm.compression (default: the bundled run's)", "C"},
        {"log-dir", "write each peer's log to DIR/<peer>.log at the end", "DIR"},
        {"give-up-after", "stop with a report when a round is not closed everywhere S s after the start", "S", "1800"}});
   parser.process(app);
@@ -119,7 +120,8 @@ int main(int argc, char** argv) {
   std::printf(
       "netlab_rounds: %d peers (%d per site), %s model, %s contributions, %d rounds of %d steps, %.0f Mbit/s down, "
       "%.0f Mbit/s up per peer\n",
-      n, perSite, parser.isSet("tiny") ? "tiny" : "default", qPrintable(parser.value("compression")), rounds, syncEvery,
+      n, perSite, parser.isSet("tiny") ? "tiny" : "default",
+      parser.isSet("compression") ? qPrintable(parser.value("compression")) : "the bundled run's", rounds, syncEvery,
       kDownlinkBytesPerS * 8 / 1e6, kUplinkBytesPerS * 8 / 1e6);
   std::fflush(stdout);
   std::vector<std::pair<qint64, qint64>> lastBytes;

@@ -6,7 +6,8 @@
 //   round_seconds_mean        time between round closes
 //   bytes_sent/received_per_peer_per_round  all session traffic (payload, protocol, DHT)
 // Usage: node_utilization [--peers N] [--rounds N] [--sync-every N] [--threads N]
-//                         [--compression int8|sparse]  (the run's swarm.compression; issue 39)
+//                         [--compression int8|sparse]  (the run's swarm.compression, default the
+//                         bundled run's; issue 39)
 // (defaults 4 peers × 1 thread, 6 rounds of 10 steps: ~3 min on 2 cores). On 2 cores 4 peers
 // share the CPU, which makes every step slower but the fraction is what matters.
 #include "support/run_variant.h"
@@ -22,7 +23,7 @@ using namespace es::test;
 int main(int argc, char** argv) {
   QCoreApplication app(argc, argv);
   int peers = 4, rounds = 6, syncEvery = 10, threads = 1;
-  QString compression = "int8";
+  QString compression;  // the bundled run's
   for (int i = 1; i + 1 < argc; i += 2) {
     const QString flag = argv[i];
     const int value = QString(argv[i + 1]).toInt();
@@ -90,7 +91,7 @@ int main(int argc, char** argv) {
   }
   if (n != peers) return std::fprintf(stderr, "node_utilization: %d of %d peers printed a summary\n", n, peers), 1;
   std::printf("peers: %d\nrounds: %d\nsync_every: %d\nthreads_per_peer: %d\ncompression: %s\n", peers, rounds,
-              syncEvery, threads, qPrintable(compression));
+              syncEvery, threads, compression.isEmpty() ? "the bundled run's" : qPrintable(compression));
   std::printf("trainer_busy_fraction_mean: %.4f\n", busySum / n);
   std::printf("trainer_busy_fraction_min: %.4f\n", busyMin);
   std::printf("round_seconds_mean: %.2f s\n", roundSum / n);

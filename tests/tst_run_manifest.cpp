@@ -107,7 +107,7 @@ class RunManifestTest : public QObject {
     QVERIFY2(m.ok(), m.ok() ? "" : m.error().c_str());
     QCOMPARE(m->swarm.contributionCodec(), std::string("sparse/64/2048"));
     QCOMPARE(m->swarm.feedbackDecay, 0.8);
-    m = parseRunManifest(text(bundledManifest()));
+    m = parseRunManifest(text(bundledWith("swarm.compression", "int8")));
     QCOMPARE(m->swarm.contributionCodec(), std::string("int8"));
   }
 
@@ -118,8 +118,9 @@ class RunManifestTest : public QObject {
     QCOMPARE(m->swarm.syncEvery, 50);
     QCOMPARE(m->swarm.expertsPerPeer, 2);
     QCOMPARE(m->swarm.deadlineMinSeconds, 30.0);
-    QCOMPARE(m->swarm.warmupAlpha0, 0.5);  // not the default 0: read from the file
-    QCOMPARE(m->swarm.compression, std::string("int8"));
+    QCOMPARE(m->swarm.warmupAlpha0, 0.5);                   // not the default 0: read from the file
+    QCOMPARE(m->swarm.compression, std::string("sparse"));  // issue 39: the default run's codec
+    QCOMPARE(m->swarm.contributionCodec(), std::string("sparse/128/4096"));
     const auto corpus = checkCorpusFiles(*m, kBundledRun.toStdString(), {});
     QVERIFY2(corpus.ok(), corpus.ok() ? "" : corpus.error().c_str());
   }

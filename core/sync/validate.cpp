@@ -145,8 +145,10 @@ void checkCeiling(const NamedTensors& deltas, const std::unordered_map<std::stri
     elements += delta.numel();
     const double moved = maxAbs(delta), allowed = c.perElement(baseMaxAbs.of(name, *base.at(name)));
     if (moved <= allowed) continue;
+    const std::string rounds =
+        &c == &policy.sparseCeiling ? std::to_string(policy.sparseWaitRounds) + " rounds" : "a round";
     check.reason = "moves a weight of " + safeQuote(name) + " by " + number(moved) + " > " + number(allowed) +
-                   ", the most AdamW moves it in a round (lr sum " + number(c.lrSum) + ")";
+                   ", the most AdamW moves it in " + rounds + " (lr sum " + number(c.lrSum) + ")";
     return;
   }
   const double rms = elements > 0 ? norm / std::sqrt(double(elements)) : 0.0;

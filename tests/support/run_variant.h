@@ -11,13 +11,17 @@
 
 namespace es::test {
 
-// The folder to pass as --run: "default" (the bundled run) when nothing changes, else `dir`
+// The folder to pass as --run: "default" (the bundled run) when nothing changes (an empty
+// `compression` is the bundled run's), else `dir`
 // with its run.json and a link to the bundled corpus; empty when it cannot be written.
 inline QString runVariant(const QString& dir, bool tiny, const QString& compression) {
-  if (!tiny && compression == "int8") return QStringLiteral("default");
   QFile source(QStringLiteral(ES_SHARE_DIR "/runs/sotu-text/run.json"));
-  if (!source.open(QIODevice::ReadOnly) || !QDir().mkpath(dir)) return {};
+  if (!source.open(QIODevice::ReadOnly)) return {};
   auto manifest = QJsonDocument::fromJson(source.readAll()).object();
+  auto swarm = manifest.value("swarm").toObject();
+  const bool sameCompression = compression.isEmpty() || swarm.value("compression").toString() == compression;
+  if (!tiny && sameCompression) return QStringLiteral("default");
+  if (!QDir().mkpath(dir)) return {};
   if (tiny) {
     auto model = manifest.value("model").toObject();
     model.insert("d_model", 64);
@@ -26,10 +30,9 @@ inline QString runVariant(const QString& dir, bool tiny, const QString& compress
     model.insert("expert_hidden", 128);
     manifest.insert("model", model);
   }
-  auto swarm = manifest.value("swarm").toObject();
-  swarm.insert("compression", compression);
+  if (!sameCompression) swarm.insert("compression", compression);
   manifest.insert("swarm", swarm);
-  manifest.insert("name", QString("sotu-%1-%2").arg(tiny ? "tiny" : "default", compression));
+  manifest.insert("name", QString("sotu-%1-%2").arg(tiny ? "tiny" : "default", swarm.value("compression").toString()));
   QFile out(dir + "/run.json");
   if (!out.open(QIODevice::WriteOnly)) return {};
   out.write(QJsonDocument(manifest).toJson());
