@@ -2,7 +2,8 @@
 // are the predicted size and a few per cent of f32, two peers that merge the same files hold the
 // same state, and the error feedback is training state — a peer killed after round 2 and
 // resumed writes round 3 and 4 byte for byte as one that ran straight through, while one whose
-// saved residual is lost writes another round 3; a snapshot drops the residual.
+// saved residual is lost writes another round 3; a repair rewrites from the residual before the
+// pending write; a snapshot drops the residual.
 #include "core/spes/spes_peer.h"
 #include "core/sync/contribution_file.h"
 #include "core/sync/fetch_size.h"
@@ -15,6 +16,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cmath>
 #include <memory>
 
 using es::node::IncomingContribution;
@@ -132,6 +134,40 @@ class SparsePeerTest : public QObject {
         QVERIFY2(second[0] != straight[2], "the residual made no difference: the test shows nothing");
       }
     }
+  }
+
+  // A repair (SpesPeer::remerge) writes the pending contribution again on the majority's state:
+  // from the residual as it was before that contribution was first written, so the rewrite
+  // carries what the first file carried (the same deltas, up to rounding) — were the residual
+  // fed in twice, the rewrite would send last round's unsent movement once more.
+  void aRepairRewritesFromTheResidualBeforeThePendingWrite() {
+    auto a = makePeer("repair", "peer-a", {0, 1});
+    auto b = makePeer("repair", "peer-b", {2, 3});
+    const auto fromA = es::test::trainRound(*a, dir_.filePath("repair"), "peer-a", 1);
+    const auto fromB = es::test::trainRound(*b, dir_.filePath("repair"), "peer-b", 1);
+    auto full = a->merge(1, {fromA, fromB});
+    QVERIFY(full.ok() && full->accepted == 2);
+    QVERIFY(b->merge(1, {fromB}).ok());  // B's deadline: A's contribution had not arrived
+    const auto first = es::test::trainRound(*b, dir_.filePath("repair"), "peer-b", 2);
+    const auto rewrite = dir_.filePath("repair/peer-b-round-2-again.safetensors").toStdString();
+    auto repaired = b->remerge(1, {fromA, fromB}, full->fingerprint, rewrite);
+    QVERIFY2(repaired.ok(), repaired ? "" : repaired.error().c_str());
+    QCOMPARE(b->baseFingerprint(), a->baseFingerprint());
+    const auto once = es::sync::loadContribution(first.path), again = es::sync::loadContribution(rewrite);
+    QVERIFY(once.ok() && again.ok());
+    double diff = 0, norm = 0;
+    for (std::size_t i = 0; i < once->deltas.size(); ++i) {
+      diff += (once->deltas[i].second - again->deltas[i].second).pow(2).sum().item<double>();
+      norm += once->deltas[i].second.pow(2).sum().item<double>();
+    }
+    qInfo("the rewrite differs from the first write by %.2e of its norm", std::sqrt(diff / norm));
+    QVERIFY(std::sqrt(diff / norm) < 1e-2);
+    // And A merges the rewrite with its own round 2.
+    const auto fromA2 = es::test::trainRound(*a, dir_.filePath("repair"), "peer-a", 2);
+    IncomingContribution fromB2 = first;
+    fromB2.path = rewrite;
+    auto round2 = a->merge(2, {fromA2, fromB2});
+    QVERIFY2(round2.ok() && round2->accepted == 2, round2 ? "rejected" : round2.error().c_str());
   }
 
   void aSnapshotDropsTheResidual() {
