@@ -260,10 +260,12 @@ Expected<ContributionWritten> SpesPeer::Impl::writePending(std::int64_t round, c
     const auto i = index.at(name);
     deltas.emplace_back(name, snapshot[i].second - base[i].second);
   }
+  std::optional<SparseSend> sparseSend;
   if (feedback) {
-    auto held = feedBack(round, deltas, rewrite);
-    if (!held) return makeError(held.error());
-    deltas = std::move(*held);
+    auto sent = feedBack(round, deltas, rewrite);
+    if (!sent) return makeError(sent.error());
+    deltas = sent->held;
+    sparseSend = std::move(*sent);
   }
   if (!config.testPoison.empty())
     poison(deltas, config.testPoison, config.trainer, base,
@@ -279,7 +281,12 @@ Expected<ContributionWritten> SpesPeer::Impl::writePending(std::int64_t round, c
   const sync::ContributionHeader header{config.runId, round, config.selfId, named, codec};
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
-  if (auto s = sync::saveContribution(path, header, deltas); !s) return makeError(s.error());
+  // A sparse file is the one feedBack encoded (its residual is what that file does not carry),
+  // unless a test poison changed the deltas since.
+  const auto saved = sparseSend && config.testPoison.empty()
+                         ? sync::saveEncodedContribution(path, header, sparseSend->encoded)
+                         : sync::saveContribution(path, header, deltas);
+  if (!saved) return makeError(saved.error());
   out.bytes = static_cast<std::int64_t>(fs::file_size(path, ec));
   return out;
 }

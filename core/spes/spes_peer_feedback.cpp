@@ -3,6 +3,7 @@
 // training state (persisted and restored with the round folder).
 #include "core/spes/spes_peer_impl.h"
 
+#include "core/sync/contribution_codec.h"
 #include "core/sync/update_ceiling.h"
 
 #include <torch/torch.h>
@@ -16,7 +17,8 @@ const char* const peer_detail::kFeedbackFile = "feedback.safetensors";
 // The sparse ceiling of `round` (sparse_layout.h, sparseWaitRounds): each sent value is held
 // under it, as validation will hold it (its 1/128 of slack is left to int8 rounding: the
 // largest kept value is exact, the others round to at most it).
-Expected<ckpt::NamedTensors> SpesPeer::Impl::feedBack(std::int64_t round, const NamedTensors& deltas, bool rewrite) {
+Expected<SpesPeer::Impl::SparseSend> SpesPeer::Impl::feedBack(std::int64_t round, const NamedTensors& deltas,
+                                                              bool rewrite) {
   if (rewrite)
     feedback->setResidual(beforePending);
   else
@@ -27,17 +29,17 @@ Expected<ckpt::NamedTensors> SpesPeer::Impl::feedBack(std::int64_t round, const 
   std::map<std::string, const at::Tensor*> baseOf;
   for (const auto& [name, t] : base) baseOf.emplace(name, &t);
   const auto corrected = feedback->corrected(deltas);
-  NamedTensors held;
-  std::map<std::string, std::vector<std::int64_t>> shapes;
+  SparseSend out;
   for (const auto& [name, t] : corrected) {
     const double most = ceiling.perElement(baseOf.at(name)->abs().max().item<double>()) / (1.0 + 1.0 / 128.0);
-    held.emplace_back(name, t.clamp(-most, most));
-    shapes[name] = t.sizes().vec();
+    out.held.emplace_back(name, t.clamp(-most, most));
   }
-  auto sent = sync::decodeSparse(sync::encodeSparse(held, *sparse), *sparse, shapes);
+  const sync::ContributionCodec codec{std::nullopt, *sparse};
+  out.encoded = sync::encodeContribution(out.held, codec);
+  auto sent = sync::decodeContribution(out.encoded, codec);
   if (!sent) return makeError("the sparse contribution of round " + std::to_string(round) + ": " + sent.error());
   feedback->keepUnsent(corrected, *sent);
-  return held;
+  return out;
 }
 
 // Float32, finite, each a trainable tensor of the base's shape; absent file: no residual yet.

@@ -80,9 +80,13 @@ struct SpesPeer::Impl {
   std::optional<sync::SparseSpec> sparse;  // the run's sparse codec, when it has one
 
   // Sparse runs: what goes into the contribution of `round` — deltas plus the residual, each
-  // weight held to the sparse ceiling (validate.h) — and the residual becomes what that file does
-  // not carry. `rewrite`: the pending contribution written again (from beforePending).
-  Expected<NamedTensors> feedBack(std::int64_t round, const NamedTensors& deltas, bool rewrite);
+  // weight held to the sparse ceiling (validate.h), encoded once — and the residual becomes what
+  // that file does not carry. `rewrite`: the pending contribution written again (from beforePending).
+  struct SparseSend {
+    NamedTensors held;     // what was encoded (the test poisons start from it)
+    NamedTensors encoded;  // the file's tensors (sync::encodeContribution of `held`)
+  };
+  Expected<SparseSend> feedBack(std::int64_t round, const NamedTensors& deltas, bool rewrite);
   Expected<std::map<std::string, at::Tensor>> readFeedback(const std::string& dir) const;
   static Status saveFeedback(const std::string& dir, std::int64_t round,
                              const std::map<std::string, at::Tensor>& residual);

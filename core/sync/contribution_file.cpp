@@ -36,22 +36,34 @@ bool parseRound(const std::string& text, std::int64_t& out) {
   return true;
 }
 
-}  // namespace
-
-Status saveContribution(const std::string& path, const ContributionHeader& header, const ckpt::NamedTensors& deltas) {
-  const auto codec = parseContributionCodec(header.codec);
-  if (!codec) return makeError("cannot save contribution: " + codec.error());
+// The file's metadata for `header`, or why loadContribution() would refuse it (never written).
+Expected<ckpt::Metadata> metadataFor(const ContributionHeader& header) {
+  if (auto codec = parseContributionCodec(header.codec); !codec)
+    return makeError("cannot save contribution: " + codec.error());
   if (header.round < 0) return makeError("cannot save contribution: negative round " + std::to_string(header.round));
-  // Never write what loadContribution() would refuse.
   if (header.run.empty() || header.sender.empty() || header.baseHash.empty())
     return makeError("cannot save contribution: run, sender and base hash must be non-empty");
-  const ckpt::Metadata metadata = {
+  return ckpt::Metadata{
       {"format", kFormat},       {"version", kVersion},
       {"run", header.run},       {"round", std::to_string(header.round)},
       {"sender", header.sender}, {"base_hash", header.baseHash},
       {"codec", header.codec},
   };
-  return ckpt::saveSafetensors(path, encodeContribution(deltas, *codec), metadata);
+}
+
+}  // namespace
+
+Status saveContribution(const std::string& path, const ContributionHeader& header, const ckpt::NamedTensors& deltas) {
+  auto metadata = metadataFor(header);
+  if (!metadata) return makeError(metadata.error());
+  return ckpt::saveSafetensors(path, encodeContribution(deltas, *parseContributionCodec(header.codec)), *metadata);
+}
+
+Status saveEncodedContribution(const std::string& path, const ContributionHeader& header,
+                               const ckpt::NamedTensors& encoded) {
+  auto metadata = metadataFor(header);
+  if (!metadata) return makeError(metadata.error());
+  return ckpt::saveSafetensors(path, encoded, *metadata);
 }
 
 namespace {

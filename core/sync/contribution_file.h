@@ -17,6 +17,10 @@ struct ContributionFile {
 };
 
 Status saveContribution(const std::string& path, const ContributionHeader& header, const ckpt::NamedTensors& deltas);
+// The same from tensors encodeContribution() made for header.codec already (a sparse sender
+// encodes once: its error feedback needs what the file decodes to before the file is written).
+Status saveEncodedContribution(const std::string& path, const ContributionHeader& header,
+                               const ckpt::NamedTensors& encoded);
 // `expected`: the model's tensor shapes, which a sparse file's declared shapes must match before
 // anything is allocated (contribution_codec.h); null: only the size bound holds.
 Expected<ContributionFile> loadContribution(const std::string& path, const TensorShapes* expected = nullptr);
