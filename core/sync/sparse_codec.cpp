@@ -17,9 +17,7 @@ namespace {
 const std::string kIndexSuffix = ".__index";
 const std::string kScaleSuffix = ".__scale";
 
-std::int64_t chunksOf(std::int64_t n, std::int64_t chunk) { return (n + chunk - 1) / chunk; }
 std::int64_t keptIn(std::int64_t length, std::int64_t keep) { return std::min(length, keep); }
-std::int64_t keptTotal(std::int64_t n, SparseSpec spec) { return sparseKept(n, spec); }
 
 // The `keep` entries of largest |x| in [x, x + length), ties to the lower index, in index order.
 std::vector<std::int64_t> topIndices(const float* x, std::int64_t length, std::int64_t keep) {
@@ -50,7 +48,7 @@ float chunkScale(const float* chunk, const std::vector<std::int64_t>& top, int v
 
 void encodeOne(const std::string& name, const at::Tensor& delta, SparseSpec spec, ckpt::NamedTensors& out) {
   const at::Tensor x = delta.detach().to(at::kCPU, at::kFloat).contiguous().view({-1});
-  const std::int64_t n = x.numel(), chunks = chunksOf(n, spec.chunk), kept = keptTotal(n, spec);
+  const std::int64_t n = x.numel(), chunks = sparseChunks(n, spec), kept = sparseKept(n, spec);
   at::Tensor q = at::empty({kept}, at::TensorOptions().dtype(at::kChar));
   at::Tensor index = at::empty({kept}, at::TensorOptions().dtype(at::kShort));
   at::Tensor scale = at::empty({chunks}, at::TensorOptions().dtype(at::kFloat));
@@ -90,7 +88,7 @@ Expected<const at::Tensor*> part(const std::map<std::string, const at::Tensor*>&
 Expected<at::Tensor> decodeOne(const std::map<std::string, const at::Tensor*>& byName, const std::string& name,
                                const std::vector<std::int64_t>& shape, SparseSpec spec) {
   const std::int64_t n = std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
-  const std::int64_t chunks = chunksOf(n, spec.chunk), kept = keptTotal(n, spec);
+  const std::int64_t chunks = sparseChunks(n, spec), kept = sparseKept(n, spec);
   auto q = part(byName, name, at::kChar, kept);
   auto index = part(byName, name + kIndexSuffix, at::kShort, kept);
   auto scale = part(byName, name + kScaleSuffix, at::kFloat, chunks);
@@ -189,9 +187,8 @@ ckpt::NamedTensors ErrorFeedback::corrected(const ckpt::NamedTensors& deltas) co
   ckpt::NamedTensors out;
   for (const auto& [name, delta] : deltas) {
     const auto r = residual_.find(name);
-    out.emplace_back(name, r == residual_.end() ? delta.to(at::kFloat)
-                           : decay_ == 1.0      ? delta.to(at::kFloat) + r->second
-                                                : delta.to(at::kFloat) + r->second * decay_);
+    // × 1 is exact: without decay the sum has the bits it had before decay existed.
+    out.emplace_back(name, r == residual_.end() ? delta.to(at::kFloat) : delta.to(at::kFloat) + r->second * decay_);
   }
   return out;
 }

@@ -51,7 +51,6 @@ class ErrorFeedback {
   const std::map<std::string, at::Tensor>& residual() const { return residual_; }
   // A residual restored (a resume, a rewrite from the value before the pending write) or dropped.
   void setResidual(std::map<std::string, at::Tensor> residual) { residual_ = std::move(residual); }
-  double decay() const { return decay_; }
 
  private:
   double decay_ = 1.0;
