@@ -324,9 +324,12 @@ void SwarmFetch::hostilePeersCannotTouchHonestVerdictsOrTheDisk() {
 
 // Bounded afterwards: incoming/ holds the other honest peer's last two rounds (+ a snapshot);
 // the session our last two contributions, the two fetched and two snapshots; the run folder
-// (mostly swarm-state: weights, base, optimizer moments) stays under 600 MiB: measured 349–360
+// (mostly swarm-state: weights, base, optimizer moments) stays under 700 MiB: measured 349–360
 // with one state round, 507 since the round before the newest is kept as the fallback for a
-// damaged newest one (core/checkpoint/round_dirs.h, kKeptRounds 2: ~150 MiB a round here).
+// damaged newest one (core/checkpoint/round_dirs.h, kKeptRounds 2: ~150 MiB a round here), and
+// 549 and 621 (one run), 585 (another) since the bundled run is sparse: each state round also holds the error
+// feedback, a float32 residual of every tensor the peer trains — about 32 MB, 4 × the 8.0 MB
+// int8 contribution (issue 39).
 void SwarmFetch::checkBounded() {
   for (int i = 0; i < 2; ++i) {
     const auto incoming = statsOf(runDir_[i] + "/incoming");
@@ -342,7 +345,7 @@ void SwarmFetch::checkBounded() {
     qInfo().noquote() << files;
     QVERIFY(incoming.files <= 3);
     QVERIFY2(torrents >= 1 && torrents <= 6, qPrintable(files));
-    QVERIFY(folder.bytes < 600ll << 20);
+    QVERIFY(folder.bytes < 700ll << 20);
   }
 }
 
