@@ -69,8 +69,13 @@ void Node::decideClaims() {
     std::sort(own_.claims.begin(), own_.claims.end());
     own_.claims.erase(std::unique(own_.claims.begin(), own_.claims.end()), own_.claims.end());
   }
-  if (peers.empty())
-    Q_EMIT message(QStringLiteral("No other peers found: training alone, all experts of this peer's claim"));
+  if (peers.empty()) {
+    // Links without records are a fault to debug by (a link gossips every record it holds at once).
+    const int links = swarm_.connections();
+    Q_EMIT message(
+        QStringLiteral("No other peers found: training alone, all experts of this peer's claim%1")
+            .arg(links > 0 ? QStringLiteral(" (%1 run links, no record through them)").arg(links) : QString()));
+  }
   Q_EMIT message(
       QStringLiteral("Claimed experts %1 (%2 other peers seen)").arg(joinInts(own_.claims)).arg(peers.size()));
   Q_EMIT noted(QStringLiteral("claims"), {{"experts", expertList(own_.claims)}, {"change", false}});
