@@ -33,9 +33,12 @@
 //                     [--sparse-bits 8|2] [--feedback-decay B (1)]  (2-bit values, bytes as packed;
 //                     the error feedback's decay)
 //                     [--shared-rule mean|centered_clip]  (the shared tensors' rule; the client's is centered_clip)
+//                     [--clip-shards-for P]  (centered clipping per shard of issue 38's plan for P peers,
+//                     shard_plan.h's shardElementsFor; 0, the default: one distance over all shared tensors)
 #include "core/common/openmp_policy.h"
 #include "core/sim/simulated_swarm.h"
 #include "core/sync/merge.h"
+#include "core/sync/shard_plan.h"
 #include "core/train/corpus_prep.h"
 #include "core/train/trainer.h"
 #include "sim_bench.h"
@@ -87,6 +90,7 @@ struct Args {
   int sparseBits = 8;
   double feedbackDecay = 1.0;
   std::string sharedRule = "mean";  // the simulator's default; the client's run default is centered_clip
+  int clipShardsFor = 0;
 };
 
 bool parseArgs(int argc, char** argv, Args& a) {
@@ -154,12 +158,14 @@ bool parseArgs(int argc, char** argv, Args& a) {
       a.feedbackDecay = std::atof(v.c_str());
     else if (arg == "--shared-rule" && next())
       a.sharedRule = v;
+    else if (arg == "--clip-shards-for" && next())
+      a.clipShardsFor = std::atoi(v.c_str());
     else
       return false;
   }
   if (a.sparseKeep < 0 || (a.sparseKeep > 0 && (a.sparseKeep > a.sparseChunk || a.sparseChunk > 32768))) return false;
   if ((a.sparseBits != 8 && a.sparseBits != 2) || !(a.feedbackDecay > 0 && a.feedbackDecay <= 1)) return false;
-  if (a.sparseWaitRounds < 0 || !es::sync::parseSharedRule(a.sharedRule)) return false;
+  if (a.sparseWaitRounds < 0 || a.clipShardsFor < 0 || !es::sync::parseSharedRule(a.sharedRule)) return false;
   if (a.sparseKeep > 0 && a.runs.find("spes_sparse") == std::string::npos) a.runs += ",spes_sparse";
   if (a.threads <= 0) a.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (a.lrWarmup < 0) a.lrWarmup = a.steps / 10;
@@ -303,6 +309,8 @@ int main(int argc, char** argv) {
     config.sparseWaitRounds = args.sparseWaitRounds;
     config.sparseMean = args.sparseMean;
     config.aggregate.shared = *es::sync::parseSharedRule(args.sharedRule);
+    if (args.clipShardsFor > 0)
+      config.aggregate.clipShardElements = es::sync::shardElementsFor(config.model, args.clipShardsFor);
     config.warmup = warmup;
     if (strategy != Strategy::Centralized) config.contributionDir = fileDir;
     log("run " + name + "...");

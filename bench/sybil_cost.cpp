@@ -16,6 +16,8 @@
 // freeze — the merged shared update moves less than 10 % of the honest mean along it; turned —
 // the merged shared update points away from the honest mean (cosine < 0); expert — an attacker's
 // expert accepted with a move over 10 × an honest owner's RMS.
+// Usage: sybil_cost [--clip-shard-elements N]  (issue 38: centered clipping per shard of at most N
+// elements, AggregatePolicy::clipShardElements; the shared tensors here hold 8256; 0 = one clip)
 #include "core/model/tensor_names.h"
 #include "core/sync/round_merge.h"
 #include "core/sync/update_ceiling.h"
@@ -25,6 +27,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <set>
@@ -38,6 +41,7 @@ namespace {
 
 constexpr double kLrSum = 0.1;  // round 2 of the bundled run (tst_update_ceiling)
 constexpr std::int64_t kRound = 9;
+std::int64_t clipShardElements = 0;        // --clip-shard-elements
 constexpr std::int64_t kHonestRounds = 8;  // the honest peers' merged rounds under the ledger rules
 
 enum class Rules { Median, Ceiling, Ledger, LedgerEqual, Earned };
@@ -185,6 +189,7 @@ sync::RoundMerge mergeWith(const Round& round, const Attack& attack, int h, int 
           attack.ownsExpert && k == 0 ? std::set<int>{kExperts - 1} : std::set<int>{});
   sync::RoundPolicy policy;
   policy.aggregate = {sync::SharedRule::CenteredClip, 3, 1.0};
+  policy.aggregate.clipShardElements = clipShardElements;
   if (rules != Rules::Median) policy.validation.ceiling = {kLrSum, sync::adamStepBound(0.9, 0.95), 0.1};
   auto merge = sync::mergeRound(round.base, context, std::move(entries), policy, 100, {}, {}, ledger);
   if (!merge) {
@@ -237,7 +242,13 @@ std::string smallest(const std::function<bool(int)>& achieved) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--clip-shard-elements") {
+    clipShardElements = std::atoll(argv[2]);
+  } else if (argc != 1) {
+    std::fprintf(stderr, "usage: sybil_cost [--clip-shard-elements N]\n");
+    return 2;
+  }
   torch::set_num_threads(1);
   const Round round;
   std::printf("%-32s %-8s %2s %6s %6s %6s %6s\n", "attack", "rules", "H", "ban", "freeze", "turned", "expert");

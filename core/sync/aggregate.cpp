@@ -132,6 +132,17 @@ class MeanSums {
   std::vector<SharedTensor> shared_;
 };
 
+// Centered clipping's groups (AggregatePolicy::clipShardElements): the clipped tensors packed, in
+// name order as planShards packs the shared ones, into shards of at most that many elements; none
+// (one group) when 0.
+std::vector<Shard> clipShards(const std::vector<SharedTensor>& tensors, std::int64_t maxElements) {
+  if (maxElements <= 0) return {};
+  std::vector<ckpt::TensorInfo> infos;
+  for (const auto& t : tensors) infos.push_back({t.name, ckpt::DType::F32, t.base->sizes().vec(), 0, 0});
+  std::sort(infos.begin(), infos.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return packShards(infos, maxElements);
+}
+
 }  // namespace
 
 Expected<NamedTensors> aggregateStream(const NamedTensors& base, const std::vector<SenderDeltas>& senders,
@@ -143,7 +154,7 @@ Expected<NamedTensors> aggregateStream(const NamedTensors& base, const std::vect
   std::vector<at::Tensor> clipped;
   if (!sums.clippedTensors().empty()) {
     auto centre = centeredClip(sums.clippedTensors(), clipSenders(sorted), policy.clipIterations, policy.clipTauFactor,
-                               policy.clipTauFloor);
+                               policy.clipTauFloor, clipShards(sums.clippedTensors(), policy.clipShardElements));
     if (!centre) return makeError(centre.error());
     clipped = std::move(*centre);
   }

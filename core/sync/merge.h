@@ -55,6 +55,12 @@ struct AggregatePolicy {
   // falling on different elements per sender, the plain mean shrank each sent value ~N× (issue
   // 39: +2.1 % against int8 without it, −2.3 % with it). mergeRound applies it (scatter_mean.h).
   bool scatterMean = false;
+  // Issue 38: > 0 clips per shard of at most this many elements (the shared tensors packed in name
+  // order, shard_plan.h's packShards), each with its own distances and τ: what a reducer of that
+  // shard alone computes, so a sharded round merges bit for bit as an all-to-all one. 0: one
+  // distance over all shared tensors (the rule so far). A poisoner then holds a budget per shard
+  // rather than one in all, each shard's τ following that shard's honest spread.
+  std::int64_t clipShardElements = 0;
 };
 // "mean" / "centered_clip"; nullopt for anything else.
 std::optional<SharedRule> parseSharedRule(const std::string& name);

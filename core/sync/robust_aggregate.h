@@ -15,6 +15,8 @@
 // With every weight 1 this is the paper's rule, bit for bit.
 // Why the whole vector and not per tensor: a poisoner bounded per tensor can still place its full
 // budget in the tensors that matter most; one distance per sender gives it one budget in all.
+// Per shard (issue 38, `shards` below) is the compromise a sharded round needs: a reducer holds
+// one shard, and shards are large (shared elements / peers), not single small tensors.
 //
 // Few contributions: one → v = x_1 exactly after the first round (it is the mean). Two → the low
 // median is the smaller distance, so the farther one is pulled in to the nearer one's distance: in
@@ -34,6 +36,7 @@
 
 #include "core/common/expected.h"
 #include "core/sync/delta_source.h"
+#include "core/sync/shard_plan.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -54,8 +57,14 @@ struct SharedTensor {
 // are ignored. iterations ≥ 1 and tauFactor > 0 are the caller's to ensure, and a delta of
 // another shape is a caller error (std::invalid_argument); a source's error is returned.
 // τ = max(tauFactor × the low median, tauFloor): see AggregatePolicy::clipTauFloor.
+// `shards` (issue 38): empty, one distance over all shared tensors (the rule above); else each
+// shard (packShards over these tensors: whole tensors or row ranges, every element in exactly one,
+// else std::invalid_argument) is clipped on its own — its own distances, its own τ, its floor
+// tauFloor × √(its elements / all) — which is what a reducer holding only that shard can compute.
+// One pass per iteration reads every contribution for all shards at once, as for one.
 Expected<std::vector<at::Tensor>> centeredClip(const std::vector<SharedTensor>& tensors,
                                                const std::vector<SenderDeltas>& senders, int iterations,
-                                               double tauFactor, double tauFloor = 0.0);
+                                               double tauFactor, double tauFloor = 0.0,
+                                               const std::vector<Shard>& shards = {});
 
 }  // namespace es::sync

@@ -57,6 +57,13 @@ void pack(const std::vector<ckpt::TensorInfo>& tensors, std::int64_t maxElements
 
 }  // namespace
 
+std::vector<Shard> packShards(const std::vector<ckpt::TensorInfo>& tensors, std::int64_t maxElements,
+                              const std::string& prefix, int expert) {
+  std::vector<Shard> out;
+  pack(tensors, std::max<std::int64_t>(1, maxElements), prefix, expert, out);
+  return out;
+}
+
 std::int64_t Shard::elements() const {
   std::int64_t n = 0;
   for (const auto& p : pieces) n += p.elements();

@@ -1,5 +1,5 @@
 // Issue 38, step 1: how a round's delta is cut into shards that different peers reduce (the
-// design: docs/ARCHITECTURE.md, "Sharded reduction (planned)"). Pure functions of the model's
+// design: docs/ARCHITECTURE.md, "Sharded reduction"). Pure functions of the model's
 // shape and the number of reducers, so every peer cuts alike; no Torch.
 //
 // A shard is a list of pieces: whole tensors, or row ranges of one (the tensor viewed as
@@ -11,6 +11,7 @@
 // embedding alone (1 M elements).
 #pragma once
 
+#include "core/checkpoint/safetensors_format.h"
 #include "core/model/model_config.h"
 
 #include <cstdint>
@@ -35,6 +36,13 @@ struct Shard {
 
 // Every element of the model in exactly one shard. maxElements ≥ 1.
 std::vector<Shard> planShards(const model::ModelConfig& config, std::int64_t maxElements);
+
+// The same packing over any tensors (in the order given; planShards passes the shared ones by
+// name): shards "<prefix>0", "<prefix>1", … of at most maxElements, a tensor cut by rows only where
+// it does not fit. Centered clipping per shard (AggregatePolicy::clipShardElements) packs the
+// base's shared tensors with it, so its groups are the reducers' shards.
+std::vector<Shard> packShards(const std::vector<ckpt::TensorInfo>& tensors, std::int64_t maxElements,
+                              const std::string& prefix = "shared-", int expert = -1);
 
 // The shard size that gives each of `peers` reducers about `replicas` shared shards' worth of the
 // shared tensors (shared elements × replicas / peers / replicas = shared / peers), never under
