@@ -11,7 +11,6 @@
 namespace es::sync {
 namespace {
 
-const std::string kFormat = "expertswarm-contribution";
 const std::string kVersion = "1";
 constexpr std::size_t kMaxNameBytes = 128;  // ids are 64 hex digits
 
@@ -21,7 +20,7 @@ bool isName(const std::string& text) {
                   c == '-';
          });
 }
-const char* const kKeys[] = {"format", "version", "run", "round", "sender", "base_hash", "codec"};
+const std::vector<std::string> kKeys = {"format", "version", "run", "round", "sender", "base_hash", "codec"};
 
 // A round is a canonical non-negative decimal: digits only, no sign, no leading zeros.
 bool parseRound(const std::string& text, std::int64_t& out) {
@@ -36,50 +35,50 @@ bool parseRound(const std::string& text, std::int64_t& out) {
   return true;
 }
 
-// The file's metadata for `header`, or why loadContribution() would refuse it (never written).
-Expected<ckpt::Metadata> metadataFor(const ContributionHeader& header) {
+}  // namespace
+
+Expected<ckpt::Metadata> contributionMetadata(const ContributionHeader& header, const std::string& format) {
   if (auto codec = parseContributionCodec(header.codec); !codec)
     return makeError("cannot save contribution: " + codec.error());
   if (header.round < 0) return makeError("cannot save contribution: negative round " + std::to_string(header.round));
   if (header.run.empty() || header.sender.empty() || header.baseHash.empty())
     return makeError("cannot save contribution: run, sender and base hash must be non-empty");
   return ckpt::Metadata{
-      {"format", kFormat},       {"version", kVersion},
+      {"format", format},        {"version", kVersion},
       {"run", header.run},       {"round", std::to_string(header.round)},
       {"sender", header.sender}, {"base_hash", header.baseHash},
       {"codec", header.codec},
   };
 }
 
-}  // namespace
-
 Status saveContribution(const std::string& path, const ContributionHeader& header, const ckpt::NamedTensors& deltas) {
-  auto metadata = metadataFor(header);
+  auto metadata = contributionMetadata(header);
   if (!metadata) return makeError(metadata.error());
   return ckpt::saveSafetensors(path, encodeContribution(deltas, *parseContributionCodec(header.codec)), *metadata);
 }
 
 Status saveEncodedContribution(const std::string& path, const ContributionHeader& header,
                                const ckpt::NamedTensors& encoded) {
-  auto metadata = metadataFor(header);
+  auto metadata = contributionMetadata(header);
   if (!metadata) return makeError(metadata.error());
   return ckpt::saveSafetensors(path, encoded, *metadata);
 }
 
-namespace {
-
-// The header from a file's metadata, checked strictly; `where` prefixes every error.
-Expected<ContributionHeader> headerOf(const ckpt::Metadata& meta, const std::string& where) {
+Expected<ContributionHeader> contributionHeaderOf(const ckpt::Metadata& meta, const std::string& where,
+                                                  const std::string& format,
+                                                  const std::vector<std::string>& extraKeys) {
   // Strict: exactly the known keys (a new field means a new version).
+  auto known = kKeys;
+  known.insert(known.end(), extraKeys.begin(), extraKeys.end());
   for (const auto& [key, value] : meta) {
-    if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys))
+    if (std::find(known.begin(), known.end(), key) == known.end())
       return makeError(where + "unknown metadata field " + safeQuote(key));
   }
-  for (const char* key : kKeys) {
+  for (const auto& key : known) {
     if (meta.count(key) == 0) return makeError(where + "missing metadata field \"" + key + "\"");
   }
-  if (meta.at("format") != kFormat)
-    return makeError(where + "format " + safeQuote(meta.at("format")) + ", expected " + safeQuote(kFormat));
+  if (meta.at("format") != format)
+    return makeError(where + "format " + safeQuote(meta.at("format")) + ", expected " + safeQuote(format));
   if (meta.at("version") != kVersion)
     return makeError(where + "unsupported version " + safeQuote(meta.at("version")) + ", expected " +
                      safeQuote(kVersion));
@@ -101,18 +100,16 @@ Expected<ContributionHeader> headerOf(const ckpt::Metadata& meta, const std::str
   return header;
 }
 
+namespace {
+
 // The metadata and deltas of a parsed safetensors file; `where` prefixes every error.
 Expected<ContributionFile> fromSafetensors(const ckpt::SafetensorsFile& file, const std::string& where,
                                            const TensorShapes* expected) {
-  auto header = headerOf(file.metadata, where);
+  auto header = contributionHeaderOf(file.metadata, where);
   if (!header) return makeError(header.error());
   auto deltas = decodeContribution(file.tensors, *parseContributionCodec(header->codec), expected);
   if (!deltas) return makeError(where + deltas.error());
   return ContributionFile{std::move(*header), std::move(*deltas)};
-}
-
-bool sameHeader(const ContributionHeader& a, const ContributionHeader& b) {
-  return a.run == b.run && a.round == b.round && a.sender == b.sender && a.baseHash == b.baseHash && a.codec == b.codec;
 }
 
 }  // namespace
@@ -126,7 +123,7 @@ Expected<ContributionFile> loadContribution(const std::string& path, const Tenso
 Expected<ContributionHeader> readContributionHeader(const std::string& path) {
   auto header = ckpt::readHeader(path);
   if (!header) return header.failure();
-  return headerOf(header->metadata, "contribution \"" + path + "\": ");
+  return contributionHeaderOf(header->metadata, "contribution \"" + path + "\": ");
 }
 
 DeltaSource contributionDeltas(const std::string& path, const ContributionHeader& expected,

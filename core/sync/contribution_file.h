@@ -8,8 +8,12 @@
 #include "core/sync/validate.h"
 
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace es::sync {
+
+inline const std::string kContributionFormat = "expertswarm-contribution";
 
 struct ContributionFile {
   ContributionHeader header;
@@ -32,5 +36,14 @@ DeltaSource contributionDeltas(const std::string& path, const ContributionHeader
                                std::shared_ptr<const TensorShapes> shapes = nullptr);
 // The same from a whole file held in memory (fuzzing; the strict rules are identical).
 Expected<ContributionFile> parseContribution(std::string_view bytes);
+
+// The header as a file's metadata (format, version, run, round, sender, base_hash, codec), or why
+// a reader would refuse it; and back, strictly: exactly those keys and `extraKeys` (a shard file's
+// "shard", shard_file.h), the format `format`, names of [A-Za-z0-9._-]. `where` prefixes errors.
+Expected<ckpt::Metadata> contributionMetadata(const ContributionHeader& header,
+                                              const std::string& format = kContributionFormat);
+Expected<ContributionHeader> contributionHeaderOf(const ckpt::Metadata& meta, const std::string& where,
+                                                  const std::string& format = kContributionFormat,
+                                                  const std::vector<std::string>& extraKeys = {});
 
 }  // namespace es::sync

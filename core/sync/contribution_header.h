@@ -16,4 +16,8 @@ struct ContributionHeader {
   std::string codec;  // "f32", "bf16", "int8" or "sparse/<keep>/<chunk>" (contribution_codec.h)
 };
 
+inline bool sameHeader(const ContributionHeader& a, const ContributionHeader& b) {
+  return a.run == b.run && a.round == b.round && a.sender == b.sender && a.baseHash == b.baseHash && a.codec == b.codec;
+}
+
 }  // namespace es::sync

@@ -40,10 +40,10 @@ std::vector<std::int64_t> contributionSizes(const model::ModelConfig& config, co
 std::int64_t snapshotBytes(const model::ModelConfig& config, const std::string& run, std::int64_t round,
                            const OuterRule& outer = {}, std::int64_t ledgerBytes = 0);
 
-// Issue 38 (planned): one shard of a contribution as its own file (each piece a tensor named
-// "<tensor>@<first row>", shaped [rows, last dim]), encoded with `codec` ("f32" for a merged
-// shard), with `metadata` — what a reducer fetches from each contributor and every peer from the
-// reducers. bench/reduction_scale sums these.
+// Issue 38: the bytes of one shard of a contribution as its own file (shard_file.h writes them:
+// each piece a tensor "<tensor>@<first row>", shaped [rows, last dim]), encoded with `codec`
+// ("f32" for a merged shard), with `metadata` — what a reducer fetches from each contributor and
+// every peer from the reducers. bench/reduction_scale sums these.
 std::int64_t shardFileBytes(const Shard& shard, const std::string& codec, const ckpt::Metadata& metadata);
 
 // The run folder's default disk quota:

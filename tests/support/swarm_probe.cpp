@@ -11,6 +11,7 @@
 //
 // Commands: record SEQ ROUND CLAIMS(1,2|-) LEASE [CONTRIB(R=HASH,…|-) [SNAPSHOT(R=HASH,…)]] | publish PATH |
 //           fetch HASH DIR [SIZES(N,N…): the metadata check's sizes] | inject HEX |
+//           fetch-files HASH DIR NAME,NAME…  (a folder torrent: only these files of it) |
 //           limit HASH BYTES_PER_S | leases ROUND EXPERTS LEASE_ROUNDS | status | quit
 //           flood keys|garbage N  (an attacker: N valid records of fresh keys, or N garbage messages)
 //           equivocate SEQ        (two different records of our key, both with SEQ)
@@ -34,6 +35,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <set>
 
 using namespace es::p2p;
 
@@ -212,6 +214,13 @@ int main(int argc, char** argv) {
       es::node::FetchLimits limits;
       if (words.size() == 4)
         for (const auto& size : words[3].split(',', Qt::SkipEmptyParts)) limits.sizes.push_back(size.toLongLong());
+      if (auto s = swarm.fetch(words[1].toStdString(), words[2].toStdString(), limits); !s) fail(cmd, s.error());
+    } else if (cmd == "fetch-files" && words.size() == 4) {  // a folder torrent, only these files of it
+      es::node::FetchLimits limits;
+      limits.folder = [](const std::string&, const es::node::FetchLimits::FolderFiles&) { return std::string(); };
+      std::set<std::string> wanted;
+      for (const auto& f : words[3].split(',', Qt::SkipEmptyParts)) wanted.insert(f.toStdString());
+      limits.folderWanted = [wanted](const es::node::FetchLimits::FolderFiles&) { return wanted; };
       if (auto s = swarm.fetch(words[1].toStdString(), words[2].toStdString(), limits); !s) fail(cmd, s.error());
     } else if (cmd == "refetch" && words.size() == 3) {  // retire with its file, and fetch again at once
       swarm.retire(words[1].toStdString(), true);

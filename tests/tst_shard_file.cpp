@@ -1,0 +1,136 @@
+// A contribution cut into shard files (issue 38; core/sync/shard_file.h): each shard the
+// contribution carries is one file whose pieces decode to exactly what the codec makes of that
+// piece, whose size is the byte model's (fetch_size.h, bench/reduction_scale) to the byte, and
+// that is read strictly — another shard's file, another contribution's, or a file missing a piece
+// is refused. Shards of experts the sender does not own leave no file.
+#ifndef Q_MOC_RUN  // moc need not parse LibTorch
+#include "core/model/tensor_names.h"
+#include "core/sync/contribution_codec.h"
+#include "core/sync/fetch_size.h"
+#include "core/sync/shard_file.h"
+
+#include <torch/torch.h>
+#endif
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cstring>
+#include <filesystem>
+
+using namespace es;
+using namespace es::sync;
+
+namespace {
+
+model::ModelConfig smallModel() {
+  model::ModelConfig c;
+  c.vocabSize = 256;
+  c.dModel = 32;
+  c.nLayers = 2;
+  c.nHeads = 2;
+  c.nExperts = 4;
+  c.expertHidden = 16;
+  c.seqLen = 32;
+  return c;
+}
+
+// Every shared tensor and the tensors of experts 0 and 1.
+ckpt::NamedTensors deltas(const model::ModelConfig& config) {
+  torch::manual_seed(4);
+  ckpt::NamedTensors out;
+  for (const auto& t : modelTensors(config)) {
+    const auto expert = model::expertOf(t.name);
+    if (expert && expert->expert > 1) continue;
+    out.emplace_back(t.name, torch::randn(t.shape) * 0.01f);
+  }
+  return out;
+}
+
+ContributionHeader header(const std::string& codec) { return {std::string(64, 'a'), 7, "peer-1", "base-9", codec}; }
+
+bool sameBits(const at::Tensor& a, const at::Tensor& b) {
+  const at::Tensor x = a.contiguous(), y = b.contiguous();
+  return x.sizes() == y.sizes() && std::memcmp(x.data_ptr(), y.data_ptr(), x.numel() * x.element_size()) == 0;
+}
+
+ckpt::Metadata metadataOf(const ContributionHeader& h, const Shard& shard) {
+  return {{"format", kShardFormat}, {"version", "1"},        {"run", h.run},         {"round", std::to_string(h.round)},
+          {"sender", h.sender},     {"base_hash", h.baseHash}, {"codec", h.codec}, {"shard", shard.id}};
+}
+
+}  // namespace
+
+class ShardFileTest : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void eachShardRoundTripsAtTheModelsSize_data() {
+    QTest::addColumn<QString>("codec");
+    for (const char* codec : {"f32", "int8", "sparse/16/256"}) QTest::newRow(codec) << QString(codec);
+  }
+  void eachShardRoundTripsAtTheModelsSize() {
+    QFETCH(QString, codec);
+    const auto config = smallModel();
+    const auto shards = planShards(config, 3000);  // cuts the embedding and the output by rows
+    QTemporaryDir dir;
+    const auto h = header(codec.toStdString());
+    const auto all = deltas(config);
+    auto written = saveContributionShards(dir.filePath("c").toStdString(), h, all, shards);
+    QVERIFY2(written.ok(), written.ok() ? "" : written.error().c_str());
+    int expected = 0;
+    for (const auto& shard : shards) {
+      const std::string path = dir.filePath("c").toStdString() + "/" + shardFileName(shard);
+      if (shard.expert > 1) {  // another owner's: no file
+        QVERIFY(!std::filesystem::exists(path));
+        continue;
+      }
+      ++expected;
+      QCOMPARE(std::int64_t(std::filesystem::file_size(path)), shardFileBytes(shard, h.codec, metadataOf(h, shard)));
+      auto file = loadContributionShard(path, h, shard);
+      QVERIFY2(file.ok(), file.ok() ? "" : file.error().c_str());
+      const auto want = decodeContribution(encodeContribution(*cutShard(all, shard), *parseContributionCodec(h.codec)),
+                                           *parseContributionCodec(h.codec));
+      QVERIFY(want.ok());
+      QCOMPARE(file->pieces.size(), want->size());
+      for (std::size_t k = 0; k < want->size(); ++k) {
+        QCOMPARE(file->pieces[k].first, (*want)[k].first);
+        QVERIFY(sameBits(file->pieces[k].second, (*want)[k].second));
+      }
+    }
+    QCOMPARE(int(written->size()), expected);
+    QVERIFY(expected < int(shards.size()));
+  }
+
+  void anotherShardsOrContributionsFileIsRefused() {
+    const auto config = smallModel();
+    const auto shards = planShards(config, 3000);
+    QTemporaryDir dir;
+    const auto h = header("int8");
+    QVERIFY(saveContributionShards(dir.path().toStdString(), h, deltas(config), shards).ok());
+    const std::string first = dir.path().toStdString() + "/" + shardFileName(shards[0]);
+    auto other = loadContributionShard(first, h, shards[1]);
+    QVERIFY(!other.ok());
+    QVERIFY2(other.error().find("holds shard") != std::string::npos, other.error().c_str());
+    auto later = h;
+    later.round += 1;
+    QVERIFY(!loadContributionShard(first, later, shards[0]).ok());
+    // A plan that cut the same tensors elsewhere names other pieces: refused, never guessed at.
+    const auto coarser = planShards(config, 1 << 20);
+    QVERIFY(!loadContributionShard(first, h, coarser[0]).ok());
+  }
+
+  void aContributionMissingPartOfAShardIsAnError() {
+    const auto config = smallModel();
+    const auto shards = planShards(config, 3000);
+    auto all = deltas(config);
+    const auto& firstPiece = shards[0].pieces.back().tensor;
+    QVERIFY(shards[0].pieces.size() > 1);
+    all.erase(std::remove_if(all.begin(), all.end(), [&](const auto& t) { return t.first == firstPiece; }), all.end());
+    QTemporaryDir dir;
+    QVERIFY(!saveContributionShards(dir.path().toStdString(), header("f32"), all, shards).ok());
+  }
+};
+
+QTEST_GUILESS_MAIN(ShardFileTest)
+#include "tst_shard_file.moc"
