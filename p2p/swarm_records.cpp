@@ -60,12 +60,11 @@ void SwarmSession::Impl::offerRecord(const std::string& bytes, const std::string
         result.rejection ? std::string(recordErrorName(result.rejection->error)) + ": " + result.rejection->detail
                          : offerOutcomeName(result.outcome);
     Q_EMIT owner->recordDropped(QString::fromStdString(sender), QString::fromStdString(reason));
-    // Said once per kind (a handful of names): a peer that hears nobody can tell why from its log.
-    const std::string kind =
-        result.rejection ? recordErrorName(result.rejection->error) : offerOutcomeName(result.outcome);
-    if (settings.log && droppedKindsLogged.insert(kind).second)
-      settings.log("A record was dropped (" + reason + "; from " + sender +
-                   "); further drops of this kind are counted, not logged");
+    // A refused record is said once per error kind (a handful): a peer that hears nobody can tell
+    // why from its log. Stale ones are gossip's normal races, not said.
+    if (result.rejection && settings.log && droppedKindsLogged.insert(recordErrorName(result.rejection->error)).second)
+      settings.log("A record was refused (" + reason + "; from " + sender +
+                   "); further refusals of this kind are counted, not logged");
     return;
   }
   if (result.outcome != OfferOutcome::Accepted) return;

@@ -110,7 +110,7 @@ struct SwarmSession::Impl {
   RunLinks runLinks;
   std::chrono::steady_clock::time_point lastMetLink;  // linkPeersMetOnTransfers' last dial
   std::size_t lastRendezvousPeers = 0;                // what the last rendezvous line said
-  std::set<std::string> droppedKindsLogged;           // record drop kinds said once in the log
+  std::set<std::string> droppedKindsLogged;           // record refusal kinds said once in the log
   std::size_t lastRelinkLost = 0;                     // what the last "Run links lost" line said; 0 once they are back
   void dialBack(const lt::tcp::endpoint& endpoint);   // swarm_rendezvous.cpp
   std::unique_ptr<DialBackProber> dialBacks;          // made with the session (its probes are owner's children)
