@@ -11,6 +11,7 @@
 
 #include <torch/torch.h>
 #endif
+#include "support/shard_model.h"
 
 #include <QTemporaryDir>
 #include <QtTest>
@@ -22,18 +23,6 @@ using namespace es;
 using namespace es::sync;
 
 namespace {
-
-model::ModelConfig smallModel() {
-  model::ModelConfig c;
-  c.vocabSize = 256;
-  c.dModel = 32;
-  c.nLayers = 2;
-  c.nHeads = 2;
-  c.nExperts = 4;
-  c.expertHidden = 16;
-  c.seqLen = 32;
-  return c;
-}
 
 // Every shared tensor and the tensors of experts 0 and 1.
 ckpt::NamedTensors deltas(const model::ModelConfig& config) {
@@ -55,7 +44,7 @@ bool sameBits(const at::Tensor& a, const at::Tensor& b) {
 }
 
 ckpt::Metadata metadataOf(const ContributionHeader& h, const Shard& shard) {
-  return {{"format", kShardFormat}, {"version", "1"},        {"run", h.run},         {"round", std::to_string(h.round)},
+  return {{"format", kShardFormat}, {"version", "1"},          {"run", h.run},     {"round", std::to_string(h.round)},
           {"sender", h.sender},     {"base_hash", h.baseHash}, {"codec", h.codec}, {"shard", shard.id}};
 }
 
@@ -71,7 +60,7 @@ class ShardFileTest : public QObject {
   }
   void eachShardRoundTripsAtTheModelsSize() {
     QFETCH(QString, codec);
-    const auto config = smallModel();
+    const auto config = test::shardTestModel();
     const auto shards = planShards(config, 3000);  // cuts the embedding and the output by rows
     QTemporaryDir dir;
     const auto h = header(codec.toStdString());
@@ -103,7 +92,7 @@ class ShardFileTest : public QObject {
   }
 
   void anotherShardsOrContributionsFileIsRefused() {
-    const auto config = smallModel();
+    const auto config = test::shardTestModel();
     const auto shards = planShards(config, 3000);
     QTemporaryDir dir;
     const auto h = header("int8");
@@ -121,7 +110,7 @@ class ShardFileTest : public QObject {
   }
 
   void aContributionMissingPartOfAShardIsAnError() {
-    const auto config = smallModel();
+    const auto config = test::shardTestModel();
     const auto shards = planShards(config, 3000);
     auto all = deltas(config);
     const auto& firstPiece = shards[0].pieces.back().tensor;

@@ -70,7 +70,8 @@ class SwarmShardFetch : public QObject {
     auto written = sync::saveContributionShards(folder.toStdString(), header, deltasOf(config), shards);
     QVERIFY2(written.ok(), written.ok() ? "" : written.error().c_str());
     qint64 folderBytes = 0;
-    for (const auto& name : *written) folderBytes += qint64(std::filesystem::file_size((folder + "/").toStdString() + name));
+    for (const auto& name : *written)
+      folderBytes += qint64(std::filesystem::file_size((folder + "/").toStdString() + name));
     const sync::Shard& wanted = shards[3];  // a shared shard: every contributor sends it
     QVERIFY(wanted.expert < 0);
     const QString name = QString::fromStdString(sync::shardFileName(wanted));

@@ -14,7 +14,6 @@ namespace {
 
 std::vector<std::int64_t> pieceShape(const ShardPiece& p) { return {p.rowEnd - p.rowBegin, p.columns}; }
 
-
 }  // namespace
 
 std::string shardFileName(const Shard& shard) { return shard.id + ".safetensors"; }

@@ -27,7 +27,7 @@ struct ShardFile {
   ckpt::NamedTensors pieces;  // decoded to float32, "<tensor>@<first row>" → [rows, last dim]
 };
 
-std::string shardFileName(const Shard& shard);  // "<id>.safetensors"
+std::string shardFileName(const Shard& shard);   // "<id>.safetensors"
 std::string pieceName(const ShardPiece& piece);  // "<tensor>@<first row>"
 
 // The shard's pieces cut from whole deltas (views, no copy): empty when `deltas` holds none of the
