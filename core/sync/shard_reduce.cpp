@@ -28,8 +28,9 @@ NamedTensors shardRows(const NamedTensors& tensors, const Shard& shard) {
   return out;
 }
 
-Expected<NamedTensors> reduceShard(const Shard& shard, const NamedTensors& base, const std::vector<SenderDeltas>& senders,
-                                   const Ownership& owners, AggregatePolicy policy, std::int64_t sharedElements) {
+Expected<NamedTensors> reduceShard(const Shard& shard, const NamedTensors& base,
+                                   const std::vector<SenderDeltas>& senders, const Ownership& owners,
+                                   AggregatePolicy policy, std::int64_t sharedElements) {
   if (base.size() != shard.pieces.size()) return makeError("shard " + shard.id + ": the base lacks some of its rows");
   // The clip over this shard alone is the whole merge's clip of this shard: one group here, and
   // its floor this shard's share of the round's (robust_aggregate.h).

@@ -28,8 +28,9 @@ NamedTensors shardRows(const NamedTensors& tensors, const Shard& shard);
 // carries none of the shard); `policy`: the round's, with clipShardElements the plan's shard size
 // (> 0 for a shared shard; ignored for an expert's); `sharedElements`: all shared elements of the
 // model (τ's floor is this shard's share of the round's). The merged rows, in `base`'s order.
-Expected<NamedTensors> reduceShard(const Shard& shard, const NamedTensors& base, const std::vector<SenderDeltas>& senders,
-                                   const Ownership& owners, AggregatePolicy policy, std::int64_t sharedElements);
+Expected<NamedTensors> reduceShard(const Shard& shard, const NamedTensors& base,
+                                   const std::vector<SenderDeltas>& senders, const Ownership& owners,
+                                   AggregatePolicy policy, std::int64_t sharedElements);
 
 // Writes merged rows (reduceShard's) into `state` (whole tensors, same dtype), in place.
 Status placeShard(const Shard& shard, const NamedTensors& merged, NamedTensors& state);
