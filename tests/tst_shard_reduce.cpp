@@ -1,12 +1,13 @@
 // A reducer's merge of one shard (issue 38 item 3; core/sync/shard_reduce.h): every shard of the
 // plan reduced on its own — from the shard's rows of the base and of each sender's deltas — and
 // placed back gives the whole merge's aggregate bit for bit: centered clipping per shard with its
-// floor, the plain mean, experts by their owners' mean, the work ledger's weights (a fresh key of
-// weight 0 among them) and an expert cut by the expert bound. The issue's proof asks for the
-// merged state "bit-identical to today's all-to-all merge of the same inputs".
+// floor, the plain mean, a sparse run's scatter-mean, experts by their owners' mean, the work
+// ledger's weights (a fresh key of weight 0 among them) and an expert cut by the expert bound. The issue's proof asks
+// for the merged state "bit-identical to today's all-to-all merge of the same inputs".
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
 #include "core/model/tensor_names.h"
 #include "core/sync/fetch_size.h"
+#include "core/sync/scatter_mean.h"
 #include "core/sync/shard_reduce.h"
 
 #include <torch/torch.h>
@@ -38,7 +39,9 @@ struct Sender {
 
 // Five senders: shared deltas near one direction ("e" far off in the first shared tensors), each
 // owning experts as `owners` says; "f" a fresh key (weight 0); "b"'s expert 1 cut to 0.5.
-std::vector<Sender> sendersOf(const NamedTensors& base, const Ownership& owners) {
+// `sparse`: each shared delta keeps ~1 in 8 of its elements, different ones per sender (a sparse
+// run's top-k falls on different elements: what the scatter-mean is for).
+std::vector<Sender> sendersOf(const NamedTensors& base, const Ownership& owners, bool sparse) {
   torch::manual_seed(22);
   std::vector<Sender> out;
   const std::map<std::string, double> weights{{"a", 3}, {"b", 1}, {"c", 2}, {"d", 1}, {"e", 2}, {"f", 0}};
@@ -50,6 +53,7 @@ std::vector<Sender> sendersOf(const NamedTensors& base, const Ownership& owners)
       if (expert && !owners.at(expert->expert).count(id)) continue;
       at::Tensor d = torch::randn(t.sizes()) * 0.01f;
       if (!expert && id == "e" && shared++ < 3) d = d * 50.0f;
+      if (!expert && sparse) d = d * (torch::rand(t.sizes()) < 0.125f).to(torch::kFloat);
       s.deltas.emplace_back(name, d);
     }
     if (id == "b") s.expertScale[1] = 0.5;
@@ -83,15 +87,18 @@ class ShardReduceTest : public QObject {
  private Q_SLOTS:
   void everyShardReducedAloneIsTheWholeMerge_data() {
     QTest::addColumn<bool>("clip");
-    QTest::newRow("centered clipping per shard") << true;
-    QTest::newRow("plain mean") << false;
+    QTest::addColumn<bool>("scatter");
+    QTest::newRow("centered clipping per shard") << true << false;
+    QTest::newRow("plain mean") << false << false;
+    QTest::newRow("sparse: scatter-mean, centered clipping per shard") << true << true;
   }
   void everyShardReducedAloneIsTheWholeMerge() {
     QFETCH(bool, clip);
+    QFETCH(bool, scatter);
     const auto config = test::shardTestModel();
     const NamedTensors base = baseOf(config);
     const Ownership owners{{0, {"a", "f"}}, {1, {"b", "c"}}, {2, {"d"}}, {3, {}}};
-    const auto senders = sendersOf(base, owners);
+    const auto senders = sendersOf(base, owners, scatter);
     std::int64_t shared = 0;
     for (const auto& [name, t] : base)
       if (!model::expertOf(name)) shared += t.numel();
@@ -99,7 +106,10 @@ class ShardReduceTest : public QObject {
     AggregatePolicy policy;
     // τ's floor near the honest spread, so each shard's share of it binds in some shards.
     if (clip) policy = {SharedRule::CenteredClip, 3, 1.0, 2.0, false, shardElements};
-    const auto all = aggregateStream(base, whole(senders), owners, policy);
+    policy.scatterMean = scatter;
+    auto wholeSenders = whole(senders);
+    if (scatter) QVERIFY(scaleToScatterMean(wholeSenders).ok());  // as mergeRound does, before the aggregate
+    const auto all = aggregateStream(base, wholeSenders, owners, policy);
     QVERIFY(all.ok());
 
     NamedTensors state;

@@ -1,5 +1,7 @@
 #include "core/sync/shard_reduce.h"
 
+#include "core/sync/scatter_mean.h"
+
 #include <torch/torch.h>
 
 #include <cmath>
@@ -37,7 +39,12 @@ Expected<NamedTensors> reduceShard(const Shard& shard, const NamedTensors& base,
   if (shard.expert < 0 && policy.clipShardElements > 0 && sharedElements > 0)
     policy.clipTauFloor *= std::sqrt(double(shard.elements()) / double(sharedElements));
   policy.clipShardElements = 0;
-  return aggregateStream(base, senders, owners, policy);
+  if (!policy.scatterMean) return aggregateStream(base, senders, owners, policy);
+  // A sparse run's scatter-mean scales element by element (scatter_mean.h): the shard's rows alone
+  // give the whole scaling's rows.
+  auto scaled = senders;
+  if (auto s = scaleToScatterMean(scaled); !s) return makeError(s.error());
+  return aggregateStream(base, scaled, owners, policy);
 }
 
 Status placeShard(const Shard& shard, const NamedTensors& merged, NamedTensors& state) {

@@ -1,7 +1,8 @@
 // Issue 38, design item 3: a reducer's merge of one shard. It holds the shard's rows of the base
 // and each sender's pieces of the shard (shard_file.h), and runs the round's aggregate on them —
 // the shared tensors by the round's rule with centered clipping over this shard alone (the rule a
-// sharded round merges by: AggregatePolicy::clipShardElements), the experts by their owners' mean
+// sharded round merges by: AggregatePolicy::clipShardElements) and, in a sparse run, the
+// scatter-mean's scaling first (as mergeRound does), the experts by their owners' mean
 // — weighted as the whole merge weighs (the work ledger's SenderDeltas::weight, the expert bound's
 // SenderDeltas::expertScale, both from the agreed state and the round's verdicts). Placed back
 // into the state, every shard's result is the whole aggregate bit for bit (tst_shard_reduce).
