@@ -9,9 +9,10 @@
 #include "core/sync/fetch_size.h"
 #include "core/sync/shard_file.h"
 
+#include "support/shard_model.h"
+
 #include <torch/torch.h>
 #endif
-#include "support/shard_model.h"
 
 #include <QTemporaryDir>
 #include <QtTest>
@@ -23,18 +24,6 @@ using namespace es;
 using namespace es::sync;
 
 namespace {
-
-// Every shared tensor and the tensors of experts 0 and 1.
-ckpt::NamedTensors deltas(const model::ModelConfig& config) {
-  torch::manual_seed(4);
-  ckpt::NamedTensors out;
-  for (const auto& t : modelTensors(config)) {
-    const auto expert = model::expertOf(t.name);
-    if (expert && expert->expert > 1) continue;
-    out.emplace_back(t.name, torch::randn(t.shape) * 0.01f);
-  }
-  return out;
-}
 
 ContributionHeader header(const std::string& codec) { return {std::string(64, 'a'), 7, "peer-1", "base-9", codec}; }
 
@@ -64,7 +53,7 @@ class ShardFileTest : public QObject {
     const auto shards = planShards(config, 3000);  // cuts the embedding and the output by rows
     QTemporaryDir dir;
     const auto h = header(codec.toStdString());
-    const auto all = deltas(config);
+    const auto all = test::senderDeltas(config, {0, 1}, 4);
     auto written = saveContributionShards(dir.filePath("c").toStdString(), h, all, shards);
     QVERIFY2(written.ok(), written.ok() ? "" : written.error().c_str());
     int expected = 0;
@@ -96,7 +85,7 @@ class ShardFileTest : public QObject {
     const auto shards = planShards(config, 3000);
     QTemporaryDir dir;
     const auto h = header("int8");
-    QVERIFY(saveContributionShards(dir.path().toStdString(), h, deltas(config), shards).ok());
+    QVERIFY(saveContributionShards(dir.path().toStdString(), h, test::senderDeltas(config, {0, 1}, 4), shards).ok());
     const std::string first = dir.path().toStdString() + "/" + shardFileName(shards[0]);
     auto other = loadContributionShard(first, h, shards[1]);
     QVERIFY(!other.ok());
@@ -112,7 +101,7 @@ class ShardFileTest : public QObject {
   void aContributionMissingPartOfAShardIsAnError() {
     const auto config = test::shardTestModel();
     const auto shards = planShards(config, 3000);
-    auto all = deltas(config);
+    auto all = test::senderDeltas(config, {0, 1}, 4);
     const auto& firstPiece = shards[0].pieces.back().tensor;
     QVERIFY(shards[0].pieces.size() > 1);
     all.erase(std::remove_if(all.begin(), all.end(), [&](const auto& t) { return t.first == firstPiece; }), all.end());

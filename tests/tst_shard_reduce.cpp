@@ -10,9 +10,10 @@
 #include "core/sync/scatter_mean.h"
 #include "core/sync/shard_reduce.h"
 
+#include "support/shard_model.h"
+
 #include <torch/torch.h>
 #endif
-#include "support/shard_model.h"
 
 #include <QtTest>
 

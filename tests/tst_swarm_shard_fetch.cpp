@@ -8,6 +8,7 @@
 #include "core/model/tensor_names.h"
 #include "core/sync/fetch_size.h"
 #include "core/sync/shard_file.h"
+#include "support/shard_model.h"
 
 #include <torch/torch.h>
 #endif
@@ -33,18 +34,6 @@ QByteArray sha256(const QString& path) {
   return hash.result().toHex();
 }
 
-// Every shared tensor and experts 0 and 1 of `config`, as a sender's deltas.
-ckpt::NamedTensors deltasOf(const model::ModelConfig& config) {
-  torch::manual_seed(12);
-  ckpt::NamedTensors out;
-  for (const auto& t : sync::modelTensors(config)) {
-    const auto expert = model::expertOf(t.name);
-    if (expert && expert->expert > 1) continue;
-    out.emplace_back(t.name, torch::randn(t.shape) * 0.01f);
-  }
-  return out;
-}
-
 }  // namespace
 
 class SwarmShardFetch : public QObject {
@@ -67,7 +56,8 @@ class SwarmShardFetch : public QObject {
     const auto shards = sync::planShards(config, sync::shardElementsFor(config, 16));
     const sync::ContributionHeader header{std::string(64, 'a'), 7, "peer-1", "base-9", "int8"};
     const QString folder = dir_.filePath("sender/round-7-peer-1");
-    auto written = sync::saveContributionShards(folder.toStdString(), header, deltasOf(config), shards);
+    auto written =
+        sync::saveContributionShards(folder.toStdString(), header, test::senderDeltas(config, {0, 1}, 12), shards);
     QVERIFY2(written.ok(), written.ok() ? "" : written.error().c_str());
     qint64 folderBytes = 0;
     for (const auto& name : *written)

@@ -1,0 +1,57 @@
+#include "core/sync/shard_figures.h"
+
+#include "core/sync/shard_file.h"
+#include "core/sync/shard_reduce.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <map>
+
+namespace es::sync {
+
+// In the plan's piece order whatever order `pieces` come in (a file's decode sorts by
+// "<tensor>@<row>", which is not always the tensors' name order), each by its plain or piece name.
+ShardFigure figureOf(const Shard& shard, const ckpt::NamedTensors& pieces) {
+  std::map<std::string, const at::Tensor*> byName;
+  for (const auto& [name, piece] : pieces) byName.emplace(name, &piece);
+  ShardFigure f{shard.id, 0.0, 0};
+  for (const auto& piece : shard.pieces) {
+    auto it = byName.find(piece.tensor);
+    if (it == byName.end()) it = byName.find(pieceName(piece));
+    if (it == byName.end()) continue;
+    const at::Tensor t = it->second->detach().to(at::kCPU, at::kDouble).contiguous();
+    const double* p = t.data_ptr<double>();
+    for (std::int64_t i = 0, n = t.numel(); i < n; ++i) f.sumOfSquares += p[i] * p[i];
+    f.elements += t.numel();
+  }
+  return f;
+}
+
+std::vector<ShardFigure> contributionFigures(const ckpt::NamedTensors& deltas, const std::vector<Shard>& shards) {
+  std::vector<ShardFigure> out;
+  for (const auto& shard : shards) {
+    const auto rows = shardRows(deltas, shard);
+    if (!rows.empty()) out.push_back(figureOf(shard, rows));
+  }
+  return out;
+}
+
+bool figureMatches(const ShardFigure& stated, const Shard& shard, const ckpt::NamedTensors& pieces) {
+  const ShardFigure mine = figureOf(shard, pieces);
+  return stated.shard == shard.id && stated.elements == mine.elements && stated.sumOfSquares == mine.sumOfSquares;
+}
+
+WholeFigure combineFigures(const std::vector<ShardFigure>& figures) {
+  WholeFigure w;
+  double squares = 0.0;
+  for (const auto& f : figures) {
+    squares += f.sumOfSquares;
+    w.elements += f.elements;
+  }
+  w.norm = std::sqrt(squares);
+  w.rms = w.elements > 0 ? w.norm / std::sqrt(double(w.elements)) : 0.0;
+  return w;
+}
+
+}  // namespace es::sync

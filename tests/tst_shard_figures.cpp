@@ -1,0 +1,82 @@
+// A contribution's figures per shard (issue 38; core/sync/shard_figures.h): what the sender
+// states from its decoded pieces, a reducer recomputes bit for bit from the shard file it fetched
+// (int8 and sparse), whatever order the file's decode gives; a figure off by one ulp or one
+// element is refused; and the figures combine into the contribution's norm and RMS — the numbers
+// the no-work floor and the norm cap read (validate.h's updateNorm adds them in another order:
+// within 1e-12 of it).
+#ifndef Q_MOC_RUN  // moc need not parse LibTorch
+#include "core/model/tensor_names.h"
+#include "core/sync/contribution_codec.h"
+#include "core/sync/fetch_size.h"
+#include "core/sync/shard_figures.h"
+#include "core/sync/shard_file.h"
+#include "core/sync/validate.h"
+
+#include "support/shard_model.h"
+
+#include <torch/torch.h>
+#endif
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+
+using namespace es;
+using namespace es::sync;
+
+class ShardFiguresTest : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void aReducerRecomputesTheSendersFigureExactly_data() {
+    QTest::addColumn<QString>("codec");
+    for (const char* codec : {"int8", "sparse/16/256"}) QTest::newRow(codec) << QString(codec);
+  }
+  void aReducerRecomputesTheSendersFigureExactly() {
+    QFETCH(QString, codec);
+    const auto config = test::shardTestModel();
+    const auto shards = planShards(config, 3000);
+    const ContributionHeader header{std::string(64, 'r'), 3, "peer-2", "base-1", codec.toStdString()};
+    const auto all = test::senderDeltas(config, {2}, 31);
+    QTemporaryDir dir;
+    QVERIFY(saveContributionShards(dir.path().toStdString(), header, all, shards).ok());
+    const auto parsed = *parseContributionCodec(header.codec);
+    int checked = 0;
+    for (const auto& shard : shards) {
+      const auto pieces = cutShard(all, shard);
+      if (pieces->empty()) continue;
+      // The sender's figure: from what its pieces decode to (what every receiver reads).
+      const auto sent = decodeContribution(encodeContribution(*pieces, parsed), parsed);
+      const ShardFigure stated = figureOf(shard, *sent);
+      const auto file = loadContributionShard(dir.path().toStdString() + "/" + shardFileName(shard), header, shard);
+      QVERIFY(file.ok());
+      QVERIFY2(figureMatches(stated, shard, file->pieces), shard.id.c_str());
+      ShardFigure off = stated;
+      off.sumOfSquares = std::nextafter(off.sumOfSquares, 1e300);
+      QVERIFY(!figureMatches(off, shard, file->pieces));
+      off = stated;
+      off.elements += 1;
+      QVERIFY(!figureMatches(off, shard, file->pieces));
+      ++checked;
+    }
+    QVERIFY(checked > 4);
+  }
+
+  void theFiguresCombineIntoTheContributionsNorm() {
+    const auto config = test::shardTestModel();
+    const auto all = test::senderDeltas(config, {2}, 31);
+    const auto figures = contributionFigures(all, planShards(config, 3000));
+    const WholeFigure whole = combineFigures(figures);
+    std::int64_t elements = 0;
+    for (const auto& [name, t] : all) elements += t.numel();
+    QCOMPARE(whole.elements, elements);
+    const double norm = updateNorm(all);
+    QVERIFY2(std::abs(whole.norm - norm) <= 1e-12 * norm, qPrintable(QString::number(whole.norm - norm)));
+    QCOMPARE(whole.rms, whole.norm / std::sqrt(double(elements)));
+    QCOMPARE(combineFigures({}).rms, 0.0);
+  }
+};
+
+QTEST_GUILESS_MAIN(ShardFiguresTest)
+#include "tst_shard_figures.moc"
