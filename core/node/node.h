@@ -91,7 +91,8 @@ class Node : public QObject, private Agreement::Host {
   //   deadline {round, seconds, arrived, expected} · cutOff {round, heard, others}
   //   swarmSet {round, peers, contributions} (closed on the set a majority merged)
   //   silentFreshKeys {round, keys} (closed: only fresh keys' silent transfers were missing)
-  //   freshKeysPastDeadline {round, keys} (closed: only fresh keys were missing, past their deadline)
+  //   freshKeysPastDeadline {round, keys, roundSeconds, holdSeconds} (closed: only fresh keys were
+  //     missing, past their deadline; the round's age since its start, and their hold from it)
   //   noShow {peer, rounds} · stale {peer, rounds} · waitedForAgain {peer, round} (back in step)
   //   fetchFailed {content, reason, refused} · quota {round, usedBytes, quotaBytes, wantedBytes}
   //   outOfStep {by: "records" (round, members, ours, state) | "bases" (round, stale, contributions)}

@@ -42,13 +42,23 @@ class RoundTimes {
     return std::clamp(policy.deadlineFactor * typical(trainedSeconds), policy.deadlineMinSeconds,
                       policy.deadlineMaxSeconds);
   }
-  // How long fresh keys (no work of theirs merged) may hold a round: the deadline without its floor
-  // (issue 37 item 5). The floor guards peers whose work we merged against a jittery sub-minimum
-  // round; a fresh key's hold is bounded by the straggler margin the run chose (factor − 1 rounds),
-  // which a newcomer training its first round, less than a round behind, fits in (RoundGather
-  // keeps a smaller floor of its own: msUntilFreshDeadline).
+  // How long from now (we just trained, and begin to gather) fresh keys (no work of theirs merged)
+  // may hold the round: the deadline without its floor (issue 37 item 5), counted from the round's
+  // start — the last close, else our training — not from the gather's, so a round they hold
+  // lasts factor × the typical round in all (bench/sybil_nodes "stall": from the gather's start it
+  // was the training plus that, 2.5 × a quiet round). The floor guards peers whose work we merged
+  // against a jittery sub-minimum round; a fresh key's hold is bounded by the straggler margin the
+  // run chose (factor − 1 rounds), which a newcomer training its first round, less than that
+  // behind, fits in (RoundGather keeps a smaller floor of its own: msUntilFreshDeadline).
   double freshDeadlineSeconds(const RoundPolicy& policy, double trainedSeconds) const {
+    return freshHoldSeconds(policy, trainedSeconds) - secondsSinceStart(trainedSeconds);
+  }
+  // The whole hold, from the round's start: factor × the typical round.
+  double freshHoldSeconds(const RoundPolicy& policy, double trainedSeconds) const {
     return std::min(policy.deadlineFactor * typical(trainedSeconds), policy.deadlineMaxSeconds);
+  }
+  double secondsSinceStart(double trainedSeconds) const {
+    return sinceClosed_.isValid() ? sinceClosed_.elapsed() / 1000.0 : trainedSeconds;
   }
   void merged() { ++merged_; }  // a round's merge landed
   std::int64_t mergedCount() const { return merged_; }

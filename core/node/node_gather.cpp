@@ -61,8 +61,9 @@ void Node::gather() {
 // - one whose transfer brought no byte in a third of the deadline's minimum is not waited for
 //   (fresh keys every round are never no-shows: bench/sybil_nodes "rotate");
 // - none past the deadline without its floor (RoundGather::msUntilFreshDeadline: factor × the
-//   typical round): keys that only claim, with leases past their round, were waited for through
-//   their grace rounds to the minimum, 30 s in the bundled run however short its rounds.
+//   typical round from the round's start, RoundTimes::freshDeadlineSeconds): keys that only
+//   claim, with leases past their round, were waited for through their grace rounds to the
+//   minimum, 30 s in the bundled run however short its rounds.
 // A newcomer is a fresh key too: it is waited for while its transfer brings bytes or waits for a
 // slot, until that deadline — less than a round behind us, it is in (c25e03a cut it at "as long
 // again as the peers with work took", and a newcomer's first contributions never came that early).
@@ -82,11 +83,17 @@ void Node::closeWithoutFreshKeys(const std::set<PeerId>& onAnotherBase) {
   if (!gather_->complete(onAnotherBase, waitedFor)) return;
   const qint64 r = gather_->round();
   if (pastDeadline) {
-    Q_EMIT message(QStringLiteral("Round %1: closing without %2 fresh peers' contributions (none in %3 s)")
+    const double trained = gather_->own().seconds;
+    const double roundSeconds = roundTimes_.secondsSinceStart(trained);
+    Q_EMIT message(QStringLiteral("Round %1: closing without %2 fresh peers' contributions (none in %3 s of the round)")
                        .arg(r)
                        .arg(skipped.size())
-                       .arg(gather_->elapsedSeconds(), 0, 'f', 1));
-    Q_EMIT noted(QStringLiteral("freshKeysPastDeadline"), {{"round", r}, {"keys", int(skipped.size())}});
+                       .arg(roundSeconds, 0, 'f', 1));
+    Q_EMIT noted(QStringLiteral("freshKeysPastDeadline"),
+                 {{"round", r},
+                  {"keys", int(skipped.size())},
+                  {"roundSeconds", roundSeconds},
+                  {"holdSeconds", roundTimes_.freshHoldSeconds(config_.policy, trained)}});
   } else {
     Q_EMIT message(QStringLiteral("Round %1: closing without %2 fresh peers' contributions (no byte in %3 s)")
                        .arg(r)
