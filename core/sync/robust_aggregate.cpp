@@ -1,5 +1,6 @@
 #include "core/sync/robust_aggregate.h"
 
+#include "core/sync/sum_of_squares.h"
 #include "core/sync/weighted_median.h"
 
 #include <torch/torch.h>
@@ -14,15 +15,6 @@ namespace es::sync {
 namespace {
 
 using ckpt::NamedTensors;
-
-// Sequential float64 sum of squares of a float64 tensor (see the header's arithmetic note).
-double sumOfSquares(const at::Tensor& t) {
-  const at::Tensor c = t.contiguous();
-  const double* p = c.data_ptr<double>();
-  double sum = 0.0;
-  for (std::int64_t i = 0, n = c.numel(); i < n; ++i) sum += p[i] * p[i];
-  return sum;
-}
 
 // x − v in float64, on the CPU (v lives there).
 at::Tensor diff(const at::Tensor& x, const at::Tensor& v) { return x.detach().to(at::kCPU, at::kDouble) - v; }

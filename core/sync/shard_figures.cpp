@@ -2,6 +2,7 @@
 
 #include "core/sync/shard_file.h"
 #include "core/sync/shard_reduce.h"
+#include "core/sync/sum_of_squares.h"
 
 #include <torch/torch.h>
 
@@ -20,10 +21,8 @@ ShardFigure figureOf(const Shard& shard, const ckpt::NamedTensors& pieces) {
     auto it = byName.find(piece.tensor);
     if (it == byName.end()) it = byName.find(pieceName(piece));
     if (it == byName.end()) continue;
-    const at::Tensor t = it->second->detach().to(at::kCPU, at::kDouble).contiguous();
-    const double* p = t.data_ptr<double>();
-    for (std::int64_t i = 0, n = t.numel(); i < n; ++i) f.sumOfSquares += p[i] * p[i];
-    f.elements += t.numel();
+    f.sumOfSquares += sumOfSquares(*it->second);
+    f.elements += it->second->numel();
   }
   return f;
 }

@@ -4,6 +4,7 @@
 
 #include "core/model/tensor_names.h"
 #include "core/sync/sparse_layout.h"
+#include "core/sync/sum_of_squares.h"
 
 #include <torch/torch.h>
 
@@ -87,16 +88,10 @@ std::string checkNorm(double norm, double medianNorm, const ValidationPolicy& po
   return {};
 }
 
-// Per tensor, the L2 norm of its delta (a sequential float64 loop).
+// Per tensor, the L2 norm of its delta (sum_of_squares.h's order).
 std::vector<double> perTensorNorms(const NamedTensors& deltas) {
   std::vector<double> norms;
-  for (const auto& [name, tensor] : deltas) {
-    const at::Tensor t = tensor.detach().to(at::kCPU, at::kDouble).contiguous();
-    const double* p = t.data_ptr<double>();
-    double sumSquares = 0.0;
-    for (std::int64_t i = 0, n = t.numel(); i < n; ++i) sumSquares += p[i] * p[i];
-    norms.push_back(std::sqrt(sumSquares));
-  }
+  for (const auto& [name, tensor] : deltas) norms.push_back(std::sqrt(sumOfSquares(tensor)));
   return norms;
 }
 
