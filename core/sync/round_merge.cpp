@@ -65,15 +65,6 @@ std::vector<std::size_t> validatePass(const NamedTensors& base, const RoundConte
   return accepted;
 }
 
-// τ's floor for this round (ValidationPolicy::clipFloorFraction): 0 without a ceiling.
-double clipTauFloor(const NamedTensors& base, const ValidationPolicy& policy) {
-  if (!policy.ceiling.known()) return 0.0;
-  std::int64_t shared = 0;
-  for (const auto& [name, tensor] : base)
-    if (!model::expertOf(name)) shared += tensor.numel();
-  return policy.clipFloorFraction * policy.ceiling.lrSum * std::sqrt(double(shared));
-}
-
 // Which accepted senders earn the round in the work ledger (work_credit.h): those whose shared
 // delta agrees with the merged shared update (before any outer step or warm-up: the senders' own
 // mean). Noted in their verdicts.
@@ -94,6 +85,14 @@ Status creditWork(const NamedTensors& base, RoundMerge& out, const std::vector<S
 }
 
 }  // namespace
+
+double clipTauFloor(const NamedTensors& base, const ValidationPolicy& policy) {
+  if (!policy.ceiling.known()) return 0.0;
+  std::int64_t shared = 0;
+  for (const auto& [name, tensor] : base)
+    if (!model::expertOf(name)) shared += tensor.numel();
+  return policy.clipFloorFraction * policy.ceiling.lrSum * std::sqrt(double(shared));
+}
 
 Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& context, std::vector<RoundEntry> entries,
                                 const RoundPolicy& policy, std::int64_t mergeStep, const model::ModelConfig& model,

@@ -80,6 +80,11 @@ struct RoundMerge {
 // that read once but fails on a later pass (its file changed under the merge). `momentum`: the
 // outer rule's momentum that came with `base` (empty: zeros). `ledger`: the work ledger that came
 // with `base` (work_ledger.h): each accepted sender weighs ledger.weightOf(sender) in every mean.
+// τ's floor for a round on `base` (ValidationPolicy::clipFloorFraction × the ceiling's lr sum ×
+// √(shared elements)): 0 without a ceiling. mergeRound raises AggregatePolicy::clipTauFloor to it;
+// a reducer of one shard passes it on (shard_reduce.h takes the shard's share).
+double clipTauFloor(const NamedTensors& base, const ValidationPolicy& policy);
+
 Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& context, std::vector<RoundEntry> entries,
                                 const RoundPolicy& policy, std::int64_t mergeStep, const model::ModelConfig& model,
                                 const NamedTensors& momentum = {}, const WorkLedger& ledger = {});

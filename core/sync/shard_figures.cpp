@@ -1,6 +1,5 @@
 #include "core/sync/shard_figures.h"
 
-#include "core/sync/shard_file.h"
 #include "core/sync/shard_reduce.h"
 #include "core/sync/sum_of_squares.h"
 
@@ -11,15 +10,13 @@
 
 namespace es::sync {
 
-// In the plan's piece order whatever order `pieces` come in (a file's decode sorts by
-// "<tensor>@<row>", which is not always the tensors' name order), each by its plain or piece name.
-ShardFigure figureOf(const Shard& shard, const ckpt::NamedTensors& pieces) {
+// In the plan's piece order whatever order `rows` come in.
+ShardFigure figureOf(const Shard& shard, const ckpt::NamedTensors& rows) {
   std::map<std::string, const at::Tensor*> byName;
-  for (const auto& [name, piece] : pieces) byName.emplace(name, &piece);
+  for (const auto& [name, piece] : rows) byName.emplace(name, &piece);
   ShardFigure f{shard.id, 0.0, 0};
   for (const auto& piece : shard.pieces) {
-    auto it = byName.find(piece.tensor);
-    if (it == byName.end()) it = byName.find(pieceName(piece));
+    const auto it = byName.find(piece.tensor);
     if (it == byName.end()) continue;
     f.sumOfSquares += sumOfSquares(*it->second);
     f.elements += it->second->numel();
@@ -36,8 +33,8 @@ std::vector<ShardFigure> contributionFigures(const ckpt::NamedTensors& deltas, c
   return out;
 }
 
-bool figureMatches(const ShardFigure& stated, const Shard& shard, const ckpt::NamedTensors& pieces) {
-  const ShardFigure mine = figureOf(shard, pieces);
+bool figureMatches(const ShardFigure& stated, const Shard& shard, const ckpt::NamedTensors& rows) {
+  const ShardFigure mine = figureOf(shard, rows);
   return stated.shard == shard.id && stated.elements == mine.elements && stated.sumOfSquares == mine.sumOfSquares;
 }
 

@@ -24,16 +24,16 @@ struct ShardFigure {
   std::int64_t elements = 0;
 };
 
-// The figure of one shard from its pieces (shard_reduce.h's shardRows by plain name, or
-// shard_file.h's decoded pieces by "<tensor>@<row>"), added in the plan's piece order; a piece
-// missing from `pieces` adds nothing (and its elements are not counted).
-ShardFigure figureOf(const Shard& shard, const ckpt::NamedTensors& pieces);
+// The figure of one shard from its rows (shard_reduce.h's shardRows, or a fetched file's pieces
+// through shard_file.h's piecesAsRows), added in the plan's piece order; a piece missing from
+// `rows` adds nothing (and its elements are not counted).
+ShardFigure figureOf(const Shard& shard, const ckpt::NamedTensors& rows);
 
 // The figure of every shard `deltas` carries (whole tensors by name), in plan order.
 std::vector<ShardFigure> contributionFigures(const ckpt::NamedTensors& deltas, const std::vector<Shard>& shards);
 
-// Whether a reducer's pieces give exactly the stated figure (bits, and the element count).
-bool figureMatches(const ShardFigure& stated, const Shard& shard, const ckpt::NamedTensors& pieces);
+// Whether a reducer's rows give exactly the stated figure (bits, and the element count).
+bool figureMatches(const ShardFigure& stated, const Shard& shard, const ckpt::NamedTensors& rows);
 
 struct WholeFigure {
   double norm = 0;

@@ -84,4 +84,13 @@ Expected<ShardFile> loadContributionShard(const std::string& path, const Contrib
   return ShardFile{std::move(*header), shard.id, std::move(*pieces)};
 }
 
+ckpt::NamedTensors piecesAsRows(const Shard& shard, const ckpt::NamedTensors& pieces) {
+  std::map<std::string, const at::Tensor*> byName;
+  for (const auto& [name, piece] : pieces) byName.emplace(name, &piece);
+  ckpt::NamedTensors rows;
+  for (const auto& piece : shard.pieces)
+    if (const auto it = byName.find(pieceName(piece)); it != byName.end()) rows.emplace_back(piece.tensor, *it->second);
+  return rows;
+}
+
 }  // namespace es::sync

@@ -46,4 +46,9 @@ Expected<std::vector<std::string>> saveContributionShards(const std::string& fol
 Expected<ShardFile> loadContributionShard(const std::string& path, const ContributionHeader& expected,
                                           const Shard& shard);
 
+// A file's pieces as a shard's rows (shard_reduce.h's shardRows: plain tensor names, in plan
+// order) — what a reducer merges and places back. A piece of the plan missing from `pieces` is left
+// out.
+ckpt::NamedTensors piecesAsRows(const Shard& shard, const ckpt::NamedTensors& pieces);
+
 }  // namespace es::sync

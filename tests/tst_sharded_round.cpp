@@ -1,0 +1,164 @@
+// Issue 38's first proof, as far as it is built: a sharded round's merged state is bit-identical to
+// today's all-to-all merge (sync::mergeRound) of the same inputs. Five senders cut their int8
+// contributions into shard files (shard_file.h); one of them moves a weight past the run's update
+// ceiling and is refused. The all-to-all side merges the contributions those files decode to;
+// the sharded side reduces every shard from the files alone (each sender's file of that shard,
+// read strictly), with centered clipping per shard, the work ledger's weights and the expert
+// bound's cuts, places the merged shards back, then takes the outer step and the merging warm-up
+// — and lands on mergeRound's bits, momentum included.
+// What is not sharded yet and comes from mergeRound's result here: the verdicts (the refusal, the
+// expert bound's per-expert RMS: from signed shard figures, shard_figures.h, once records carry
+// them) and the work credit's agreement (a global cosine).
+#ifndef Q_MOC_RUN  // moc need not parse LibTorch
+#include "core/model/tensor_names.h"
+#include "core/sync/contribution_codec.h"
+#include "core/sync/outer_step.h"
+#include "core/sync/round_merge.h"
+#include "core/sync/shard_file.h"
+#include "core/sync/shard_reduce.h"
+#include "core/sync/swarm_state.h"
+
+#include "support/shard_model.h"
+
+#include <torch/torch.h>
+#endif
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cstring>
+
+using namespace es;
+using namespace es::sync;
+
+namespace {
+
+constexpr std::int64_t kShardElements = 3000;
+const std::string kRun(64, 'r');
+
+bool sameBits(const at::Tensor& a, const at::Tensor& b) {
+  const at::Tensor x = a.contiguous(), y = b.contiguous();
+  return x.sizes() == y.sizes() && std::memcmp(x.data_ptr(), y.data_ptr(), x.numel() * x.element_size()) == 0;
+}
+
+struct Sender {
+  std::string id;
+  std::set<int> claims;
+  std::string folder;  // its shard files
+};
+
+// What a sender's files decode to, as whole tensors: the all-to-all side's input.
+NamedTensors wholeFromFiles(const Sender& s, const ContributionHeader& header, const std::vector<Shard>& shards,
+                            const NamedTensors& base) {
+  NamedTensors out;
+  for (const auto& [name, t] : base) {
+    const auto expert = model::expertOf(name);
+    if (!expert || s.claims.count(expert->expert)) out.emplace_back(name, torch::zeros_like(t));
+  }
+  for (const auto& shard : shards) {
+    if (shard.expert >= 0 && !s.claims.count(shard.expert)) continue;
+    auto file = loadContributionShard(s.folder + "/" + shardFileName(shard), header, shard);
+    if (!file) throw std::runtime_error(file.error());
+    NamedTensors rows = piecesAsRows(shard, file->pieces);
+    if (!placeShard(shard, rows, out)) throw std::runtime_error("cannot place " + shard.id);
+  }
+  return out;
+}
+
+RoundPolicy roundPolicy() {
+  RoundPolicy p;
+  p.aggregate.shared = SharedRule::CenteredClip;
+  p.aggregate.clipShardElements = kShardElements;
+  p.validation.ceiling = {0.3, 1.0, 0.0};  // 0.3 a weight; the senders move ~0.01 (c, d up to ~0.2)
+  p.outer = {0.8, 0.5, OuterRule::On::Shared};
+  p.warmup = WarmupConfig{10, 0.4, 1000, 1};
+  return p;
+}
+
+}  // namespace
+
+class ShardedRoundTest : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void theShardedRoundIsTheAllToAllMergeBitForBit() {
+    const auto config = test::shardTestModel();
+    torch::manual_seed(38);
+    NamedTensors base, momentum;
+    for (const auto& t : modelTensors(config)) base.emplace_back(t.name, torch::randn(t.shape) * 0.02f);
+    const RoundContext context{kRun, 5, stateFingerprint(base)};
+    const auto shards = planShards(config, kShardElements);
+    QVERIFY(shards.size() > 8);
+    const RoundPolicy policy = roundPolicy();
+    momentum = zeroMomentum(base, policy.outer);
+    for (auto& [name, m] : momentum) m = torch::randn(m.sizes()) * 0.001f;  // rounds of it already
+    const WorkLedger ledger = WorkLedger{}.after(3, {"a", "b", "c"}).after(4, {"a", "d"});
+
+    QTemporaryDir dir;
+    std::vector<Sender> senders{{"a", {0}, ""}, {"b", {1}, ""}, {"c", {2, 3}, ""}, {"d", {0}, ""}, {"x", {1}, ""}};
+    std::vector<RoundEntry> entries;
+    for (std::size_t k = 0; k < senders.size(); ++k) {
+      auto& s = senders[k];
+      s.folder = dir.filePath(QString::fromStdString(s.id)).toStdString();
+      auto deltas = test::senderDeltas(config, s.claims, 100 + k);
+      if (s.id == "x") deltas[0].second[0][0] = 5.0f;  // past the ceiling: refused
+      int shared = 0;
+      for (auto& [name, d] : deltas) {
+        const auto expert = model::expertOf(name);
+        if (s.id == "c" && !expert && shared++ < 3) d = d * 5.0f;  // far off: clipped in those shards
+        if (s.id == "d" && expert) d = d * 6.0f;                   // cut by the expert bound
+      }
+      const ContributionHeader header{kRun, 5, s.id, context.baseHash, "int8"};
+      QVERIFY(saveContributionShards(s.folder, header, deltas, shards).ok());
+      entries.push_back({header, heldDeltas(wholeFromFiles(s, header, shards, base)), s.claims});
+    }
+    const auto all = mergeRound(base, context, entries, policy, 30, config, momentum, ledger);
+    QVERIFY2(all.ok(), all.ok() ? "" : all.error().c_str());
+    QCOMPARE(all->accepted, (std::vector<std::string>{"a", "b", "c", "d"}));  // x refused
+    QVERIFY(all->alpha > 0);
+    QVERIFY(all->expertCuts.count({"d", 0}));
+
+    // The sharded side: every shard from its files, as its reducers would.
+    AggregatePolicy aggregate = policy.aggregate;
+    aggregate.clipTauFloor = clipTauFloor(base, policy.validation);
+    std::int64_t sharedElements = 0;
+    for (const auto& [name, t] : base)
+      if (!model::expertOf(name)) sharedElements += t.numel();
+    NamedTensors state;
+    for (const auto& [name, t] : base) state.emplace_back(name, t.clone());
+    for (const auto& shard : shards) {
+      std::vector<SenderDeltas> rows;
+      for (const auto& s : senders) {
+        if (std::find(all->accepted.begin(), all->accepted.end(), s.id) == all->accepted.end()) continue;
+        std::map<int, double> cuts;
+        for (const auto& [key, factor] : all->expertCuts)
+          if (key.first == s.id) cuts[key.second] = factor;
+        NamedTensors pieces;
+        if (shard.expert < 0 || s.claims.count(shard.expert)) {
+          const ContributionHeader header{kRun, 5, s.id, context.baseHash, "int8"};
+          auto file = loadContributionShard(s.folder + "/" + shardFileName(shard), header, shard);
+          QVERIFY2(file.ok(), file.ok() ? "" : file.error().c_str());
+          pieces = piecesAsRows(shard, file->pieces);
+        }
+        rows.push_back({s.id, heldDeltas(pieces), ledger.weightOf(s.id), cuts});
+      }
+      auto merged = reduceShard(shard, shardRows(base, shard), rows, all->owners, aggregate, sharedElements);
+      QVERIFY2(merged.ok(), merged.ok() ? "" : merged.error().c_str());
+      QVERIFY(placeShard(shard, *merged, state).ok());
+    }
+    auto stepped = applyOuterStep(base, std::move(state), momentum, policy.outer);
+    const NamedTensors final = applyMergingWarmup(stepped.merged, config, all->alpha, policy.warmup->topk);
+
+    QCOMPARE(final.size(), all->merged.size());
+    for (std::size_t t = 0; t < final.size(); ++t)
+      QVERIFY2(sameBits(final[t].second, all->merged[t].second), final[t].first.c_str());
+    QCOMPARE(stepped.momentum.size(), all->momentum.size());
+    for (std::size_t t = 0; t < stepped.momentum.size(); ++t)
+      QVERIFY2(sameBits(stepped.momentum[t].second, all->momentum[t].second), stepped.momentum[t].first.c_str());
+    QCOMPARE(swarmFingerprint(final, stepped.momentum, all->ledger), all->fingerprint);
+    QVERIFY(!sameBits(final[0].second, base[0].second));  // something moved
+  }
+};
+
+QTEST_GUILESS_MAIN(ShardedRoundTest)
+#include "tst_sharded_round.moc"
