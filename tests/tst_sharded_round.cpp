@@ -1,14 +1,18 @@
 // Issue 38's first proof, as far as it is built: a sharded round's merged state is bit-identical to
 // today's all-to-all merge (sync::mergeRound) of the same inputs. Five senders cut their int8
-// contributions into shard files (shard_file.h); one of them moves a weight past the run's update
-// ceiling and is refused. The all-to-all side merges the contributions those files decode to;
-// the sharded side reduces every shard from the files alone (each sender's file of that shard,
-// read strictly), with centered clipping per shard, the work ledger's weights and the expert
-// bound's cuts, places the merged shards back, then takes the outer step and the merging warm-up
-// — and lands on mergeRound's bits, momentum included.
+// contributions into shard files (shard_file.h); one moves a weight past the run's update ceiling
+// and is refused, one is far off in three shared tensors (clipped there, τ's floor binding
+// elsewhere), one's expert is cut by the expert bound. The all-to-all side merges the
+// contributions those files decode to; the sharded side reduces every shard from the files alone
+// (each sender's file of that shard, read strictly), with centered clipping per shard, the work
+// ledger's weights and the expert bound's cuts, places the merged shards back, then takes the
+// outer step and the merging warm-up — and lands on mergeRound's bits, momentum included. The
+// work credit, from each shared shard's part of every sender's agreement (work_credit.h's
+// shardAgreement), credits the same senders with the same cosines, so the ledger and the
+// fingerprint agree too.
 // What is not sharded yet and comes from mergeRound's result here: the verdicts (the refusal, the
 // expert bound's per-expert RMS: from signed shard figures, shard_figures.h, once records carry
-// them) and the work credit's agreement (a global cosine).
+// them).
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
 #include "core/model/tensor_names.h"
 #include "core/sync/contribution_codec.h"
@@ -17,6 +21,7 @@
 #include "core/sync/shard_file.h"
 #include "core/sync/shard_reduce.h"
 #include "core/sync/swarm_state.h"
+#include "core/sync/work_credit.h"
 
 #include "support/shard_model.h"
 
@@ -126,6 +131,7 @@ class ShardedRoundTest : public QObject {
       if (!model::expertOf(name)) sharedElements += t.numel();
     NamedTensors state;
     for (const auto& [name, t] : base) state.emplace_back(name, t.clone());
+    std::vector<ShardAgreement> credit;  // each shared shard's part of the work credit
     for (const auto& shard : shards) {
       std::vector<SenderDeltas> rows;
       for (const auto& s : senders) {
@@ -145,7 +151,23 @@ class ShardedRoundTest : public QObject {
       auto merged = reduceShard(shard, shardRows(base, shard), rows, all->owners, aggregate, sharedElements);
       QVERIFY2(merged.ok(), merged.ok() ? "" : merged.error().c_str());
       QVERIFY(placeShard(shard, *merged, state).ok());
+      if (shard.expert >= 0) continue;
+      auto part = shardAgreement(shardRows(base, shard), *merged, rows);
+      QVERIFY(part.ok());
+      credit.push_back(std::move(*part));
     }
+    const auto agreements = combineAgreements(credit, all->accepted.size());
+    std::vector<std::string> credited;
+    for (std::size_t k = 0; k < agreements.size(); ++k)
+      if (agreements[k].credited()) credited.push_back(all->accepted[k]);
+    QCOMPARE(credited, all->credited);
+    QVERIFY(!credited.empty());
+    for (const auto& v : all->verdicts)
+      if (v.accepted) {
+        const auto k = std::find(all->accepted.begin(), all->accepted.end(), v.sender) - all->accepted.begin();
+        QVERIFY2(agreements[k].cosine == v.agreement, v.sender.c_str());  // the same bits
+      }
+    const WorkLedger after = ledger.after(5, credited);
     auto stepped = applyOuterStep(base, std::move(state), momentum, policy.outer);
     const NamedTensors final = applyMergingWarmup(stepped.merged, config, all->alpha, policy.warmup->topk);
 
@@ -155,7 +177,7 @@ class ShardedRoundTest : public QObject {
     QCOMPARE(stepped.momentum.size(), all->momentum.size());
     for (std::size_t t = 0; t < stepped.momentum.size(); ++t)
       QVERIFY2(sameBits(stepped.momentum[t].second, all->momentum[t].second), stepped.momentum[t].first.c_str());
-    QCOMPARE(swarmFingerprint(final, stepped.momentum, all->ledger), all->fingerprint);
+    QCOMPARE(swarmFingerprint(final, stepped.momentum, after), all->fingerprint);
     QVERIFY(!sameBits(final[0].second, base[0].second));  // something moved
   }
 };

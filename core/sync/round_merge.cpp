@@ -67,9 +67,10 @@ std::vector<std::size_t> validatePass(const NamedTensors& base, const RoundConte
 
 // Which accepted senders earn the round in the work ledger (work_credit.h): those whose shared
 // delta agrees with the merged shared update (before any outer step or warm-up: the senders' own
-// mean). Noted in their verdicts.
-Status creditWork(const NamedTensors& base, RoundMerge& out, const std::vector<SenderDeltas>& senders) {
-  auto agreement = agreementWithMerge(base, out.merged, senders);
+// mean), summed shard by shard in a sharded round. Noted in their verdicts.
+Status creditWork(const NamedTensors& base, RoundMerge& out, const std::vector<SenderDeltas>& senders,
+                  std::int64_t shardElements) {
+  auto agreement = agreementWithMerge(base, out.merged, senders, shardElements);
   if (!agreement) return makeError(agreement.error());
   std::map<std::string, const Agreement*> bySender;
   for (std::size_t k = 0; k < senders.size(); ++k) {
@@ -130,7 +131,7 @@ Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& co
     auto merged = aggregateStream(base, senders, out.owners, aggregate);
     if (!merged) return makeError(where + merged.error());
     out.merged = std::move(*merged);
-    if (auto s = creditWork(base, out, senders); !s) return makeError(where + s.error());
+    if (auto s = creditWork(base, out, senders, aggregate.clipShardElements); !s) return makeError(where + s.error());
     if (!policy.outer.plain()) {
       auto stepped = applyOuterStep(base, std::move(out.merged), momentum, policy.outer);
       out.merged = std::move(stepped.merged);

@@ -36,8 +36,27 @@ struct Agreement {
 };
 
 // For each sender (in order) its agreement with the merge of `base` into `merged`; a sender that
-// carries no shared tensor, or a merge that moved no shared weight, agrees 0.
+// carries no shared tensor, or a merge that moved no shared weight, agrees 0. `shardElements` > 0:
+// a sharded round's (AggregatePolicy::clipShardElements) — the sums are added shard by shard as
+// its reducers add them (shardAgreement, combineAgreements), so both ways credit the same bits;
+// 0: one running sum over the shared tensors in name order.
 Expected<std::vector<Agreement>> agreementWithMerge(const ckpt::NamedTensors& base, const ckpt::NamedTensors& merged,
-                                                    const std::vector<SenderDeltas>& senders);
+                                                    const std::vector<SenderDeltas>& senders,
+                                                    std::int64_t shardElements = 0);
+
+// Issue 38: a reducer's part of every sender's agreement, from its shared shard's rows
+// (shard_reduce.h's shardRows of the base, of the merged shard and of each sender's pieces):
+// the update's Σ u·u and each sender's Σ d·u and Σ d·d, added piece by piece in the shard's order.
+struct ShardAgreement {
+  double updateSquares = 0.0;
+  std::int64_t elements = 0;
+  std::vector<double> dot, squares;  // per sender, in order
+};
+Expected<ShardAgreement> shardAgreement(const ckpt::NamedTensors& baseRows, const ckpt::NamedTensors& mergedRows,
+                                        const std::vector<SenderDeltas>& senderRows);
+
+// The agreements of `senders` senders from every shared shard's part, added in the order given
+// (the plan's).
+std::vector<Agreement> combineAgreements(const std::vector<ShardAgreement>& parts, std::size_t senders);
 
 }  // namespace es::sync
