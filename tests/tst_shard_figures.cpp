@@ -7,9 +7,11 @@
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
 #include "core/model/tensor_names.h"
 #include "core/sync/contribution_codec.h"
+#include "core/sync/expert_bound.h"
 #include "core/sync/fetch_size.h"
 #include "core/sync/shard_figures.h"
 #include "core/sync/shard_file.h"
+#include "core/sync/shard_reduce.h"
 #include "core/sync/validate.h"
 
 #include "support/shard_model.h"
@@ -62,6 +64,40 @@ class ShardFiguresTest : public QObject {
       ++checked;
     }
     QVERIFY(checked > 4);
+  }
+
+  // A sharded round's verdicts (ValidationPolicy::figureShards) read the norm and each expert's
+  // RMS from the same figures a reducer recomputes from the files: the same bits both ways.
+  void aShardedRoundsVerdictsReadTheFilesFigures() {
+    const auto config = test::shardTestModel();
+    const auto shards = planShards(config, 3000);
+    const ContributionHeader header{std::string(64, 'r'), 3, "peer-2", "base-1", "int8"};
+    const auto sent = test::senderDeltas(config, {1, 2}, 32);
+    QTemporaryDir dir;
+    QVERIFY(saveContributionShards(dir.path().toStdString(), header, sent, shards).ok());
+    std::vector<ShardFigure> fromFiles;
+    NamedTensors decoded;  // what the files decode to, whole: an all-to-all peer's input
+    for (const auto& [name, t] : sent) decoded.emplace_back(name, torch::zeros_like(t));
+    for (const auto& shard : shards) {
+      if (shard.expert >= 0 && shard.expert != 1 && shard.expert != 2) continue;
+      const auto file = loadContributionShard(dir.path().toStdString() + "/" + shardFileName(shard), header, shard);
+      QVERIFY(file.ok());
+      fromFiles.push_back(figureOf(shard, piecesAsRows(shard, file->pieces)));
+      QVERIFY(placeShard(shard, piecesAsRows(shard, file->pieces), decoded).ok());
+    }
+    NamedTensors base;
+    for (const auto& t : modelTensors(config)) base.emplace_back(t.name, torch::zeros(t.shape));
+    ValidationPolicy policy;
+    policy.figureShards = shards;
+    const RoundContext context{header.run, header.round, header.baseHash};
+    const auto check = checkContribution(header, decoded, base, {1, 2}, context, policy);
+    QVERIFY2(check.reason.empty(), check.reason.c_str());
+    QCOMPARE(check.norm, combineFigures(fromFiles).norm);
+    QCOMPARE(expertMoves(check), expertMovesOfFigures(fromFiles));
+    QCOMPARE(int(expertMoves(check).size()), 2);
+    policy.figureShards.clear();  // the per-tensor norms: another order of addition
+    QVERIFY(std::abs(checkContribution(header, decoded, base, {1, 2}, context, policy).norm - check.norm) <=
+            1e-12 * check.norm);
   }
 
   void theFiguresCombineIntoTheContributionsNorm() {

@@ -10,12 +10,13 @@
 // work credit, from each shared shard's part of every sender's agreement (work_credit.h's
 // shardAgreement), credits the same senders with the same cosines, so the ledger and the
 // fingerprint agree too.
-// What is not sharded yet and comes from mergeRound's result here: the verdicts (the refusal, the
-// expert bound's per-expert RMS: from signed shard figures, shard_figures.h, once records carry
-// them).
+// The expert bound's cuts come from the senders' shard figures (shard_figures.h), as mergeRound's
+// own do in a sharded round. What still comes from mergeRound's result here: which senders are
+// refused (the refusal itself needs the reducers' per-shard checks gathered into one verdict).
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
 #include "core/model/tensor_names.h"
 #include "core/sync/contribution_codec.h"
+#include "core/sync/expert_bound.h"
 #include "core/sync/outer_step.h"
 #include "core/sync/round_merge.h"
 #include "core/sync/shard_file.h"
@@ -123,6 +124,32 @@ class ShardedRoundTest : public QObject {
     QVERIFY(all->alpha > 0);
     QVERIFY(all->expertCuts.count({"d", 0}));
 
+    // The expert bound from the senders' shard figures (what each states and its reducers
+    // recompute from the files), as a sharded round's peers compute it: the same cuts.
+    std::vector<SenderExperts> experts;
+    std::vector<std::string> acceptedIds;
+    for (const auto& s : senders) {
+      if (std::find(all->accepted.begin(), all->accepted.end(), s.id) == all->accepted.end()) continue;
+      const ContributionHeader header{kRun, 5, s.id, context.baseHash, "int8"};
+      std::vector<ShardFigure> figures;
+      for (const auto& shard : shards) {
+        if (shard.expert >= 0 && !s.claims.count(shard.expert)) continue;
+        auto file = loadContributionShard(s.folder + "/" + shardFileName(shard), header, shard);
+        QVERIFY(file.ok());
+        figures.push_back(figureOf(shard, piecesAsRows(shard, file->pieces)));
+      }
+      std::map<int, double> moves;
+      for (const auto& [expert, rms] : expertMovesOfFigures(figures))
+        if (s.claims.count(expert)) moves[expert] = rms;
+      experts.push_back({ledger.weightOf(s.id), moves});
+      acceptedIds.push_back(s.id);
+    }
+    const auto scales = expertScales(experts);
+    std::map<std::pair<std::string, int>, double> cutsFromFigures;
+    for (std::size_t k = 0; k < scales.size(); ++k)
+      for (const auto& [expert, factor] : scales[k]) cutsFromFigures[{acceptedIds[k], expert}] = factor;
+    QCOMPARE(cutsFromFigures, all->expertCuts);  // bit for bit: both add the same figures
+
     // The sharded side: every shard from its files, as its reducers would.
     AggregatePolicy aggregate = policy.aggregate;
     aggregate.clipTauFloor = clipTauFloor(base, policy.validation);
@@ -137,7 +164,7 @@ class ShardedRoundTest : public QObject {
       for (const auto& s : senders) {
         if (std::find(all->accepted.begin(), all->accepted.end(), s.id) == all->accepted.end()) continue;
         std::map<int, double> cuts;
-        for (const auto& [key, factor] : all->expertCuts)
+        for (const auto& [key, factor] : cutsFromFigures)
           if (key.first == s.id) cuts[key.second] = factor;
         NamedTensors pieces;
         if (shard.expert < 0 || s.claims.count(shard.expert)) {

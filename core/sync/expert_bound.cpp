@@ -7,7 +7,23 @@
 #include <cstdint>
 
 namespace es::sync {
+// A sharded round's: each expert's figures added in plan order (its shards, in order).
+std::map<int, double> expertMovesOfFigures(const std::vector<ShardFigure>& figures) {
+  std::map<int, std::pair<double, std::int64_t>> byExpert;
+  for (const auto& f : figures) {
+    if (f.expert < 0) continue;
+    auto& [squares, elements] = byExpert[f.expert];
+    squares += f.sumOfSquares;
+    elements += f.elements;
+  }
+  std::map<int, double> out;
+  for (const auto& [expert, sums] : byExpert)
+    if (sums.second > 0) out[expert] = std::sqrt(sums.first / static_cast<double>(sums.second));
+  return out;
+}
+
 std::map<int, double> expertMoves(const ContributionCheck& check) {
+  if (!check.figures.empty()) return expertMovesOfFigures(check.figures);
   // From the norms validation took already (no second pass over the deltas); each expert's squares
   // added in tensor-name order, whatever the file's order.
   std::map<int, std::map<std::string, std::pair<double, std::int64_t>>> byExpert;

@@ -26,8 +26,13 @@ using ckpt::NamedTensors;
 inline constexpr double kExpertRmsFactor = 4.0;
 
 // The RMS of each expert's deltas in a checked contribution, over all its tensors (every layer's
-// w1, w2, w3), from the per-tensor norms its validation took (validate.h).
+// w1, w2, w3), from the per-tensor norms its validation took (validate.h) — or, in a sharded
+// round, from its shard figures (ContributionCheck::figures: expertMovesOfFigures).
 std::map<int, double> expertMoves(const ContributionCheck& check);
+
+// Each expert's RMS from a contribution's shard figures, added in the order given (plan order):
+// what a sharded round's peers compute from the figures its senders state.
+std::map<int, double> expertMovesOfFigures(const std::vector<ShardFigure>& figures);
 
 struct SenderExperts {
   double weight = 0;            // the sender's ledger weight

@@ -50,7 +50,7 @@ std::vector<std::size_t> validatePass(const NamedTensors& base, const RoundConte
       for (const auto& [expert, rms] : expertMoves(checks.back()))
         if (entries[i].claims.count(expert)) moves[i][expert] = rms;
     } else
-      checks.push_back({"unreadable: " + deltas.error(), false, 0.0, {}, {}});
+      checks.push_back({"unreadable: " + deltas.error(), false, 0.0, {}, {}, {}});
     candidates.push_back(i);
   }
   const auto verdicts = judgeRound(checks, policy);
@@ -108,7 +108,10 @@ Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& co
   std::vector<SenderDeltas> senders;
   std::vector<std::map<int, double>> moves(entries.size());  // each entry's claimed experts' RMS
   std::vector<SenderExperts> experts;
-  for (const std::size_t i : validatePass(base, context, entries, policy.validation, out, moves)) {
+  ValidationPolicy validation = policy.validation;  // a sharded round's verdicts read shard figures
+  if (policy.aggregate.clipShardElements > 0)
+    validation.figureShards = planShards(model, policy.aggregate.clipShardElements);
+  for (const std::size_t i : validatePass(base, context, entries, validation, out, moves)) {
     for (int e : entries[i].claims) out.owners[e].insert(entries[i].header.sender);
     out.accepted.push_back(entries[i].header.sender);
     const std::string& sender = entries[i].header.sender;

@@ -14,7 +14,7 @@ namespace es::sync {
 ShardFigure figureOf(const Shard& shard, const ckpt::NamedTensors& rows) {
   std::map<std::string, const at::Tensor*> byName;
   for (const auto& [name, piece] : rows) byName.emplace(name, &piece);
-  ShardFigure f{shard.id, 0.0, 0};
+  ShardFigure f{shard.id, 0.0, 0, shard.expert};
   for (const auto& piece : shard.pieces) {
     const auto it = byName.find(piece.tensor);
     if (it == byName.end()) continue;
@@ -35,7 +35,8 @@ std::vector<ShardFigure> contributionFigures(const ckpt::NamedTensors& deltas, c
 
 bool figureMatches(const ShardFigure& stated, const Shard& shard, const ckpt::NamedTensors& rows) {
   const ShardFigure mine = figureOf(shard, rows);
-  return stated.shard == shard.id && stated.elements == mine.elements && stated.sumOfSquares == mine.sumOfSquares;
+  return stated.shard == shard.id && stated.expert == shard.expert && stated.elements == mine.elements &&
+         stated.sumOfSquares == mine.sumOfSquares;
 }
 
 WholeFigure combineFigures(const std::vector<ShardFigure>& figures) {

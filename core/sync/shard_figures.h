@@ -22,6 +22,7 @@ struct ShardFigure {
   std::string shard;  // its id
   double sumOfSquares = 0;
   std::int64_t elements = 0;
+  int expert = -1;  // the shard's (Shard::expert): −1 shared
 };
 
 // The figure of one shard from its rows (shard_reduce.h's shardRows, or a fetched file's pieces

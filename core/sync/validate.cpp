@@ -219,6 +219,10 @@ ContributionCheck checkContribution(const ContributionHeader& header, const Name
   if (!check.reason.empty()) return check;
   const std::vector<double> norms = perTensorNorms(deltas);
   check.norm = combinedNorm(norms);
+  if (!policy.figureShards.empty()) {
+    check.figures = contributionFigures(deltas, policy.figureShards);
+    check.norm = combineFigures(check.figures).norm;
+  }
   for (std::size_t t = 0; t < deltas.size(); ++t) {
     check.tensorNorms.emplace_back(deltas[t].first, norms[t]);
     check.tensorElements.push_back(deltas[t].second.numel());

@@ -5,6 +5,8 @@
 
 #include "core/sync/contribution_header.h"
 #include "core/sync/merge.h"
+#include "core/sync/shard_figures.h"
+#include "core/sync/shard_plan.h"
 
 #include <optional>
 #include <set>
@@ -60,6 +62,12 @@ struct ValidationPolicy {
   // at `ceiling`. 0: not a sparse run.
   UpdateCeiling sparseCeiling;
   int sparseWaitRounds = 0;
+  // A sharded round's plan (issue 38; mergeRound sets it when the round clips per shard): a
+  // contribution's norm, and each expert's RMS for the expert bound, then come from its shard
+  // figures (shard_figures.h) added in plan order — the figures a sharded round's senders state
+  // and its reducers check — so both ways of merging reach the same verdicts bit for bit. Empty:
+  // from the per-tensor norms.
+  std::vector<Shard> figureShards;
 };
 
 struct Verdict {
@@ -88,6 +96,7 @@ struct ContributionCheck {
   double norm = 0;                                          // L2 over all its deltas
   std::vector<std::pair<std::string, double>> tensorNorms;  // per tensor, in the contribution's order
   std::vector<std::int64_t> tensorElements;                 // each tensor's element count, in that order
+  std::vector<ShardFigure> figures;                         // with ValidationPolicy::figureShards: per shard
 };
 // Each base tensor's largest |weight| (what its ceiling per weight grows with: weight decay), taken
 // once a round on first use — not once per contribution that carries the tensor.
