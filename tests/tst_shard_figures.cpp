@@ -3,13 +3,16 @@
 // (int8 and sparse), whatever order the file's decode gives; a figure off by one ulp or one
 // element is refused; and the figures combine into the contribution's norm and RMS — the numbers
 // the no-work floor and the norm cap read (validate.h's updateNorm adds them in another order:
-// within 1e-12 of it).
+// within 1e-12 of it). The figures file (shard_figures_file.h) signs them: one per carried shard,
+// read back bit for bit, the folder's files and sizes predicted exactly, and a file that names
+// other shards, another order, another spelling or an impossible value is refused.
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
 #include "core/model/tensor_names.h"
 #include "core/sync/contribution_codec.h"
 #include "core/sync/expert_bound.h"
 #include "core/sync/fetch_size.h"
 #include "core/sync/shard_figures.h"
+#include "core/sync/shard_figures_file.h"
 #include "core/sync/shard_file.h"
 #include "core/sync/shard_reduce.h"
 #include "core/sync/validate.h"
@@ -23,6 +26,8 @@
 #include <QtTest>
 
 #include <cmath>
+#include <filesystem>
+#include <limits>
 
 using namespace es;
 using namespace es::sync;
@@ -98,6 +103,84 @@ class ShardFiguresTest : public QObject {
     policy.figureShards.clear();  // the per-tensor norms: another order of addition
     QVERIFY(std::abs(checkContribution(header, decoded, base, {1, 2}, context, policy).norm - check.norm) <=
             1e-12 * check.norm);
+  }
+
+  void theFiguresFileHoldsEveryCarriedShardsFigure_data() { aReducerRecomputesTheSendersFigureExactly_data(); }
+  void theFiguresFileHoldsEveryCarriedShardsFigure() {
+    QFETCH(QString, codec);
+    const auto config = test::shardTestModel();
+    const auto shards = planShards(config, 3000);
+    const ContributionHeader header{std::string(64, 'r'), 3, "peer-2", "base-1", codec.toStdString()};
+    const std::set<int> claims{1, 3};
+    QTemporaryDir dir;
+    const std::string folder = dir.path().toStdString();
+    QVERIFY(saveContributionShards(folder, header, test::senderDeltas(config, claims, 33), shards).ok());
+    const auto figures = loadShardFigures(folder + "/" + kFiguresFileName, header, shards, claims);
+    QVERIFY2(figures.ok(), figures.ok() ? "" : figures.error().c_str());
+    std::size_t k = 0;
+    for (const auto& shard : shards) {
+      if (!carriesShard(shard, claims)) continue;
+      QVERIFY(k < figures->size());
+      const auto file = loadContributionShard(folder + "/" + shardFileName(shard), header, shard);
+      QVERIFY(file.ok());
+      QVERIFY2(figureMatches((*figures)[k++], shard, piecesAsRows(shard, file->pieces)), shard.id.c_str());
+    }
+    QCOMPARE(k, figures->size());
+    // The folder, file by file, is what a fetch predicts before its first byte.
+    std::vector<std::pair<std::string, std::int64_t>> onDisk;
+    for (const auto& entry : std::filesystem::directory_iterator(folder))
+      onDisk.emplace_back(entry.path().filename().string(), std::int64_t(entry.file_size()));
+    std::sort(onDisk.begin(), onDisk.end());
+    QCOMPARE(contributionFolderFiles(shards, claims, header), onDisk);
+    // Read as another sender's, or for other claims: refused.
+    auto other = header;
+    other.sender = "peer-3";
+    QVERIFY(!loadShardFigures(folder + "/" + kFiguresFileName, other, shards, claims).ok());
+    QVERIFY(!loadShardFigures(folder + "/" + kFiguresFileName, header, shards, {1}).ok());
+    QVERIFY(!loadShardFigures(folder + "/" + kFiguresFileName, header, shards, {1, 2, 3}).ok());
+  }
+
+  void aFiguresFileOutsideTheRulesIsRefused() {
+    const auto config = test::shardTestModel();
+    const auto shards = planShards(config, 3000);
+    const ContributionHeader header{std::string(64, 'r'), 3, "peer-2", "base-1", "int8"};
+    std::vector<ShardFigure> figures;
+    for (const auto& shard : shards)
+      if (carriesShard(shard, {2})) figures.push_back({shard.id, 0.25 * double(figures.size() + 1), 0, shard.expert});
+    QVERIFY(figures.size() > 3);
+    QTemporaryDir dir;
+    const std::string path = dir.path().toStdString() + "/" + kFiguresFileName;
+    const auto good = *figuresMetadata(header, figures);
+    const auto refused = [&](ckpt::Metadata meta, const NamedTensors& tensors = {}) {
+      if (!ckpt::saveSafetensors(path, tensors, meta)) return false;
+      return !loadShardFigures(path, header, shards, {2}).ok();
+    };
+    QVERIFY(!refused(good));  // the honest file reads
+    QCOMPARE(loadShardFigures(path, header, shards, {2})->at(3).sumOfSquares, 1.0);
+    auto swapped = figures;
+    std::swap(swapped[0], swapped[1]);
+    const std::string text = good.at("figures");
+    auto with = [&](const std::string& figuresText) {
+      auto meta = good;
+      meta["figures"] = figuresText;
+      return meta;
+    };
+    QVERIFY(refused(with(figuresText(swapped))));                               // another order
+    QVERIFY(refused(with(figuresText({figures.begin() + 1, figures.end()}))));  // one missing
+    QVERIFY(refused(with(text + "," + text.substr(0, text.find(',')))));        // one more
+    QVERIFY(refused(with(text + ",")));                                         // a trailing comma
+    auto upper = text;
+    for (auto& c : upper) c = char(std::toupper(static_cast<unsigned char>(c)));
+    QVERIFY(refused(with(upper)));  // another spelling
+    for (const double impossible : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+      auto bad = figures;
+      bad[2].sumOfSquares = impossible;
+      QVERIFY(refused(with(figuresText(bad))));
+    }
+    auto extraKey = good;
+    extraKey["note"] = "x";
+    QVERIFY(refused(extraKey));
+    QVERIFY(refused(good, {{"x", torch::zeros({1})}}));  // a figures file holds no tensor
   }
 
   void theFiguresCombineIntoTheContributionsNorm() {

@@ -7,6 +7,7 @@
 #include "core/model/tensor_names.h"
 #include "core/sync/contribution_codec.h"
 #include "core/sync/fetch_size.h"
+#include "core/sync/shard_figures_file.h"
 #include "core/sync/shard_file.h"
 
 #include "support/shard_model.h"
@@ -76,7 +77,8 @@ class ShardFileTest : public QObject {
         QVERIFY(sameBits(file->pieces[k].second, (*want)[k].second));
       }
     }
-    QCOMPARE(int(written->size()), expected);
+    QCOMPARE(int(written->size()), expected + 1);  // and the figures file, last
+    QCOMPARE(written->back(), kFiguresFileName);
     QVERIFY(expected < int(shards.size()));
   }
 

@@ -2,11 +2,13 @@
 // downloads and verifies just its shard's file. Two swarm_probe processes (real libtorrent
 // sessions on 127.0.0.1): the sender publishes a contribution folder of the bundled model's shape
 // cut for 16 peers (core/sync/shard_file.h); the reducer asks for one shared shard's file
-// (node::FetchLimits::folderWanted), receives only that file — byte for byte the sender's, read
-// back strictly as that shard — and downloads no more than that file's bytes.
+// and the contribution's figures file (node::FetchLimits::folderWanted), receives only those two
+// files — byte for byte the sender's, read back strictly as that shard and its signed figures, the
+// shard's figure recomputed from its bytes — and downloads no more than those files' pieces.
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
 #include "core/model/tensor_names.h"
 #include "core/sync/fetch_size.h"
+#include "core/sync/shard_figures_file.h"
 #include "core/sync/shard_file.h"
 #include "support/shard_model.h"
 
@@ -51,7 +53,7 @@ class SwarmShardFetch : public QObject {
   }
 
  private Q_SLOTS:
-  void aReducerFetchesItsShardFileAlone() {
+  void aReducerFetchesItsShardAndTheFiguresAlone() {
     const model::ModelConfig config;  // the bundled run's shape
     const auto shards = sync::planShards(config, sync::shardElementsFor(config, 16));
     const sync::ContributionHeader header{std::string(64, 'a'), 7, "peer-1", "base-9", "int8"};
@@ -75,7 +77,8 @@ class SwarmShardFetch : public QObject {
     const QString hash = ask(*sender, "publish " + folder, "published", 60000).value("hash").toString();
     QCOMPARE(hash.size(), 64);
     QDir().mkpath(dir_.filePath("reducer"));
-    reducer->send(QString("fetch-files %1 %2 %3").arg(hash, dir_.filePath("reducer"), name));
+    const QString figures = QString::fromStdString(sync::kFiguresFileName);
+    reducer->send(QString("fetch-files %1 %2 %3,%4").arg(hash, dir_.filePath("reducer"), name, figures));
     auto finished = [&] {
       return reducer->find([&](auto& e) { return isEvent(e, "finished") && e.value("hash").toString() == hash; });
     };
@@ -94,24 +97,33 @@ class SwarmShardFetch : public QObject {
       else
         files << f.fileName();
     }
-    QCOMPARE(files, QStringList{name});
+    files.sort();
+    QCOMPARE(files, (QStringList{figures, name}));
     qInfo("libtorrent's part file: %lld bytes", partBytes);
     const QString got = dir_.filePath("reducer/round-7-peer-1/" + name);
     QCOMPARE(sha256(got), sha256(folder + "/" + name));
     auto shard = sync::loadContributionShard(got.toStdString(), header, wanted);
     QVERIFY2(shard.ok(), shard.ok() ? "" : shard.error().c_str());
+    const auto stated = sync::loadShardFigures(dir_.filePath("reducer/round-7-peer-1/" + figures).toStdString(), header,
+                                               shards, {0, 1});
+    QVERIFY2(stated.ok(), stated.ok() ? "" : stated.error().c_str());
+    QVERIFY(sync::figureMatches(stated->at(3), wanted, sync::piecesAsRows(wanted, shard->pieces)));
+    const qint64 figuresBytes = QFileInfo(folder + "/" + figures).size();
 
     qint64 downloaded = -1;
     for (const auto& t : ask(*reducer, "status", "status").value("transfers").toArray())
       if (t.toObject().value("hash").toString() == hash) downloaded = t.toObject().value("downloaded").toInteger();
-    qInfo("the reducer downloaded %lld bytes: its shard's file is %lld of the contribution's %lld (%zu files)",
-          downloaded, fileBytes, folderBytes, written->size());
+    qInfo(
+        "the reducer downloaded %lld bytes: its shard's file is %lld and the figures %lld of the contribution's "
+        "%lld (%zu files)",
+        downloaded, fileBytes, figuresBytes, folderBytes, written->size());
     // v2 starts every file on a piece of its own (p2p/torrent_maker.h: 256 KiB), so the file costs
     // its pieces, the pad included; a block or two more is libtorrent's end game asking twice.
-    const qint64 piece = 256 << 10, itsPieces = (fileBytes + piece - 1) / piece * piece;
-    QVERIFY(downloaded >= fileBytes);
-    QVERIFY2(downloaded <= itsPieces + (32 << 10), "more than its file's pieces: other shards' pieces came too");
-    QVERIFY(partBytes <= itsPieces + (64 << 10));  // the pad's piece and the part file's slot map
+    const qint64 piece = 256 << 10, itsPieces = (fileBytes + piece - 1) / piece * piece + piece;
+    QVERIFY(figuresBytes < piece);
+    QVERIFY(downloaded >= fileBytes + figuresBytes);
+    QVERIFY2(downloaded <= itsPieces + (32 << 10), "more than its files' pieces: other shards' pieces came too");
+    QVERIFY(partBytes <= itsPieces + (64 << 10));  // the pads' pieces and the part file's slot map
   }
 };
 

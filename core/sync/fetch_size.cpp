@@ -1,6 +1,9 @@
 #include "core/sync/fetch_size.h"
 
 #include "core/model/tensor_names.h"
+#include "core/sync/contribution_file.h"
+#include "core/sync/shard_figures_file.h"
+#include "core/sync/shard_file.h"
 #include "core/sync/sparse_layout.h"
 #include "core/sync/work_ledger.h"
 
@@ -125,6 +128,25 @@ std::int64_t shardFileBytes(const Shard& shard, const std::string& codec, const 
     pieces.push_back(
         {p.tensor + "@" + std::to_string(p.rowBegin), DType::F32, {p.rowEnd - p.rowBegin, p.columns}, 0, 0});
   return fileBytes(encoded(pieces, codec), metadata);
+}
+
+std::vector<std::pair<std::string, std::int64_t>> contributionFolderFiles(const std::vector<Shard>& plan,
+                                                                          const std::set<int>& claims,
+                                                                          const ContributionHeader& header) {
+  const auto metadata = contributionMetadata(header, kShardFormat);
+  if (!metadata) return {};
+  std::vector<std::pair<std::string, std::int64_t>> files;
+  std::vector<ShardFigure> figures;  // every figure's text has one length: 16 hex digits
+  for (const auto& shard : plan) {
+    if (!carriesShard(shard, claims)) continue;
+    auto meta = *metadata;
+    meta["shard"] = shard.id;
+    files.emplace_back(shardFileName(shard), shardFileBytes(shard, header.codec, meta));
+    figures.push_back({shard.id, 0.0, shard.elements(), shard.expert});
+  }
+  files.emplace_back(kFiguresFileName, fileBytes({}, *figuresMetadata(header, figures)));
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
 std::int64_t defaultDiskQuotaBytes(const model::ModelConfig& config) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace es::sync {
@@ -45,6 +46,14 @@ std::int64_t snapshotBytes(const model::ModelConfig& config, const std::string& 
 // ("f32" for a merged shard), with `metadata` — what a reducer fetches from each contributor and
 // every peer from the reducers. bench/reduction_scale sums these.
 std::int64_t shardFileBytes(const Shard& shard, const std::string& codec, const ckpt::Metadata& metadata);
+
+// Issue 38: the files of a sender's sharded contribution (shard_file.h) — each shard a sender
+// claiming `claims` carries (empty: every expert) and the figures file (shard_figures_file.h),
+// with their exact sizes, sorted by name: what a fetched folder must list, no more, no less.
+// Empty when the header is not one a sender can write.
+std::vector<std::pair<std::string, std::int64_t>> contributionFolderFiles(const std::vector<Shard>& plan,
+                                                                          const std::set<int>& claims,
+                                                                          const ContributionHeader& header);
 
 // The run folder's default disk quota:
 //   3 rounds × 32 peers × the largest contribution (every expert, f32)   others' contributions

@@ -2,7 +2,8 @@
 // its sum of squares per shard. The no-work floor, the absolute norm cap and the expert bound
 // (validate.h, expert_bound.h) read a contribution's RMS over all its deltas, or over all of one
 // expert's shards; a reducer holds one shard. So the sender states one figure per shard it sends
-// (to be signed in its record: not built yet), each reducer recomputes its shard's figure from the
+// (in the contribution's figures file, signed by the record that names the torrent:
+// shard_figures_file.h), each reducer recomputes its shard's figure from the
 // pieces it fetched and refuses the contribution when they differ (figureMatches: exact, both
 // sides add the same decoded floats in the same order), and every peer combines the stated figures
 // into the same norm and RMS (combineFigures: plan order). Float64 sums of squares of the decoded

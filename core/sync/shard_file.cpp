@@ -3,6 +3,7 @@
 #include "core/common/safe_quote.h"
 #include "core/sync/contribution_codec.h"
 #include "core/sync/contribution_file.h"
+#include "core/sync/shard_figures_file.h"
 
 #include <torch/torch.h>
 
@@ -47,6 +48,7 @@ Expected<std::vector<std::string>> saveContributionShards(const std::string& fol
   std::filesystem::create_directories(folder, ec);
   if (ec) return makeError("cannot create " + safeQuote(folder) + ": " + ec.message());
   std::vector<std::string> written;
+  std::vector<ShardFigure> figures;
   for (const auto& shard : shards) {
     auto pieces = cutShard(deltas, shard);
     if (!pieces) return makeError(pieces.error());
@@ -54,10 +56,17 @@ Expected<std::vector<std::string>> saveContributionShards(const std::string& fol
     auto meta = *metadata;
     meta["shard"] = shard.id;
     const std::string name = shardFileName(shard);
-    if (auto saved = ckpt::saveSafetensors(folder + "/" + name, encodeContribution(*pieces, *codec), meta); !saved)
-      return makeError(saved.error());
+    const auto encoded = encodeContribution(*pieces, *codec);
+    if (auto saved = ckpt::saveSafetensors(folder + "/" + name, encoded, meta); !saved) return makeError(saved.error());
     written.push_back(name);
+    // The figure of what the file decodes to: the bits its reducers recompute.
+    auto decoded = decodeContribution(encoded, *codec);
+    if (!decoded) return makeError("shard " + shard.id + ": " + decoded.error());
+    figures.push_back(figureOf(shard, piecesAsRows(shard, *decoded)));
   }
+  if (auto saved = saveShardFigures(folder + "/" + kFiguresFileName, header, figures); !saved)
+    return makeError(saved.error());
+  written.push_back(kFiguresFileName);
   return written;
 }
 

@@ -35,8 +35,9 @@ std::string pieceName(const ShardPiece& piece);  // "<tensor>@<first row>"
 Expected<ckpt::NamedTensors> cutShard(const ckpt::NamedTensors& deltas, const Shard& shard);
 
 // Writes `folder`/shardFileName(s) for every shard the contribution carries (cutShard), each
-// atomically; returns the names written, in plan order. The folder is created; a shard it does not
-// carry leaves no file.
+// atomically, then the figures file (shard_figures_file.h: each shard's figure of what its file
+// decodes to); returns the names written, the shards in plan order, kFiguresFileName last. The
+// folder is created; a shard it does not carry leaves no file.
 Expected<std::vector<std::string>> saveContributionShards(const std::string& folder, const ContributionHeader& header,
                                                           const ckpt::NamedTensors& deltas,
                                                           const std::vector<Shard>& shards);
