@@ -11,6 +11,7 @@
 #include "core/sync/contribution_codec.h"
 #include "core/sync/expert_bound.h"
 #include "core/sync/fetch_size.h"
+#include "core/sync/shard_check.h"
 #include "core/sync/shard_figures.h"
 #include "core/sync/shard_figures_file.h"
 #include "core/sync/shard_file.h"
@@ -181,6 +182,57 @@ class ShardFiguresTest : public QObject {
     extraKey["note"] = "x";
     QVERIFY(refused(extraKey));
     QVERIFY(refused(good, {{"x", torch::zeros({1})}}));  // a figures file holds no tensor
+  }
+
+  // What reads a whole contribution comes from its figures: the no-work floor and the absolute cap
+  // give checkContribution's verdicts; a shard whose bytes do not give its figure, or move a weight
+  // past the ceiling, is refused by its reducer.
+  void theFiguresVerdictsAreTheWholeChecks() {
+    const auto config = test::shardTestModel();
+    const auto shards = planShards(config, 3000);
+    const ContributionHeader header{std::string(64, 'r'), 3, "peer-2", "base-1", "f32"};
+    NamedTensors base;
+    for (const auto& t : modelTensors(config)) base.emplace_back(t.name, torch::full(t.shape, 0.5f));
+    ValidationPolicy policy;
+    policy.ceiling = {0.01, 1.0, 0.0};  // a weight moves at most ~0.0101 a round; no work below RMS 1e-5
+    policy.figureShards = shards;
+    const RoundContext context{header.run, header.round, header.baseHash};
+    for (const float scale : {1.0f, 1e-4f, 4.0f}) {  // honest; no work; past the ceiling (not a figure verdict)
+      auto deltas = test::senderDeltas(config, {2}, 34);
+      for (auto& [name, d] : deltas) d = (d * 0.2f).clamp(-0.005f, 0.005f) * scale;
+      const auto check = checkContribution(header, deltas, base, {2}, context, policy);
+      const Verdict fromFigures = judgeFigures(contributionFigures(deltas, shards), policy);
+      if (scale > 1.0f) {
+        QVERIFY(check.reason.find("moves a weight") != std::string::npos);
+        QVERIFY(fromFigures.accepted);  // the ceiling is each shard's reducers' to find:
+        BaseMaxAbs maxAbs;
+        int refusing = 0;
+        for (const auto& shard : shards) {
+          const auto rows = shardRows(deltas, shard);
+          if (rows.empty()) continue;
+          const auto reason = checkShardRows(shard, rows, figureOf(shard, rows), base, "f32", policy, maxAbs);
+          refusing += reason.find("moves a weight") != std::string::npos;
+        }
+        QVERIFY(refusing > 0);
+        continue;
+      }
+      QCOMPARE(fromFigures.accepted, check.reason.empty());
+      QCOMPARE(fromFigures.noWork, check.noWork);
+      QCOMPARE(fromFigures.reason, check.reason);
+    }
+    policy.absoluteNormCap = 1e-3;
+    const auto honest = test::senderDeltas(config, {2}, 35);
+    const Verdict capped = judgeFigures(contributionFigures(honest, shards), policy);
+    QVERIFY(!capped.accepted && !capped.noWork);
+    QVERIFY(capped.reason.find("absolute cap") != std::string::npos);
+    // A figure one ulp off what the shard's bytes give: refused by the shard's reducer.
+    const auto rows = shardRows(honest, shards[0]);
+    ShardFigure off = figureOf(shards[0], rows);
+    BaseMaxAbs maxAbs;
+    QVERIFY(checkShardRows(shards[0], rows, off, base, "f32", ValidationPolicy{}, maxAbs).empty());
+    off.sumOfSquares = std::nextafter(off.sumOfSquares, 0.0);
+    QVERIFY(checkShardRows(shards[0], rows, off, base, "f32", ValidationPolicy{}, maxAbs).find("signed figure") !=
+            std::string::npos);
   }
 
   void theFiguresCombineIntoTheContributionsNorm() {

@@ -10,15 +10,20 @@
 // work credit, from each shared shard's part of every sender's agreement (work_credit.h's
 // shardAgreement), credits the same senders with the same cosines, so the ledger and the
 // fingerprint agree too.
-// The expert bound's cuts come from the senders' shard figures (shard_figures.h), as mergeRound's
-// own do in a sharded round. What still comes from mergeRound's result here: which senders are
-// refused (the refusal itself needs the reducers' per-shard checks gathered into one verdict).
+// The expert bound's cuts come from the senders' signed shard figures (shard_figures_file.h), as
+// mergeRound's own do in a sharded round, and so do the refusals: the whole-contribution verdicts
+// from the figures (shard_check.h's judgeFigures), each shard's from its reducers' checks of the
+// files (checkShardRows), gathered into one verdict (node/rules/shard_refusals.h) — the senders
+// mergeRound accepts, in two passes (the one past the ceiling is refused by one shard alone).
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
 #include "core/model/tensor_names.h"
+#include "core/node/rules/shard_refusals.h"
 #include "core/sync/contribution_codec.h"
 #include "core/sync/expert_bound.h"
 #include "core/sync/outer_step.h"
 #include "core/sync/round_merge.h"
+#include "core/sync/shard_check.h"
+#include "core/sync/shard_figures_file.h"
 #include "core/sync/shard_file.h"
 #include "core/sync/shard_reduce.h"
 #include "core/sync/swarm_state.h"
@@ -69,6 +74,53 @@ NamedTensors wholeFromFiles(const Sender& s, const ContributionHeader& header, c
     if (!placeShard(shard, rows, out)) throw std::runtime_error("cannot place " + shard.id);
   }
   return out;
+}
+
+// Which senders a sharded round accepts: those the signed figures do not refuse whole
+// (judgeFigures) and no shard's reducers refuse (checkShardRows over each sender's file of the
+// shard), gathered pass by pass (gatherRefusals) as the node will; `passes` counts the passes.
+std::vector<std::string> shardedAccepted(const std::vector<Sender>& senders, const std::vector<Shard>& shards,
+                                         const NamedTensors& base, const RoundContext& context,
+                                         const ValidationPolicy& validation, int& passes) {
+  std::map<std::string, ContentId> inputs;
+  std::map<std::string, std::vector<ShardFigure>> figures;
+  std::set<std::string> refused;
+  for (const auto& s : senders) {
+    const ContributionHeader header{kRun, context.round, s.id, context.baseHash, "int8"};
+    inputs.emplace(s.id, ContentId(std::string(63, '0') + std::to_string(inputs.size())));
+    auto stated = loadShardFigures(s.folder + "/" + kFiguresFileName, header, shards, s.claims);
+    if (!stated) throw std::runtime_error(stated.error());
+    if (!judgeFigures(*stated, validation).accepted) refused.insert(s.id);
+    figures[s.id] = std::move(*stated);
+  }
+  std::vector<std::string> ids;
+  for (const auto& shard : shards) ids.push_back(shard.id);
+  BaseMaxAbs maxAbs;
+  for (passes = 1; passes <= 3; ++passes) {
+    std::map<std::string, node::AppliedShard> applied;
+    for (const auto& shard : shards) {
+      node::AppliedShard& out = applied[shard.id];
+      out.inputDigest = node::inputDigest(inputs, refused);
+      for (const auto& s : senders) {
+        if (refused.count(s.id) || (shard.expert >= 0 && !s.claims.count(shard.expert))) continue;
+        const ContributionHeader header{kRun, context.round, s.id, context.baseHash, "int8"};
+        auto file = loadContributionShard(s.folder + "/" + shardFileName(shard), header, shard);
+        if (!file) throw std::runtime_error(file.error());
+        const auto& mine = figures.at(s.id);
+        const auto stated = std::find_if(mine.begin(), mine.end(), [&](const auto& f) { return f.shard == shard.id; });
+        if (!checkShardRows(shard, piecesAsRows(shard, file->pieces), *stated, base, header.codec, validation, maxAbs)
+                 .empty())
+          out.refused.insert(s.id);
+      }
+    }
+    const auto verdict = node::gatherRefusals(inputs, refused, ids, applied);
+    if (verdict.pass == node::RoundPass::Done) break;
+    refused = verdict.refused;
+  }
+  std::vector<std::string> accepted;
+  for (const auto& s : senders)
+    if (!refused.count(s.id)) accepted.push_back(s.id);
+  return accepted;
 }
 
 RoundPolicy roundPolicy() {
@@ -123,13 +175,19 @@ class ShardedRoundTest : public QObject {
     QCOMPARE(all->accepted, (std::vector<std::string>{"a", "b", "c", "d"}));  // x refused
     QVERIFY(all->alpha > 0);
     QVERIFY(all->expertCuts.count({"d", 0}));
+    int passes = 0;
+    ValidationPolicy validation = policy.validation;
+    validation.figureShards = shards;
+    const auto accepted = shardedAccepted(senders, shards, base, context, validation, passes);
+    QCOMPARE(accepted, all->accepted);
+    QCOMPARE(passes, 2);  // x refused by one shard's reducers: every shard once more without it
 
     // The expert bound from the senders' shard figures (what each states and its reducers
     // recompute from the files), as a sharded round's peers compute it: the same cuts.
     std::vector<SenderExperts> experts;
     std::vector<std::string> acceptedIds;
     for (const auto& s : senders) {
-      if (std::find(all->accepted.begin(), all->accepted.end(), s.id) == all->accepted.end()) continue;
+      if (std::find(accepted.begin(), accepted.end(), s.id) == accepted.end()) continue;
       const ContributionHeader header{kRun, 5, s.id, context.baseHash, "int8"};
       std::vector<ShardFigure> figures;
       for (const auto& shard : shards) {
@@ -162,7 +220,7 @@ class ShardedRoundTest : public QObject {
     for (const auto& shard : shards) {
       std::vector<SenderDeltas> rows;
       for (const auto& s : senders) {
-        if (std::find(all->accepted.begin(), all->accepted.end(), s.id) == all->accepted.end()) continue;
+        if (std::find(accepted.begin(), accepted.end(), s.id) == accepted.end()) continue;
         std::map<int, double> cuts;
         for (const auto& [key, factor] : cutsFromFigures)
           if (key.first == s.id) cuts[key.second] = factor;
@@ -183,15 +241,15 @@ class ShardedRoundTest : public QObject {
       QVERIFY(part.ok());
       credit.push_back(std::move(*part));
     }
-    const auto agreements = combineAgreements(credit, all->accepted.size());
+    const auto agreements = combineAgreements(credit, accepted.size());
     std::vector<std::string> credited;
     for (std::size_t k = 0; k < agreements.size(); ++k)
-      if (agreements[k].credited()) credited.push_back(all->accepted[k]);
+      if (agreements[k].credited()) credited.push_back(accepted[k]);
     QCOMPARE(credited, all->credited);
     QVERIFY(!credited.empty());
     for (const auto& v : all->verdicts)
       if (v.accepted) {
-        const auto k = std::find(all->accepted.begin(), all->accepted.end(), v.sender) - all->accepted.begin();
+        const auto k = std::find(accepted.begin(), accepted.end(), v.sender) - accepted.begin();
         QVERIFY2(agreements[k].cosine == v.agreement, v.sender.c_str());  // the same bits
       }
     const WorkLedger after = ledger.after(5, credited);

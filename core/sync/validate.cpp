@@ -128,30 +128,19 @@ const UpdateCeiling& ceilingFor(const std::string& codec, const ValidationPolicy
   return spec && sparseWaitRounds(*spec) == policy.sparseWaitRounds ? policy.sparseCeiling : policy.ceiling;
 }
 
-// Every weight within what the run's optimizer can move it in a round (UpdateCeiling; a sparse
-// contribution: in its wait rounds), then the no-work floor (one round's lr sum, whatever the
-// codec). Checked tensors are known, shaped and finite (checkAllButNorm).
+// Every weight within what the run's optimizer can move it in a round, then the no-work floor.
+// Checked tensors are known, shaped and finite (checkAllButNorm).
 void checkCeiling(const NamedTensors& deltas, const std::unordered_map<std::string, const at::Tensor*>& base,
                   const ValidationPolicy& policy, const std::string& codec, double norm, BaseMaxAbs& baseMaxAbs,
                   ContributionCheck& check) {
-  const UpdateCeiling& c = ceilingFor(codec, policy);
   std::int64_t elements = 0;
   for (const auto& [name, delta] : deltas) {
     elements += delta.numel();
-    const double moved = maxAbs(delta), allowed = c.perElement(baseMaxAbs.of(name, *base.at(name)));
-    if (moved <= allowed) continue;
-    const std::string rounds =
-        &c == &policy.sparseCeiling ? std::to_string(policy.sparseWaitRounds) + " rounds" : "a round";
-    check.reason = "moves a weight of " + safeQuote(name) + " by " + number(moved) + " > " + number(allowed) +
-                   ", the most AdamW moves it in " + rounds + " (lr sum " + number(c.lrSum) + ")";
-    return;
+    check.reason = ceilingBreach(name, delta, *base.at(name), codec, policy, baseMaxAbs);
+    if (!check.reason.empty()) return;
   }
-  const double rms = elements > 0 ? norm / std::sqrt(double(elements)) : 0.0;
-  const double floor = policy.noWorkFraction * policy.ceiling.lrSum;
-  if (rms >= floor) return;
-  check.noWork = true;
-  check.reason = "no work: RMS " + number(rms) + " < " + number(floor) + " (" + number(policy.noWorkFraction) +
-                 " x the round's lr sum)";
+  check.reason = noWorkReason(norm, elements, policy);
+  check.noWork = !check.reason.empty();
 }
 
 // `reference`: the tensor's median, or for an expert's tensor the round's scale at its size when
@@ -200,6 +189,27 @@ double BaseMaxAbs::of(const std::string& name, const at::Tensor& baseTensor) {
   return known != seen_.end() ? known->second : seen_.emplace(name, maxAbs(baseTensor)).first->second;
 }
 
+std::string ceilingBreach(const std::string& name, const at::Tensor& delta, const at::Tensor& baseTensor,
+                          const std::string& codec, const ValidationPolicy& policy, BaseMaxAbs& baseMaxAbs) {
+  const UpdateCeiling& c = ceilingFor(codec, policy);
+  const double moved = maxAbs(delta), allowed = c.perElement(baseMaxAbs.of(name, baseTensor));
+  if (moved <= allowed) return {};
+  const std::string rounds =
+      &c == &policy.sparseCeiling ? std::to_string(policy.sparseWaitRounds) + " rounds" : "a round";
+  return "moves a weight of " + safeQuote(name) + " by " + number(moved) + " > " + number(allowed) +
+         ", the most AdamW moves it in " + rounds + " (lr sum " + number(c.lrSum) + ")";
+}
+
+std::string noWorkReason(double norm, std::int64_t elements, const ValidationPolicy& policy) {
+  const double rms = elements > 0 ? norm / std::sqrt(double(elements)) : 0.0;
+  const double floor = policy.noWorkFraction * policy.ceiling.lrSum;
+  if (rms >= floor) return {};
+  return "no work: RMS " + number(rms) + " < " + number(floor) + " (" + number(policy.noWorkFraction) +
+         " x the round's lr sum)";
+}
+
+std::string normCapReason(double norm, const ValidationPolicy& policy) { return checkNorm(norm, 0.0, policy); }
+
 double updateNorm(const NamedTensors& deltas) { return combinedNorm(perTensorNorms(deltas)); }
 
 Verdict validate(const ContributionHeader& header, const NamedTensors& deltas, const NamedTensors& base,
@@ -238,7 +248,7 @@ std::vector<Verdict> judgeRound(const std::vector<ContributionCheck>& checks, co
   if (policy.ceiling.known()) {  // the checks held every weight to the ceiling: no head count bounds anything
     std::vector<Verdict> verdicts;
     for (const auto& check : checks)
-      verdicts.push_back(check.reason.empty() ? verdictOf(checkNorm(check.norm, 0.0, policy))
+      verdicts.push_back(check.reason.empty() ? verdictOf(normCapReason(check.norm, policy))
                                               : verdictOf(check.reason, check.noWork));
     return verdicts;
   }

@@ -114,6 +114,18 @@ ContributionCheck checkContribution(const ContributionHeader& header, const Name
                                     const RoundContext& round, const ValidationPolicy& policy = {},
                                     BaseMaxAbs* maxAbs = nullptr);
 
+// The parts of the checks above that a sharded round's reducer runs on its shard's rows (shard_check.h),
+// with a known ceiling; each the reason, or empty:
+// - every weight of `delta` (a whole tensor, or rows of it) within what the run's optimizer moves a
+//   weight of `baseTensor` in a round (UpdateCeiling; a sparse contribution in its sparse codec:
+//   in its wait rounds);
+std::string ceilingBreach(const std::string& name, const at::Tensor& delta, const at::Tensor& baseTensor,
+                          const std::string& codec, const ValidationPolicy& policy, BaseMaxAbs& baseMaxAbs);
+// - a whole contribution of this norm over these elements below the no-work floor (not banned);
+std::string noWorkReason(double norm, std::int64_t elements, const ValidationPolicy& policy);
+// - and above the absolute cap.
+std::string normCapReason(double norm, const ValidationPolicy& policy);
+
 // The round's verdicts, in the checks' order. With a known ceiling: the checks' own verdicts and the
 // absolute cap. Without: the norm bounds below against the medians of the contributions that
 // passed every other check.
