@@ -2,13 +2,18 @@
 // contribution carries is one file whose pieces decode to exactly what the codec makes of that
 // piece, whose size is the byte model's (fetch_size.h, bench/reduction_scale) to the byte, and
 // that is read strictly — another shard's file, another contribution's, or a file missing a piece
-// is refused. Shards of experts the sender does not own leave no file.
+// is refused. Shards of experts the sender does not own leave no file. A reducer's merged shard
+// (merged_shard_file.h) reads back bit for bit, two reducers' files of one output are the same
+// bytes (one info-hash, one swarm), and a file naming another set, senders that are not the set's,
+// or credit that does not fit is refused.
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
 #include "core/model/tensor_names.h"
 #include "core/sync/contribution_codec.h"
 #include "core/sync/fetch_size.h"
+#include "core/sync/merged_shard_file.h"
 #include "core/sync/shard_figures_file.h"
 #include "core/sync/shard_file.h"
+#include "core/sync/shard_reduce.h"
 
 #include "support/shard_model.h"
 
@@ -20,6 +25,8 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 using namespace es;
 using namespace es::sync;
@@ -98,6 +105,71 @@ class ShardFileTest : public QObject {
     // A plan that cut the same tensors elsewhere names other pieces: refused, never guessed at.
     const auto coarser = planShards(config, 1 << 20);
     QVERIFY(!loadContributionShard(first, h, coarser[0]).ok());
+  }
+
+  void aMergedShardReadsBackAndIsTheSameBytesFromEveryReducer() {
+    const auto config = test::shardTestModel();
+    const auto shards = planShards(config, 3000);
+    const Shard& shared = shards[1];
+    QVERIFY(shared.expert < 0 && shared.pieces.size() > 1);
+    const MergedShardKey key{std::string(64, 'a'), 7, "base-9", shared.id, "0123456789abcdef"};
+    MergedShard out{key,
+                    {"peer-3"},
+                    {"peer-1", "peer-2"},
+                    ShardAgreement{0.5, shared.elements(), {0.25, -0.125}, {1.5, 2.5}},
+                    shardRows(test::senderDeltas(config, {}, 5), shared)};
+    QTemporaryDir dir;
+    const std::string a = dir.filePath("a").toStdString(), b = dir.filePath("b").toStdString();
+    QVERIFY(saveMergedShard(a, shared, out).ok());
+    QVERIFY(saveMergedShard(b, shared, out).ok());
+    const auto bytes = [](const std::string& path) {
+      std::ifstream in(path, std::ios::binary);
+      return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    QCOMPARE(bytes(a), bytes(b));  // nothing names the reducer: one file, one info-hash
+    const std::set<std::string> set{"peer-1", "peer-2", "peer-3"};
+    auto back = loadMergedShard(a, key, shared, set);
+    QVERIFY2(back.ok(), back.ok() ? "" : back.error().c_str());
+    QCOMPARE(back->senders, out.senders);
+    QCOMPARE(back->refused, out.refused);
+    QCOMPARE(back->credit->dot, out.credit->dot);
+    QCOMPARE(back->credit->squares, out.credit->squares);
+    QCOMPARE(back->credit->updateSquares, 0.5);
+    QCOMPARE(back->rows.size(), out.rows.size());
+    for (std::size_t k = 0; k < out.rows.size(); ++k) {
+      QCOMPARE(back->rows[k].first, out.rows[k].first);
+      QVERIFY(sameBits(back->rows[k].second, out.rows[k].second));
+    }
+    // Refused: another set, another shard, senders that are not the set's.
+    auto other = key;
+    other.inputs = "fedcba9876543210";
+    QVERIFY(!loadMergedShard(a, other, shared, set).ok());
+    QVERIFY(!loadMergedShard(a, key, shards[0], set).ok());
+    QVERIFY(!loadMergedShard(a, key, shared, {"peer-1", "peer-2"}).ok());
+    // Written wrongly: credit for one sender too few, a sender both refused and merged, unsorted
+    // senders, a shared shard without credit, a negative sum of squares.
+    const auto refusedAsWritten = [&](MergedShard bad) {
+      return saveMergedShard(a, shared, bad).ok() && !loadMergedShard(a, key, shared, set).ok();
+    };
+    auto bad = out;
+    bad.credit->dot.pop_back();
+    bad.credit->squares.pop_back();
+    QVERIFY(refusedAsWritten(bad));
+    bad = out;
+    bad.refused.insert("peer-1");
+    QVERIFY(refusedAsWritten(bad));
+    bad = out;
+    std::swap(bad.senders[0], bad.senders[1]);
+    QVERIFY(refusedAsWritten(bad));
+    bad = out;
+    bad.credit.reset();
+    QVERIFY(refusedAsWritten(bad));
+    bad = out;
+    bad.credit->squares[0] = -1.0;
+    QVERIFY(refusedAsWritten(bad));
+    bad = out;
+    bad.rows.pop_back();
+    QVERIFY(!saveMergedShard(a, shared, bad).ok());  // not the shard's rows: not even written
   }
 
   void aContributionMissingPartOfAShardIsAnError() {

@@ -14,12 +14,15 @@
 // mergeRound's own do in a sharded round, and so do the refusals: the whole-contribution verdicts
 // from the figures (shard_check.h's judgeFigures), each shard's from its reducers' checks of the
 // files (checkShardRows), gathered into one verdict (node/rules/shard_refusals.h) — the senders
-// mergeRound accepts, in two passes (the one past the ceiling is refused by one shard alone).
+// mergeRound accepts, in two passes (the one past the ceiling is refused by one shard alone). The
+// reducers' outputs reach the other peers as merged-shard files (merged_shard_file.h), read strictly
+// against the round's set: the rows placed and the credit parts added come from those files.
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
 #include "core/model/tensor_names.h"
 #include "core/node/rules/shard_refusals.h"
 #include "core/sync/contribution_codec.h"
 #include "core/sync/expert_bound.h"
+#include "core/sync/merged_shard_file.h"
 #include "core/sync/outer_step.h"
 #include "core/sync/round_merge.h"
 #include "core/sync/shard_check.h"
@@ -217,6 +220,19 @@ class ShardedRoundTest : public QObject {
     NamedTensors state;
     for (const auto& [name, t] : base) state.emplace_back(name, t.clone());
     std::vector<ShardAgreement> credit;  // each shared shard's part of the work credit
+    const std::string outputs = dir.filePath("outputs").toStdString();
+    QVERIFY(QDir().mkpath(QString::fromStdString(outputs)));
+    std::map<std::string, ContentId> inputs;  // the round's set, as its digest names it
+    for (std::size_t k = 0; k < senders.size(); ++k)
+      inputs.emplace(senders[k].id, ContentId(std::string(63, '0') + std::to_string(k)));
+    const std::string digest = node::inputDigest(inputs, {"x"});
+    const auto carriers = [&](const Shard& shard) {  // the accepted senders that carry the shard
+      std::set<std::string> ids;
+      for (const auto& s : senders)
+        if (std::count(accepted.begin(), accepted.end(), s.id) && (shard.expert < 0 || s.claims.count(shard.expert)))
+          ids.insert(s.id);
+      return ids;
+    };
     for (const auto& shard : shards) {
       std::vector<SenderDeltas> rows;
       for (const auto& s : senders) {
@@ -235,11 +251,24 @@ class ShardedRoundTest : public QObject {
       }
       auto merged = reduceShard(shard, shardRows(base, shard), rows, all->owners, aggregate, sharedElements);
       QVERIFY2(merged.ok(), merged.ok() ? "" : merged.error().c_str());
-      QVERIFY(placeShard(shard, *merged, state).ok());
-      if (shard.expert >= 0) continue;
-      auto part = shardAgreement(shardRows(base, shard), *merged, rows);
-      QVERIFY(part.ok());
-      credit.push_back(std::move(*part));
+      // The reducer's output file (merged_shard_file.h): rows, the set, and a shared shard's credit part.
+      MergedShard out{{kRun, 5, context.baseHash, shard.id, digest}, {}, {}, std::nullopt, *merged};
+      const auto carrying = carriers(shard);
+      out.senders.assign(carrying.begin(), carrying.end());
+      if (shard.expert < 0) {
+        auto part = shardAgreement(shardRows(base, shard), *merged, rows);
+        QVERIFY(part.ok());
+        out.credit = std::move(*part);
+      }
+      QVERIFY(saveMergedShard(outputs + "/" + mergedShardFileName(5, shard.id), shard, out).ok());
+    }
+    // Every peer: the merged shards from the reducers' files alone, placed, the credit parts added.
+    for (const auto& shard : shards) {
+      auto merged = loadMergedShard(outputs + "/" + mergedShardFileName(5, shard.id),
+                                    {kRun, 5, context.baseHash, shard.id, digest}, shard, carriers(shard));
+      QVERIFY2(merged.ok(), merged.ok() ? "" : merged.error().c_str());
+      QVERIFY(placeShard(shard, merged->rows, state).ok());
+      if (merged->credit) credit.push_back(std::move(*merged->credit));
     }
     const auto agreements = combineAgreements(credit, accepted.size());
     std::vector<std::string> credited;

@@ -4,12 +4,16 @@
 // cut for 16 peers (core/sync/shard_file.h); the reducer asks for one shared shard's file
 // and the contribution's figures file (node::FetchLimits::folderWanted), receives only those two
 // files — byte for byte the sender's, read back strictly as that shard and its signed figures, the
-// shard's figure recomputed from its bytes — and downloads no more than those files' pieces.
+// shard's figure recomputed from its bytes — and downloads no more than those files' pieces. Two
+// reducers that merged a shard alike publish one info-hash (merged_shard_file.h: nothing in the
+// file names its reducer), so a third peer downloads the merged shard from both at once.
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
 #include "core/model/tensor_names.h"
 #include "core/sync/fetch_size.h"
+#include "core/sync/merged_shard_file.h"
 #include "core/sync/shard_figures_file.h"
 #include "core/sync/shard_file.h"
+#include "core/sync/shard_reduce.h"
 #include "support/shard_model.h"
 
 #include <torch/torch.h>
@@ -124,6 +128,52 @@ class SwarmShardFetch : public QObject {
     QVERIFY(downloaded >= fileBytes + figuresBytes);
     QVERIFY2(downloaded <= itsPieces + (32 << 10), "more than its files' pieces: other shards' pieces came too");
     QVERIFY(partBytes <= itsPieces + (64 << 10));  // the pads' pieces and the part file's slot map
+  }
+
+  void twoReducersOfAShardSeedOneSwarm() {
+    const model::ModelConfig config;
+    const auto shards = sync::planShards(config, sync::shardElementsFor(config, 16));
+    const sync::Shard& shard = shards[2];
+    const sync::MergedShardKey key{std::string(64, 'a'), 7, "base-9", shard.id, "0123456789abcdef"};
+    const sync::MergedShard merged{key,
+                                   {},
+                                   {"peer-1", "peer-2"},
+                                   sync::ShardAgreement{1.0, shard.elements(), {0.5, 0.25}, {2.0, 3.0}},
+                                   sync::shardRows(test::senderDeltas(config, {}, 13), shard)};
+    const QString name = QString::fromStdString(sync::mergedShardFileName(7, shard.id));
+    QStringList paths;
+    for (const QString reducer : {"r1", "r2"}) {
+      QVERIFY(QDir().mkpath(dir_.filePath(reducer)));
+      paths << dir_.filePath(reducer + "/" + name);
+      QVERIFY(sync::saveMergedShard(paths.back().toStdString(), shard, merged).ok());
+    }
+    const qint64 bytes = QFileInfo(paths[0]).size();
+    auto r1 = start("r1", {});
+    QVERIFY(r1);
+    const auto node = r1->find([](auto& e) { return isEvent(e, "ready"); }).value("endpoint").toString();
+    auto r2 = start("r2", node);
+    auto peer = start("peer", node);
+    QVERIFY(r2 && peer);
+    const QString hash = ask(*r1, "publish " + paths[0], "published", 60000).value("hash").toString();
+    QCOMPARE(ask(*r2, "publish " + paths[1], "published", 60000).value("hash").toString(), hash);
+    for (auto* reducer : {r1.get(), r2.get()}) reducer->send(QString("limit %1 %2").arg(hash).arg(bytes / 4));
+    peer->send(QString("fetch %1 %2").arg(hash, dir_.filePath("peer")));
+    const auto finished = [&] {
+      return peer->find([&](auto& e) { return isEvent(e, "finished") && e.value("hash").toString() == hash; });
+    };
+    QVERIFY2(waitUntil([&] { return !finished().isEmpty(); }, 60000), "the merged shard did not arrive in 60 s");
+    const auto uploaded = [&](Probe& p) {
+      for (const auto& t : ask(p, "status", "status").value("transfers").toArray())
+        if (t.toObject().value("hash").toString() == hash) return t.toObject().value("uploaded").toInteger();
+      return qint64(-1);
+    };
+    const qint64 from1 = uploaded(*r1), from2 = uploaded(*r2);
+    qInfo("a %lld-byte merged shard: %lld bytes from one reducer, %lld from the other", bytes, from1, from2);
+    QVERIFY2(from1 > 0 && from2 > 0, "one reducer served it alone: not one swarm");
+    const QString got = finished().value("path").toString();
+    QCOMPARE(sha256(got), sha256(paths[0]));
+    auto back = sync::loadMergedShard(got.toStdString(), key, shard, {"peer-1", "peer-2"});
+    QVERIFY2(back.ok(), back.ok() ? "" : back.error().c_str());
   }
 };
 

@@ -3,37 +3,19 @@
 #include "core/checkpoint/safetensors.h"
 #include "core/common/safe_quote.h"
 #include "core/sync/contribution_file.h"
+#include "core/sync/hex_bits.h"
 
 #include <cmath>
-#include <cstdint>
-#include <cstring>
 
 namespace es::sync {
 namespace {
 
-constexpr int kHexDigits = 16;
+constexpr std::size_t kHexDigits = 16;  // hex_bits.h
 
-std::string bitsAsHex(double value) {
-  std::uint64_t bits = 0;
-  std::memcpy(&bits, &value, sizeof bits);
-  static const char* digits = "0123456789abcdef";
-  std::string hex(kHexDigits, '0');
-  for (int k = kHexDigits - 1; k >= 0; --k, bits >>= 4) hex[k] = digits[bits & 0xf];
-  return hex;
-}
-
-// Exactly 16 lower-case hex digits (one spelling per value: the file's bytes are hashed).
-Expected<double> hexAsDouble(const std::string& hex) {
-  if (hex.size() != kHexDigits) return makeError("not 16 hex digits");
-  std::uint64_t bits = 0;
-  for (const char c : hex) {
-    const bool digit = c >= '0' && c <= '9', letter = c >= 'a' && c <= 'f';
-    if (!digit && !letter) return makeError("not 16 lower-case hex digits");
-    bits = bits << 4 | std::uint64_t(digit ? c - '0' : c - 'a' + 10);
-  }
-  double value = 0;
-  std::memcpy(&value, &bits, sizeof value);
-  if (!std::isfinite(value) || value < 0 || std::signbit(value)) return makeError("not a sum of squares");
+// A sum of squares: finite (hexAsDouble), not negative, not −0 (one spelling per value).
+Expected<double> figureOfHex(const std::string& hex) {
+  auto value = hexAsDouble(hex);
+  if (value && (*value < 0 || std::signbit(*value))) return makeError("not a sum of squares");
   return value;
 }
 
@@ -48,7 +30,7 @@ Expected<std::vector<ShardFigure>> parseFigures(const std::string& text, const s
     if (text.compare(at, prefix.size(), prefix) != 0)
       return makeError(where + "figure " + std::to_string(k) + " is not shard " + shard.id + "'s");
     at += prefix.size();
-    auto value = hexAsDouble(text.substr(at, kHexDigits));
+    auto value = figureOfHex(text.substr(at, kHexDigits));
     if (!value) return makeError(where + "shard " + shard.id + "'s figure: " + value.error());
     at += kHexDigits;
     const bool last = k + 1 == expected.size();
@@ -68,7 +50,7 @@ bool carriesShard(const Shard& shard, const std::set<int>& claims) {
 
 std::string figuresText(const std::vector<ShardFigure>& figures) {
   std::string text;
-  for (const auto& f : figures) text += (text.empty() ? "" : ",") + f.shard + "=" + bitsAsHex(f.sumOfSquares);
+  for (const auto& f : figures) text += (text.empty() ? "" : ",") + f.shard + "=" + doubleAsHex(f.sumOfSquares);
   return text;
 }
 
