@@ -1,7 +1,7 @@
 #include "core/sync/merged_shard_file.h"
 
+#include "core/common/hex_bits.h"
 #include "core/common/safe_quote.h"
-#include "core/sync/hex_bits.h"
 #include "core/sync/shard_file.h"
 
 #include <torch/torch.h>

@@ -1,9 +1,9 @@
 #include "core/sync/shard_figures_file.h"
 
 #include "core/checkpoint/safetensors.h"
+#include "core/common/hex_bits.h"
 #include "core/common/safe_quote.h"
 #include "core/sync/contribution_file.h"
-#include "core/sync/hex_bits.h"
 
 #include <cmath>
 

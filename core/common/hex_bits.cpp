@@ -1,10 +1,10 @@
-#include "core/sync/hex_bits.h"
+#include "core/common/hex_bits.h"
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
-namespace es::sync {
+namespace es {
 namespace {
 constexpr std::size_t kHexDigits = 16;
 }
@@ -32,4 +32,4 @@ Expected<double> hexAsDouble(const std::string& hex) {
   return value;
 }
 
-}  // namespace es::sync
+}  // namespace es

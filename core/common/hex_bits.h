@@ -7,11 +7,11 @@
 
 #include <string>
 
-namespace es::sync {
+namespace es {
 
 std::string doubleAsHex(double value);
 
 // Exactly 16 lower-case hex digits of a finite value.
 Expected<double> hexAsDouble(const std::string& hex);
 
-}  // namespace es::sync
+}  // namespace es
