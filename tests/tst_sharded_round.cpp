@@ -1,36 +1,29 @@
-// Issue 38's first proof, as far as it is built: a sharded round's merged state is bit-identical to
-// today's all-to-all merge (sync::mergeRound) of the same inputs. Five senders cut their int8
-// contributions into shard files (shard_file.h); one moves a weight past the run's update ceiling
-// and is refused, one is far off in three shared tensors (clipped there, τ's floor binding
+// Issue 38's first proof: a sharded round's merged state is bit-identical to today's all-to-all
+// merge (sync::mergeRound) of the same inputs. Five senders cut their int8 contributions into
+// shard files and a signed figures file (shard_file.h); one moves a weight past the run's update
+// ceiling and is refused, one is far off in three shared tensors (clipped there, τ's floor binding
 // elsewhere), one's expert is cut by the expert bound. The all-to-all side merges the
-// contributions those files decode to; the sharded side reduces every shard from the files alone
-// (each sender's file of that shard, read strictly), with centered clipping per shard, the work
-// ledger's weights and the expert bound's cuts, places the merged shards back, then takes the
-// outer step and the merging warm-up — and lands on mergeRound's bits, momentum included. The
-// work credit, from each shared shard's part of every sender's agreement (work_credit.h's
-// shardAgreement), credits the same senders with the same cosines, so the ledger and the
-// fingerprint agree too.
-// The expert bound's cuts come from the senders' signed shard figures (shard_figures_file.h), as
-// mergeRound's own do in a sharded round, and so do the refusals: the whole-contribution verdicts
-// from the figures (shard_check.h's judgeFigures), each shard's from its reducers' checks of the
-// files (checkShardRows), gathered into one verdict (node/rules/shard_refusals.h) — the senders
-// mergeRound accepts, in two passes (the one past the ceiling is refused by one shard alone). The
-// reducers' outputs reach the other peers as merged-shard files (merged_shard_file.h), read strictly
-// against the round's set: the rows placed and the credit parts added come from those files.
+// contributions those files decode to. The sharded side is the production path
+// (core/sync/sharded_merge.h) fed by the files alone: the figures give who is out whole and the
+// expert bound's cuts, each shard is reduced from its files by reduceRoundShard (checked against
+// the signed figure and the ceiling, centered clipping per shard, the ledger's weights, a shared
+// shard's credit part), the shards' refusals are gathered into one verdict
+// (node/rules/shard_refusals.h: the sender past the ceiling is refused by one shard alone, so a
+// second pass runs without it), every output goes through its merged-shard file
+// (merged_shard_file.h), and applyMergedShards places them, adds the credit in plan order, takes
+// the outer step and the merging warm-up: mergeRound's accepted senders, cuts, credit cosines,
+// state, momentum and fingerprint, bit for bit.
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
 #include "core/model/tensor_names.h"
 #include "core/node/rules/shard_refusals.h"
 #include "core/sync/contribution_codec.h"
-#include "core/sync/expert_bound.h"
 #include "core/sync/merged_shard_file.h"
 #include "core/sync/outer_step.h"
 #include "core/sync/round_merge.h"
-#include "core/sync/shard_check.h"
 #include "core/sync/shard_figures_file.h"
 #include "core/sync/shard_file.h"
 #include "core/sync/shard_reduce.h"
-#include "core/sync/swarm_state.h"
-#include "core/sync/work_credit.h"
+#include "core/sync/sharded_merge.h"
 
 #include "support/shard_model.h"
 
@@ -79,51 +72,63 @@ NamedTensors wholeFromFiles(const Sender& s, const ContributionHeader& header, c
   return out;
 }
 
-// Which senders a sharded round accepts: those the signed figures do not refuse whole
-// (judgeFigures) and no shard's reducers refuse (checkShardRows over each sender's file of the
-// shard), gathered pass by pass (gatherRefusals) as the node will; `passes` counts the passes.
-std::vector<std::string> shardedAccepted(const std::vector<Sender>& senders, const std::vector<Shard>& shards,
-                                         const NamedTensors& base, const RoundContext& context,
-                                         const ValidationPolicy& validation, int& passes) {
-  std::map<std::string, ContentId> inputs;
-  std::map<std::string, std::vector<ShardFigure>> figures;
-  std::set<std::string> refused;
+// The sharded round as its peers run it (core/sync/sharded_merge.h): the senders' signed figures
+// (loadShardFigures), every shard reduced from its files alone (reduceRoundShard), the shards'
+// refusals gathered pass by pass (node/rules/shard_refusals.h), each output written and read back
+// as a merged-shard file, and every peer's apply (applyMergedShards). `passes` counts the passes.
+Expected<RoundMerge> shardedRound(const std::vector<Sender>& senders, const std::vector<Shard>& shards,
+                                  const NamedTensors& base, const RoundContext& context, const RoundPolicy& policy,
+                                  const model::ModelConfig& config, const NamedTensors& momentum,
+                                  const WorkLedger& ledger, const std::string& outputs, int& passes) {
+  std::vector<ShardedSender> known;
+  std::map<std::string, ContentId> inputs;  // the round's set, as its digest names it
   for (const auto& s : senders) {
     const ContributionHeader header{kRun, context.round, s.id, context.baseHash, "int8"};
+    auto figures = loadShardFigures(s.folder + "/" + kFiguresFileName, header, shards, s.claims);
+    if (!figures) return figures.failure();
+    known.push_back({header, s.claims, std::move(*figures)});
     inputs.emplace(s.id, ContentId(std::string(63, '0') + std::to_string(inputs.size())));
-    auto stated = loadShardFigures(s.folder + "/" + kFiguresFileName, header, shards, s.claims);
-    if (!stated) throw std::runtime_error(stated.error());
-    if (!judgeFigures(*stated, validation).accepted) refused.insert(s.id);
-    figures[s.id] = std::move(*stated);
   }
+  const ShardRowsReader read = [&](const ShardedSender& sender, const Shard& shard) -> Expected<NamedTensors> {
+    const auto& s =
+        *std::find_if(senders.begin(), senders.end(), [&](auto& x) { return x.id == sender.header.sender; });
+    auto file = loadContributionShard(s.folder + "/" + shardFileName(shard), sender.header, shard);
+    if (!file) return file.failure();
+    return piecesAsRows(shard, file->pieces);
+  };
   std::vector<std::string> ids;
   for (const auto& shard : shards) ids.push_back(shard.id);
-  BaseMaxAbs maxAbs;
+  std::set<std::string> out;  // refused so far
   for (passes = 1; passes <= 3; ++passes) {
+    const ShardedScale scale = shardedScale(known, out, ledger, policy.validation);
+    for (const auto& [id, verdict] : scale.refused) out.insert(id);  // every peer's, from the figures
+    const std::string digest = node::inputDigest(inputs, out);
     std::map<std::string, node::AppliedShard> applied;
+    std::vector<MergedShard> merged;
+    BaseMaxAbs maxAbs;
     for (const auto& shard : shards) {
-      node::AppliedShard& out = applied[shard.id];
-      out.inputDigest = node::inputDigest(inputs, refused);
-      for (const auto& s : senders) {
-        if (refused.count(s.id) || (shard.expert >= 0 && !s.claims.count(shard.expert))) continue;
-        const ContributionHeader header{kRun, context.round, s.id, context.baseHash, "int8"};
-        auto file = loadContributionShard(s.folder + "/" + shardFileName(shard), header, shard);
-        if (!file) throw std::runtime_error(file.error());
-        const auto& mine = figures.at(s.id);
-        const auto stated = std::find_if(mine.begin(), mine.end(), [&](const auto& f) { return f.shard == shard.id; });
-        if (!checkShardRows(shard, piecesAsRows(shard, file->pieces), *stated, base, header.codec, validation, maxAbs)
-                 .empty())
-          out.refused.insert(s.id);
-      }
+      const MergedShardKey key{kRun, context.round, context.baseHash, shard.id, digest};
+      auto reduced = reduceRoundShard(shard, base, known, scale, ledger, policy, key, read, maxAbs);
+      if (!reduced) return reduced.failure();
+      // Through the file every other peer fetches: the input set's senders that carry the shard.
+      std::set<std::string> carrying;
+      for (const auto& k : known)
+        if (std::count(scale.accepted.begin(), scale.accepted.end(), k.header.sender) &&
+            (shard.expert < 0 || k.claims.count(shard.expert)))
+          carrying.insert(k.header.sender);
+      const std::string path = outputs + "/" + mergedShardFileName(context.round, shard.id);
+      if (auto saved = saveMergedShard(path, shard, *reduced); !saved) return saved.failure();
+      auto back = loadMergedShard(path, key, shard, carrying);
+      if (!back) return back.failure();
+      applied[shard.id] = {digest, back->refused};
+      merged.push_back(std::move(*back));
     }
-    const auto verdict = node::gatherRefusals(inputs, refused, ids, applied);
-    if (verdict.pass == node::RoundPass::Done) break;
-    refused = verdict.refused;
+    const auto verdict = node::gatherRefusals(inputs, out, ids, applied);
+    if (verdict.pass == node::RoundPass::Done)
+      return applyMergedShards(base, context, shards, merged, scale, policy, 30, config, momentum, ledger);
+    out = verdict.refused;
   }
-  std::vector<std::string> accepted;
-  for (const auto& s : senders)
-    if (!refused.count(s.id)) accepted.push_back(s.id);
-  return accepted;
+  return makeError("no pass without refusals");
 }
 
 RoundPolicy roundPolicy() {
@@ -178,121 +183,34 @@ class ShardedRoundTest : public QObject {
     QCOMPARE(all->accepted, (std::vector<std::string>{"a", "b", "c", "d"}));  // x refused
     QVERIFY(all->alpha > 0);
     QVERIFY(all->expertCuts.count({"d", 0}));
+    // The sharded side, from the files alone, as its peers run it: the same round bit for bit.
     int passes = 0;
-    ValidationPolicy validation = policy.validation;
-    validation.figureShards = shards;
-    const auto accepted = shardedAccepted(senders, shards, base, context, validation, passes);
-    QCOMPARE(accepted, all->accepted);
-    QCOMPARE(passes, 2);  // x refused by one shard's reducers: every shard once more without it
-
-    // The expert bound from the senders' shard figures (what each states and its reducers
-    // recompute from the files), as a sharded round's peers compute it: the same cuts.
-    std::vector<SenderExperts> experts;
-    std::vector<std::string> acceptedIds;
-    for (const auto& s : senders) {
-      if (std::find(accepted.begin(), accepted.end(), s.id) == accepted.end()) continue;
-      const ContributionHeader header{kRun, 5, s.id, context.baseHash, "int8"};
-      std::vector<ShardFigure> figures;
-      for (const auto& shard : shards) {
-        if (shard.expert >= 0 && !s.claims.count(shard.expert)) continue;
-        auto file = loadContributionShard(s.folder + "/" + shardFileName(shard), header, shard);
-        QVERIFY(file.ok());
-        figures.push_back(figureOf(shard, piecesAsRows(shard, file->pieces)));
-      }
-      std::map<int, double> moves;
-      for (const auto& [expert, rms] : expertMovesOfFigures(figures))
-        if (s.claims.count(expert)) moves[expert] = rms;
-      experts.push_back({ledger.weightOf(s.id), moves});
-      acceptedIds.push_back(s.id);
-    }
-    const auto scales = expertScales(experts);
-    std::map<std::pair<std::string, int>, double> cutsFromFigures;
-    for (std::size_t k = 0; k < scales.size(); ++k)
-      for (const auto& [expert, factor] : scales[k]) cutsFromFigures[{acceptedIds[k], expert}] = factor;
-    QCOMPARE(cutsFromFigures, all->expertCuts);  // bit for bit: both add the same figures
-
-    // The sharded side: every shard from its files, as its reducers would.
-    AggregatePolicy aggregate = policy.aggregate;
-    aggregate.clipTauFloor = clipTauFloor(base, policy.validation);
-    std::int64_t sharedElements = 0;
-    for (const auto& [name, t] : base)
-      if (!model::expertOf(name)) sharedElements += t.numel();
-    NamedTensors state;
-    for (const auto& [name, t] : base) state.emplace_back(name, t.clone());
-    std::vector<ShardAgreement> credit;  // each shared shard's part of the work credit
     const std::string outputs = dir.filePath("outputs").toStdString();
     QVERIFY(QDir().mkpath(QString::fromStdString(outputs)));
-    std::map<std::string, ContentId> inputs;  // the round's set, as its digest names it
-    for (std::size_t k = 0; k < senders.size(); ++k)
-      inputs.emplace(senders[k].id, ContentId(std::string(63, '0') + std::to_string(k)));
-    const std::string digest = node::inputDigest(inputs, {"x"});
-    const auto carriers = [&](const Shard& shard) {  // the accepted senders that carry the shard
-      std::set<std::string> ids;
-      for (const auto& s : senders)
-        if (std::count(accepted.begin(), accepted.end(), s.id) && (shard.expert < 0 || s.claims.count(shard.expert)))
-          ids.insert(s.id);
-      return ids;
-    };
-    for (const auto& shard : shards) {
-      std::vector<SenderDeltas> rows;
-      for (const auto& s : senders) {
-        if (std::find(accepted.begin(), accepted.end(), s.id) == accepted.end()) continue;
-        std::map<int, double> cuts;
-        for (const auto& [key, factor] : cutsFromFigures)
-          if (key.first == s.id) cuts[key.second] = factor;
-        NamedTensors pieces;
-        if (shard.expert < 0 || s.claims.count(shard.expert)) {
-          const ContributionHeader header{kRun, 5, s.id, context.baseHash, "int8"};
-          auto file = loadContributionShard(s.folder + "/" + shardFileName(shard), header, shard);
-          QVERIFY2(file.ok(), file.ok() ? "" : file.error().c_str());
-          pieces = piecesAsRows(shard, file->pieces);
-        }
-        rows.push_back({s.id, heldDeltas(pieces), ledger.weightOf(s.id), cuts});
-      }
-      auto merged = reduceShard(shard, shardRows(base, shard), rows, all->owners, aggregate, sharedElements);
-      QVERIFY2(merged.ok(), merged.ok() ? "" : merged.error().c_str());
-      // The reducer's output file (merged_shard_file.h): rows, the set, and a shared shard's credit part.
-      MergedShard out{{kRun, 5, context.baseHash, shard.id, digest}, {}, {}, std::nullopt, *merged};
-      const auto carrying = carriers(shard);
-      out.senders.assign(carrying.begin(), carrying.end());
-      if (shard.expert < 0) {
-        auto part = shardAgreement(shardRows(base, shard), *merged, rows);
-        QVERIFY(part.ok());
-        out.credit = std::move(*part);
-      }
-      QVERIFY(saveMergedShard(outputs + "/" + mergedShardFileName(5, shard.id), shard, out).ok());
+    const auto sharded =
+        shardedRound(senders, shards, base, context, policy, config, momentum, ledger, outputs, passes);
+    QVERIFY2(sharded.ok(), sharded.ok() ? "" : sharded.error().c_str());
+    QCOMPARE(passes, 2);  // x refused by one shard's reducers: every shard once more without it
+    QCOMPARE(sharded->accepted, all->accepted);
+    QCOMPARE(sharded->expertCuts, all->expertCuts);  // from the signed figures: the same bits
+    QCOMPARE(sharded->credited, all->credited);
+    QVERIFY(!sharded->credited.empty());
+    for (const auto& v : all->verdicts) {
+      if (!v.accepted) continue;
+      const auto it = std::find_if(sharded->verdicts.begin(), sharded->verdicts.end(),
+                                   [&](const auto& w) { return w.sender == v.sender; });
+      QVERIFY(it != sharded->verdicts.end());
+      QVERIFY2(it->agreement == v.agreement, v.sender.c_str());  // the credit's cosine, the same bits
     }
-    // Every peer: the merged shards from the reducers' files alone, placed, the credit parts added.
-    for (const auto& shard : shards) {
-      auto merged = loadMergedShard(outputs + "/" + mergedShardFileName(5, shard.id),
-                                    {kRun, 5, context.baseHash, shard.id, digest}, shard, carriers(shard));
-      QVERIFY2(merged.ok(), merged.ok() ? "" : merged.error().c_str());
-      QVERIFY(placeShard(shard, merged->rows, state).ok());
-      if (merged->credit) credit.push_back(std::move(*merged->credit));
-    }
-    const auto agreements = combineAgreements(credit, accepted.size());
-    std::vector<std::string> credited;
-    for (std::size_t k = 0; k < agreements.size(); ++k)
-      if (agreements[k].credited()) credited.push_back(accepted[k]);
-    QCOMPARE(credited, all->credited);
-    QVERIFY(!credited.empty());
-    for (const auto& v : all->verdicts)
-      if (v.accepted) {
-        const auto k = std::find(accepted.begin(), accepted.end(), v.sender) - accepted.begin();
-        QVERIFY2(agreements[k].cosine == v.agreement, v.sender.c_str());  // the same bits
-      }
-    const WorkLedger after = ledger.after(5, credited);
-    auto stepped = applyOuterStep(base, std::move(state), momentum, policy.outer);
-    const NamedTensors final = applyMergingWarmup(stepped.merged, config, all->alpha, policy.warmup->topk);
-
-    QCOMPARE(final.size(), all->merged.size());
-    for (std::size_t t = 0; t < final.size(); ++t)
-      QVERIFY2(sameBits(final[t].second, all->merged[t].second), final[t].first.c_str());
-    QCOMPARE(stepped.momentum.size(), all->momentum.size());
-    for (std::size_t t = 0; t < stepped.momentum.size(); ++t)
-      QVERIFY2(sameBits(stepped.momentum[t].second, all->momentum[t].second), stepped.momentum[t].first.c_str());
-    QCOMPARE(swarmFingerprint(final, stepped.momentum, after), all->fingerprint);
-    QVERIFY(!sameBits(final[0].second, base[0].second));  // something moved
+    QCOMPARE(sharded->alpha, all->alpha);
+    QCOMPARE(sharded->merged.size(), all->merged.size());
+    for (std::size_t t = 0; t < sharded->merged.size(); ++t)
+      QVERIFY2(sameBits(sharded->merged[t].second, all->merged[t].second), sharded->merged[t].first.c_str());
+    QCOMPARE(sharded->momentum.size(), all->momentum.size());
+    for (std::size_t t = 0; t < sharded->momentum.size(); ++t)
+      QVERIFY2(sameBits(sharded->momentum[t].second, all->momentum[t].second), sharded->momentum[t].first.c_str());
+    QCOMPARE(sharded->fingerprint, all->fingerprint);
+    QVERIFY(!sameBits(sharded->merged[0].second, base[0].second));  // something moved
   }
 };
 

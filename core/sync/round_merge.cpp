@@ -135,19 +135,25 @@ Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& co
     if (!merged) return makeError(where + merged.error());
     out.merged = std::move(*merged);
     if (auto s = creditWork(base, out, senders, aggregate.clipShardElements); !s) return makeError(where + s.error());
-    if (!policy.outer.plain()) {
-      auto stepped = applyOuterStep(base, std::move(out.merged), momentum, policy.outer);
-      out.merged = std::move(stepped.merged);
-      out.momentum = std::move(stepped.momentum);
-    }
-    out.alpha = policy.warmup ? warmupAlpha(*policy.warmup, mergeStep) : 0.0;
-    if (out.alpha > 0) out.merged = applyMergingWarmup(out.merged, model, out.alpha, policy.warmup->topk);
+    finishRound(base, context, policy, mergeStep, model, momentum, ledger, out);
   } catch (const std::exception& e) {
     return makeError(where + e.what());
   }
+  return out;
+}
+
+void finishRound(const NamedTensors& base, const RoundContext& context, const RoundPolicy& policy,
+                 std::int64_t mergeStep, const model::ModelConfig& model, const NamedTensors& momentum,
+                 const WorkLedger& ledger, RoundMerge& out) {
+  if (!policy.outer.plain()) {
+    auto stepped = applyOuterStep(base, std::move(out.merged), momentum, policy.outer);
+    out.merged = std::move(stepped.merged);
+    out.momentum = std::move(stepped.momentum);
+  }
+  out.alpha = policy.warmup ? warmupAlpha(*policy.warmup, mergeStep) : 0.0;
+  if (out.alpha > 0) out.merged = applyMergingWarmup(out.merged, model, out.alpha, policy.warmup->topk);
   out.ledger = ledger.after(context.round, out.credited);
   out.fingerprint = swarmFingerprint(out.merged, out.momentum, out.ledger);
-  return out;
 }
 
 }  // namespace es::sync

@@ -89,4 +89,12 @@ Expected<RoundMerge> mergeRound(const NamedTensors& base, const RoundContext& co
                                 const RoundPolicy& policy, std::int64_t mergeStep, const model::ModelConfig& model,
                                 const NamedTensors& momentum = {}, const WorkLedger& ledger = {});
 
+// The round's last steps once `out.merged` holds the aggregate and `out.credited` the credit, as
+// every way of merging takes them (mergeRound, sharded_merge.h's applyMergedShards): the outer step
+// on `momentum`, the merging warm-up at `mergeStep`, the ledger + 1 round for the credited, the
+// fingerprint. Throws what LibTorch throws on a caller's mistake (the callers turn it into an error).
+void finishRound(const NamedTensors& base, const RoundContext& context, const RoundPolicy& policy,
+                 std::int64_t mergeStep, const model::ModelConfig& model, const NamedTensors& momentum,
+                 const WorkLedger& ledger, RoundMerge& out);
+
 }  // namespace es::sync

@@ -21,6 +21,7 @@ struct QualityRun {
 // Observed: 8.34 → 5.25 (step 100) → 4.80 (200) → 4.49 (300) at one thread (docs/PERFORMANCE.md).
 constexpr double kQualityThreshold = 5.0;
 constexpr int kQualitySteps = 300;
+static_assert(kQualitySteps % 100 == 0, "the final evaluation is the last one printed");
 
 inline QualityRun trainDefaultRun(const train::RunData& data, const std::string& device) {
   train::TrainerOptions options;
@@ -43,9 +44,11 @@ inline QualityRun trainDefaultRun(const train::RunData& data, const std::string&
     const auto stats = trainer.trainStep();
     if (!std::isfinite(stats.loss) && !run.firstNonFiniteStep) run.firstNonFiniteStep = i;
     seconds += stats.seconds;
-    if (i % 100 == 0) std::printf("step %d: train loss %.4f, val_loss %.4f\n", i, stats.loss, trainer.evaluate());
+    if (i % 100 != 0) continue;
+    const double val = trainer.evaluate();
+    std::printf("step %d: train loss %.4f, val_loss %.4f\n", i, stats.loss, val);
+    if (i == kQualitySteps) run.final = val;  // the last step's evaluation, not a second one of the same state
   }
-  run.final = trainer.evaluate();
   run.tokensPerSecond = kQualitySteps * double(options.train.batchSize) * options.model.seqLen / seconds;
   std::printf("val_loss: initial %.4f final %.4f (ln vocab %.4f), %.0f tok/s on %s\n", run.initial, run.final,
               run.lnVocab, run.tokensPerSecond, device.c_str());
