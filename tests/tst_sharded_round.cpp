@@ -25,7 +25,7 @@
 #include "core/sync/shard_reduce.h"
 #include "core/sync/sharded_merge.h"
 
-#include "support/shard_model.h"
+#include "support/sharded_round_inputs.h"
 
 #include <torch/torch.h>
 #endif
@@ -37,40 +37,11 @@
 
 using namespace es;
 using namespace es::sync;
+using es::test::kRun;
+using es::test::sameBits;
+using es::test::Sender;
 
 namespace {
-
-constexpr std::int64_t kShardElements = 3000;
-const std::string kRun(64, 'r');
-
-bool sameBits(const at::Tensor& a, const at::Tensor& b) {
-  const at::Tensor x = a.contiguous(), y = b.contiguous();
-  return x.sizes() == y.sizes() && std::memcmp(x.data_ptr(), y.data_ptr(), x.numel() * x.element_size()) == 0;
-}
-
-struct Sender {
-  std::string id;
-  std::set<int> claims;
-  std::string folder;  // its shard files
-};
-
-// What a sender's files decode to, as whole tensors: the all-to-all side's input.
-NamedTensors wholeFromFiles(const Sender& s, const ContributionHeader& header, const std::vector<Shard>& shards,
-                            const NamedTensors& base) {
-  NamedTensors out;
-  for (const auto& [name, t] : base) {
-    const auto expert = model::expertOf(name);
-    if (!expert || s.claims.count(expert->expert)) out.emplace_back(name, torch::zeros_like(t));
-  }
-  for (const auto& shard : shards) {
-    if (shard.expert >= 0 && !s.claims.count(shard.expert)) continue;
-    auto file = loadContributionShard(s.folder + "/" + shardFileName(shard), header, shard);
-    if (!file) throw std::runtime_error(file.error());
-    NamedTensors rows = piecesAsRows(shard, file->pieces);
-    if (!placeShard(shard, rows, out)) throw std::runtime_error("cannot place " + shard.id);
-  }
-  return out;
-}
 
 // The sharded round as its peers run it (core/sync/sharded_merge.h): the senders' signed figures
 // (loadShardFigures), every shard reduced from its files alone (reduceRoundShard), the shards'
@@ -131,16 +102,6 @@ Expected<RoundMerge> shardedRound(const std::vector<Sender>& senders, const std:
   return makeError("no pass without refusals");
 }
 
-RoundPolicy roundPolicy() {
-  RoundPolicy p;
-  p.aggregate.shared = SharedRule::CenteredClip;
-  p.aggregate.clipShardElements = kShardElements;
-  p.validation.ceiling = {0.3, 1.0, 0.0};  // 0.3 a weight; the senders move ~0.01 (c, d up to ~0.2)
-  p.outer = {0.8, 0.5, OuterRule::On::Shared};
-  p.warmup = WarmupConfig{10, 0.4, 1000, 1};
-  return p;
-}
-
 }  // namespace
 
 class ShardedRoundTest : public QObject {
@@ -148,36 +109,10 @@ class ShardedRoundTest : public QObject {
 
  private Q_SLOTS:
   void theShardedRoundIsTheAllToAllMergeBitForBit() {
-    const auto config = test::shardTestModel();
-    torch::manual_seed(38);
-    NamedTensors base, momentum;
-    for (const auto& t : modelTensors(config)) base.emplace_back(t.name, torch::randn(t.shape) * 0.02f);
-    const RoundContext context{kRun, 5, stateFingerprint(base)};
-    const auto shards = planShards(config, kShardElements);
-    QVERIFY(shards.size() > 8);
-    const RoundPolicy policy = roundPolicy();
-    momentum = zeroMomentum(base, policy.outer);
-    for (auto& [name, m] : momentum) m = torch::randn(m.sizes()) * 0.001f;  // rounds of it already
-    const WorkLedger ledger = WorkLedger{}.after(3, {"a", "b", "c"}).after(4, {"a", "d"});
-
     QTemporaryDir dir;
-    std::vector<Sender> senders{{"a", {0}, ""}, {"b", {1}, ""}, {"c", {2, 3}, ""}, {"d", {0}, ""}, {"x", {1}, ""}};
-    std::vector<RoundEntry> entries;
-    for (std::size_t k = 0; k < senders.size(); ++k) {
-      auto& s = senders[k];
-      s.folder = dir.filePath(QString::fromStdString(s.id)).toStdString();
-      auto deltas = test::senderDeltas(config, s.claims, 100 + k);
-      if (s.id == "x") deltas[0].second[0][0] = 5.0f;  // past the ceiling: refused
-      int shared = 0;
-      for (auto& [name, d] : deltas) {
-        const auto expert = model::expertOf(name);
-        if (s.id == "c" && !expert && shared++ < 3) d = d * 5.0f;  // far off: clipped in those shards
-        if (s.id == "d" && expert) d = d * 6.0f;                   // cut by the expert bound
-      }
-      const ContributionHeader header{kRun, 5, s.id, context.baseHash, "int8"};
-      QVERIFY(saveContributionShards(s.folder, header, deltas, shards).ok());
-      entries.push_back({header, heldDeltas(wholeFromFiles(s, header, shards, base)), s.claims});
-    }
+    const auto r = test::makeShardedRound(dir.path().toStdString(), true);
+    QVERIFY(r.shards.size() > 8);
+    const auto& [config, base, momentum, context, shards, policy, ledger, senders, entries] = r;
     const auto all = mergeRound(base, context, entries, policy, 30, config, momentum, ledger);
     QVERIFY2(all.ok(), all.ok() ? "" : all.error().c_str());
     QCOMPARE(all->accepted, (std::vector<std::string>{"a", "b", "c", "d"}));  // x refused

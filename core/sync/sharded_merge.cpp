@@ -45,6 +45,28 @@ Expected<NamedTensors> checkedRows(const Shard& shard, const ShardedSender& send
   return rows;
 }
 
+// Whether `rows` move any weight of the base further than the run's optimizer moves it in a round
+// (the larger of the dense and a sparse run's ceiling): an honest merge cannot, as every mean and
+// centered clip of contributions within the ceiling stays within it. Empty: within.
+std::string beyondCeiling(const Shard& shard, const NamedTensors& rows, const NamedTensors& base,
+                          const ValidationPolicy& policy, BaseMaxAbs& maxAbs) {
+  if (!policy.ceiling.known()) return {};
+  std::map<std::string, const at::Tensor*> byName;
+  for (const auto& [name, t] : base) byName.emplace(name, &t);
+  const NamedTensors baseRows = shardRows(base, shard);
+  for (std::size_t k = 0; k < rows.size() && k < baseRows.size(); ++k) {
+    const auto& [name, row] = rows[k];
+    const double most = maxAbs.of(name, *byName.at(name));
+    double bound = policy.ceiling.perElement(most);
+    if (policy.sparseWaitRounds > 0) bound = std::max(bound, policy.sparseCeiling.perElement(most));
+    const double moved = (row - baseRows[k].second).abs().max().item<double>();
+    if (!(moved <= bound))
+      return "shard " + shard.id + " moves a weight of " + name + " by " + std::to_string(moved) +
+             ", past the ceiling " + std::to_string(bound) + ": no honest merge does";
+  }
+  return {};
+}
+
 }  // namespace
 
 ShardedScale shardedScale(const std::vector<ShardedSender>& senders, const std::set<std::string>& out,
@@ -126,7 +148,8 @@ Expected<RoundMerge> applyMergedShards(const NamedTensors& base, const RoundCont
   out.owners = scale.owners;
   out.expertCuts = scale.expertCuts;
   std::vector<ShardAgreement> parts;  // the shared shards' credit, in plan order
-  try {                               // torch throws only on caller errors (rows not of the plan's shapes)
+  BaseMaxAbs maxAbs;
+  try {  // torch throws only on caller errors (rows not of the plan's shapes)
     for (const auto& [name, t] : base) out.merged.emplace_back(name, t.clone());
     for (std::size_t k = 0; k < plan.size(); ++k) {
       const Shard& shard = plan[k];
@@ -137,6 +160,8 @@ Expected<RoundMerge> applyMergedShards(const NamedTensors& base, const RoundCont
         if (!m.credit || m.senders != scale.accepted) return makeError(where + shard.id + " credits other senders");
         parts.push_back(*m.credit);
       }
+      if (auto beyond = beyondCeiling(shard, m.rows, base, policy.validation, maxAbs); !beyond.empty())
+        return makeError(where + beyond);
       if (auto placed = placeShard(shard, m.rows, out.merged); !placed) return makeError(where + placed.error());
     }
     const auto agreements = combineAgreements(parts, scale.accepted.size());

@@ -62,7 +62,11 @@ Expected<MergedShard> reduceRoundShard(const Shard& shard, const NamedTensors& b
 // that refused nobody): the shards placed on `base`, the credit parts added in plan order, the
 // ledger, the outer step, the warm-up at `mergeStep`, the fingerprint — RoundMerge's fields, its
 // verdicts only the accepted senders' (their credit's cosine; the refusals are the passes'). An
-// error when a shard is missing, refused someone, or its senders are not the accepted ones.
+// error when a shard is missing, refused someone, or its senders are not the accepted ones — or
+// moves a weight past the run's ceiling (the larger of the dense and a sparse run's): every mean
+// and centered clip of contributions within the ceiling stays within it, so such rows are the
+// reducers' lie, and colluders that all publish one wrong shard can move it no further than an
+// honest round does.
 Expected<RoundMerge> applyMergedShards(const NamedTensors& base, const RoundContext& context,
                                        const std::vector<Shard>& plan, const std::vector<MergedShard>& merged,
                                        const ShardedScale& scale, const RoundPolicy& policy, std::int64_t mergeStep,
