@@ -252,7 +252,7 @@ Expected<ContributionWritten> SpesPeer::writeContribution(std::int64_t round, co
   return impl_->writePending(round, path);
 }
 
-Expected<ContributionWritten> SpesPeer::Impl::writePending(std::int64_t round, const std::string& path, bool rewrite) {
+NamedTensors SpesPeer::Impl::pendingDeltas() const {
   std::map<std::string, std::size_t> index;
   for (std::size_t i = 0; i < snapshot.size(); ++i) index[snapshot[i].first] = i;
   NamedTensors deltas;
@@ -260,6 +260,11 @@ Expected<ContributionWritten> SpesPeer::Impl::writePending(std::int64_t round, c
     const auto i = index.at(name);
     deltas.emplace_back(name, snapshot[i].second - base[i].second);
   }
+  return deltas;
+}
+
+Expected<ContributionWritten> SpesPeer::Impl::writePending(std::int64_t round, const std::string& path, bool rewrite) {
+  NamedTensors deltas = pendingDeltas();
   std::optional<SparseSend> sparseSend;
   if (feedback) {
     auto sent = feedBack(round, deltas, rewrite);
@@ -310,42 +315,47 @@ Expected<MergeResult> SpesPeer::merge(std::int64_t round, const std::vector<Inco
   auto outcome = sync::mergeRound(d.base, context, std::move(entries), mergePolicy(d.config, round),
                                   round * d.config.syncEvery, d.config.trainer.model, d.momentum, d.ledger);
   if (!outcome) return makeError(outcome.error());
-  for (const auto& e : outcome->verdicts) {
-    result.verdicts.push_back(
-        {PeerId(e.sender), e.accepted, e.stale, e.staleBase, e.reason, bytesOf[e.sender], e.lost, e.noWork});
-    for (const auto& [who, factor] : outcome->expertCuts)
+  return d.adoptMerge(std::move(*outcome), std::move(result), bytesOf, evaluate);
+}
+
+Expected<MergeResult> SpesPeer::Impl::adoptMerge(sync::RoundMerge outcome, MergeResult result,
+                                                 const std::map<std::string, std::int64_t>& bytesOf, bool evaluate) {
+  for (const auto& e : outcome.verdicts) {
+    const auto bytes = bytesOf.find(e.sender);
+    result.verdicts.push_back({PeerId(e.sender), e.accepted, e.stale, e.staleBase, e.reason,
+                               bytes == bytesOf.end() ? 0 : bytes->second, e.lost, e.noWork});
+    for (const auto& [who, factor] : outcome.expertCuts)
       if (who.first == e.sender) result.verdicts.back().expertCuts[who.second] = factor;
     result.verdicts.back().agreement = e.agreement;
     result.verdicts.back().credited = e.credited;
   }
   std::sort(result.verdicts.begin(), result.verdicts.end(),
             [](const auto& a, const auto& b) { return a.sender < b.sender; });
-  result.accepted = static_cast<int>(outcome->accepted.size());
-  result.alpha = outcome->alpha;
-  NamedTensors merged = std::move(outcome->merged);
+  result.accepted = static_cast<int>(outcome.accepted.size());
+  result.alpha = outcome.alpha;
+  NamedTensors merged = std::move(outcome.merged);
   // Keep what this peer learned since it wrote its contribution (training never waited).
-  auto local = train::trainerWeights(*d.trainer);
+  auto local = train::trainerWeights(*trainer);
   if (evaluate) {  // the merged state alone, then our progress on top
-    if (auto s = train::setTrainerWeights(*d.trainer, merged); !s) return makeError(s.error());
-    result.valLoss = d.trainer->evaluate();
-    if (d.config.tokenizer)
-      result.sample = sampleMergedModel(d.trainer->impl().model, *d.valTokens, *d.config.tokenizer);
+    if (auto s = train::setTrainerWeights(*trainer, merged); !s) return makeError(s.error());
+    result.valLoss = trainer->evaluate();
+    if (config.tokenizer) result.sample = sampleMergedModel(trainer->impl().model, *valTokens, *config.tokenizer);
   }
   NamedTensors adopted;
   for (std::size_t i = 0; i < merged.size(); ++i)
-    adopted.emplace_back(merged[i].first, merged[i].second + (local[i].second - d.snapshot[i].second));
-  if (auto s = train::setTrainerWeights(*d.trainer, adopted); !s) return makeError(s.error());
-  result.fingerprint = outcome->fingerprint;
+    adopted.emplace_back(merged[i].first, merged[i].second + (local[i].second - snapshot[i].second));
+  if (auto s = train::setTrainerWeights(*trainer, adopted); !s) return makeError(s.error());
+  result.fingerprint = outcome.fingerprint;
   result.sharedFingerprint = sync::stateFingerprint(sharedOnly(merged));
-  d.previousBase = std::move(d.base);
-  d.base = std::move(merged);
-  d.previousMomentum = std::move(d.momentum);
-  d.momentum = std::move(outcome->momentum);
-  d.previousLedger = std::move(d.ledger);
-  d.ledger = std::move(outcome->ledger);
-  d.baseRound = round;
-  d.snapshot.clear();
-  d.persist();
+  previousBase = std::move(base);
+  base = std::move(merged);
+  previousMomentum = std::move(momentum);
+  momentum = std::move(outcome.momentum);
+  previousLedger = std::move(ledger);
+  ledger = std::move(outcome.ledger);
+  baseRound = result.round;
+  snapshot.clear();
+  persist();
   return result;
 }
 

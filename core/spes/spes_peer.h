@@ -47,6 +47,27 @@ struct Remerged {
   ContributionWritten rewritten;
 };
 
+// Issue 38: a sharded round as the trainer thread sees it (core/sync/sharded_merge.h). The
+// senders' folders hold their figures file and the shard files this peer fetched of them.
+struct ShardedSenderFiles {
+  PeerId sender;
+  std::string folder;
+  std::set<int> claims;  // its record's for the round
+};
+struct ShardedRoundSpec {
+  std::int64_t round = 0;
+  std::int64_t shardElements = 0;           // the plan's shard size (sync::shardElementsFor)
+  std::vector<ShardedSenderFiles> senders;  // the round's input set
+  std::set<PeerId> out;                     // refused by an earlier pass (shard_refusals.h)
+  std::string inputDigest;                  // of the set without them
+};
+// One shard this peer reduced: its merged-shard file and whom it refused there.
+struct ReducedShard {
+  std::string shard;
+  std::string path;
+  std::set<PeerId> refused;
+};
+
 struct SpesPeerConfig {
   train::TrainerOptions trainer;
   std::string runId;
@@ -112,6 +133,19 @@ class SpesPeer {
   // again to `rewritePath` on the new base (same deltas) and returned, to be announced instead.
   Expected<Remerged> remerge(std::int64_t round, const std::vector<IncomingContribution>& contributions,
                              const std::string& expectedFingerprint, const std::string& rewritePath);
+  // Issue 38, a sharded round (the node does not run one yet). writeShardedContribution: the
+  // pending contribution as a folder of shard files and its figures file (shard_file.h) for the
+  // plan of `shardElements`, in the run's codec — a dense one (a sparse codec's error feedback is
+  // per tensor, not per piece: refused). reduceShards: the merged-shard files of `shards` (plan
+  // ids) in `outputDir`, each sender checked against its signed figures there. applyShards: the
+  // round's new state from one merged-shard file per shard (plan order, a pass that refused
+  // nobody), taken as merge() takes its result.
+  Expected<ContributionWritten> writeShardedContribution(std::int64_t round, const std::string& folder,
+                                                         std::int64_t shardElements);
+  Expected<std::vector<ReducedShard>> reduceShards(const ShardedRoundSpec& spec, const std::vector<std::string>& shards,
+                                                   const std::string& outputDir);
+  Expected<MergeResult> applyShards(const ShardedRoundSpec& spec, const std::vector<std::string>& mergedPaths,
+                                    bool evaluate = false);
   // Rounds whose merge is evaluated: the first, and each that crosses a multiple of the run's
   // eval interval (in steps). Decided by the round alone, so every peer evaluates the same rounds.
   static bool isEvalRound(std::int64_t round, std::int64_t syncEvery, std::int64_t evalInterval);

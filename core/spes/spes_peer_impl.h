@@ -1,6 +1,7 @@
-// SpesPeer's private parts, shared by its two source files (spes_peer.cpp: training, merging,
-// snapshots; spes_peer_repair.cpp: merging a round again with the majority's set). Not part of
-// the interface: only those two include it.
+// SpesPeer's private parts, shared by its source files (spes_peer.cpp: training, merging,
+// snapshots; spes_peer_repair.cpp: merging a round again with the majority's set;
+// spes_peer_feedback.cpp: a sparse run's error feedback; spes_peer_sharded.cpp: a sharded round).
+// Not part of the interface: only those include it.
 #pragma once
 
 #include "core/checkpoint/round_dirs.h"
@@ -103,7 +104,16 @@ struct SpesPeer::Impl {
   // What the swarm compares: the base, the outer momentum and the work ledger (sync::withState).
   std::string fingerprint() const { return sync::swarmFingerprint(base, momentum, ledger); }
 
-  // The pending contribution (snapshot − base over the trainable tensors) written to `path`.
+  // A round's merge taken as the new state (merge, applyShards): the verdicts into `result` (with
+  // each sender's bytes), the validation loss and sample when `evaluate`, merged + (local now −
+  // snapshot) into the trainer, base/momentum/ledger moved on (the old ones kept for a remerge),
+  // and the state written in the background.
+  Expected<MergeResult> adoptMerge(sync::RoundMerge outcome, MergeResult result,
+                                   const std::map<std::string, std::int64_t>& bytesOf, bool evaluate);
+
+  // snapshot − base over the trainable tensors: what the pending contribution carries.
+  NamedTensors pendingDeltas() const;
+  // The pending contribution (pendingDeltas) written to `path`.
   Expected<ContributionWritten> writePending(std::int64_t round, const std::string& path, bool rewrite = false);
 
   void persist() {
