@@ -1,6 +1,7 @@
 #include "support/memory_swarm.h"
 
 #include "core/common/lease_terms.h"
+#include "support/memory_swarm_folders.h"
 
 #include <QCryptographicHash>
 #include <QDir>
@@ -11,6 +12,17 @@
 #include <algorithm>
 
 namespace es::node {
+namespace {
+
+void removePath(const std::string& path) {  // a file, or a folder with its files
+  const QString p = QString::fromStdString(path);
+  if (QFileInfo(p).isDir())
+    QDir(p).removeRecursively();
+  else
+    QFile::remove(p);
+}
+
+}  // namespace
 
 MemorySwarm::MemorySwarm(MemorySwarmHub& hub, std::string selfId) : hub_(hub), selfId_(PeerId(std::move(selfId))) {
   hub_.members_.push_back(this);
@@ -81,6 +93,11 @@ void MemorySwarm::publish(const std::string& path, Published done) {
 // Content ids name the bytes, as info-hashes do: two peers publishing identical snapshots get one
 // id (resync votes count peers per id).
 Expected<ContentId> MemorySwarm::publish(const std::string& path) {
+  if (QFileInfo(QString::fromStdString(path)).isDir()) {  // one content of many files
+    auto id = memory_folders::folderId(QString::fromStdString(path));
+    if (id) hub_.files_[*id][selfId_] = path;
+    return id;
+  }
   QFile file(QString::fromStdString(path));
   if (!file.open(QIODevice::ReadOnly)) return makeError("cannot read \"" + path + "\"");
   QCryptographicHash hash(QCryptographicHash::Sha256);
@@ -102,6 +119,7 @@ Status MemorySwarm::fetch(const ContentId& contentId, const std::string& dir, co
     withheldFetches_[contentId] = dir;
     return {};
   }
+  if (QFileInfo(QString::fromStdString(it->second)).isDir()) return fetchFolder(contentId, it->second, dir, limits);
   const auto size = QFileInfo(QString::fromStdString(it->second)).size();
   const bool unpredicted =
       !limits.sizes.empty() && std::find(limits.sizes.begin(), limits.sizes.end(), size) == limits.sizes.end();
@@ -131,6 +149,30 @@ Status MemorySwarm::fetch(const ContentId& contentId, const std::string& dir, co
   return {};
 }
 
+// The folder's list goes to the limits when the "metadata" arrives (the next turn), then only
+// the wanted files are copied, as a v2 transfer fetches files alone.
+Status MemorySwarm::fetchFolder(const ContentId& contentId, const std::string& folder, const std::string& dir,
+                                const FetchLimits& limits) {
+  QTimer::singleShot(0, &context_, [this, contentId, folder, dir, limits] {
+    const auto planned = memory_folders::plan(QString::fromStdString(folder), limits);
+    if (!planned.refused.empty()) {
+      if (events_.fetchFailed) events_.fetchFailed(contentId, planned.refused, true);
+      return;
+    }
+    std::string delivered = folder;
+    if (!dir.empty()) {
+      auto copied = memory_folders::copyInto(QString::fromStdString(folder), dir, planned.wanted);
+      if (!copied) {
+        if (events_.fetchFailed) events_.fetchFailed(contentId, copied.error(), false);
+        return;
+      }
+      delivered = copies_[contentId] = *copied;
+    }
+    if (events_.fetched) events_.fetched(contentId, delivered);
+  });
+  return {};
+}
+
 void MemorySwarm::deliverWithheld() {
   const auto waiting = withheldFetches_;
   for (const auto& [id, dir] : waiting) {
@@ -147,13 +189,13 @@ void MemorySwarm::retire(const ContentId& contentId, bool deleteFile) {
   retired_.insert(contentId);
   withheldFetches_.erase(contentId);
   if (const auto copy = copies_.find(contentId); copy != copies_.end()) {
-    if (deleteFile) QFile::remove(QString::fromStdString(copy->second));
+    if (deleteFile) removePath(copy->second);
     copies_.erase(copy);
   }
   const auto published = hub_.files_.find(contentId);
   if (published == hub_.files_.end()) return;
   if (const auto mine = published->second.find(selfId_); mine != published->second.end()) {
-    if (deleteFile) QFile::remove(QString::fromStdString(mine->second));
+    if (deleteFile) removePath(mine->second);
     published->second.erase(mine);
   }
   if (published->second.empty()) hub_.files_.erase(published);

@@ -1,7 +1,8 @@
 // An in-memory Swarm (core/node/swarm.h) for unit tests: several nodes in one process share a
 // MemorySwarmHub; announcements are visible to all at once, "publishing" registers a file and
 // "fetching" copies it into the fetch's folder (as a transfer would; the publisher's path when no
-// folder is given) on the next event-loop turn, and retiring with its file deletes this member's
+// folder is given) on the next event-loop turn — a folder's wanted files alone
+// (support/memory_swarm_folders.h), and retiring with its file deletes this member's
 // copy, as removing a torrent with its files does. No network, no signatures.
 #pragma once
 
@@ -88,7 +89,9 @@ class MemorySwarm : public Swarm {
   std::vector<SwarmPeer> seenWhenCut_;
   std::optional<SwarmPeer> unsentRecord_;          // our newest record, announced while cut
   bool reachable(const ContentId& content) const;  // some publisher of it is not cut, nor are we
-  QObject context_;                                // queued callbacks die with this swarm
+  Status fetchFolder(const ContentId& content, const std::string& folder, const std::string& dir,
+                     const FetchLimits& limits);
+  QObject context_;  // queued callbacks die with this swarm
 };
 
 }  // namespace es::node
