@@ -11,8 +11,9 @@
 // depends on who is in, so no shard's first output stands. A shard's own refusals do not depend on
 // who else is in (each reads one sender's bytes against its figure and the ceiling), so the second
 // pass refuses nobody new and a round takes at most two — the extra hop is paid only in a round
-// someone was refused in, and every sender refused this way is banned (its signed files are the
-// proof: any peer refuses them again from the same bytes).
+// someone was refused in. Being out of the round is not a ban: a peer bans a sender only for
+// bytes it checked itself (a shard's reducers, an auditor), so R colluding reducers cannot get an
+// honest sender banned by the others.
 // Pure functions, no Qt, no Torch.
 #pragma once
 
