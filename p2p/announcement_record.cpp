@@ -32,6 +32,7 @@ PeerRecord recordOf(const node::Announcement& a) {
   r.snapshot = retyped<std::string>(a.snapshot);
   r.merged = a.merged;
   r.sets = a.sets;
+  r.outputs = retyped<std::string>(a.outputs);
   r.stats.steps = a.steps;
   r.stats.lossE4 = std::llround(a.loss * 1e4);
   r.stats.tokensPerSecond = std::llround(a.tokensPerSecond);
@@ -47,6 +48,7 @@ node::Announcement announcementOf(const PeerRecord& r) {
   a.snapshot = retyped<ContentId>(r.snapshot);
   a.merged = r.merged;
   a.sets = r.sets;
+  a.outputs = retyped<ContentId>(r.outputs);
   a.steps = r.stats.steps;
   a.loss = double(r.stats.lossE4) / 1e4;
   a.tokensPerSecond = double(r.stats.tokensPerSecond);

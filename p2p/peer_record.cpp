@@ -28,7 +28,24 @@ std::string bytesOf(const std::uint8_t* data, std::size_t size) {
 
 lt::entry roundMap(const std::map<std::int64_t, std::string>& byRound) {
   lt::entry dict(lt::entry::dictionary_t);
-  for (const auto& [round, infoHash] : byRound) dict[std::to_string(round)] = infoHash;
+  for (const auto& [round, value] : byRound) dict[std::to_string(round)] = value;
+  return dict;
+}
+
+int hexDigit(char c) { return c <= '9' ? c - '0' : c - 'a' + 10; }
+
+// Lower-case hex (invalidValue checked it, or toHex made it) as the bytes it spells.
+std::string hexBytes(const std::string& hex) {
+  std::string out(hex.size() / 2, '\0');
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = char(hexDigit(hex[2 * i]) * 16 + hexDigit(hex[2 * i + 1]));
+  return out;
+}
+
+// Info-hashes travel as their 20 or 32 bytes, not hex: seven of them (3 contributions, 2
+// snapshots, 2 outputs) would cost 224 more bytes of the 1000.
+lt::entry hashMap(const std::map<std::int64_t, std::string>& byRound) {
+  lt::entry dict(lt::entry::dictionary_t);
+  for (const auto& [round, infoHash] : byRound) dict[std::to_string(round)] = hexBytes(infoHash);
   return dict;
 }
 
@@ -45,10 +62,11 @@ lt::entry recordEntry(const PeerRecord& r, Int version) {
   for (const int c : r.claims) claims.list().emplace_back(Int(c));
   e["claims"] = std::move(claims);
   e["lease"] = Int(r.leaseUntil);
-  e["contrib"] = roundMap(r.contrib);
-  e["snapshot"] = roundMap(r.snapshot);
+  e["contrib"] = hashMap(r.contrib);
+  e["snapshot"] = hashMap(r.snapshot);
   e["merged"] = roundMap(r.merged);
   e["sets"] = roundMap(r.sets);
+  e["outputs"] = hashMap(r.outputs);
   lt::entry stats(lt::entry::dictionary_t);
   stats["steps"] = Int(r.stats.steps);
   stats["tokens"] = Int(r.stats.tokens);
@@ -96,8 +114,8 @@ std::string invalidValue(const PeerRecord& r) {
     if (r.claims[i] < 0) return "\"claims\" has a negative expert id";
     if (i > 0 && r.claims[i] <= r.claims[i - 1]) return "\"claims\" is not sorted and unique";
   }
-  for (const auto* byRound : {&r.contrib, &r.snapshot}) {
-    const char* name = byRound == &r.contrib ? "\"contrib\"" : "\"snapshot\"";
+  for (const auto* byRound : {&r.contrib, &r.snapshot, &r.outputs}) {
+    const char* name = byRound == &r.contrib ? "\"contrib\"" : byRound == &r.snapshot ? "\"snapshot\"" : "\"outputs\"";
     for (const auto& [round, infoHash] : *byRound) {
       if (round < 0) return std::string(name) + " has a negative round";
       if (!isInfoHashHex(infoHash)) return std::string(name) + " value is not a lower-case info-hash hex";
@@ -179,6 +197,18 @@ class Reader {
     }
     return out;
   }
+  // Values of 20 (v1) or 32 (v2) bytes, as lower-case hex.
+  std::map<std::int64_t, std::string> hashMap(const lt::bdecode_node& dict, std::string_view key) {
+    auto out = roundMap(dict, key);
+    for (auto& [round, value] : out) {
+      if (value.size() != 20 && value.size() != 32) {
+        fail("field \"" + std::string(key) + "\" has a value that is not a 20- or 32-byte info-hash");
+        break;
+      }
+      value = toHex(reinterpret_cast<const std::uint8_t*>(value.data()), value.size());
+    }
+    return out;
+  }
   std::vector<int> claims(const lt::bdecode_node& dict) {
     std::vector<int> out;
     const auto node = field(dict, "claims", lt::bdecode_node::list_t, "a list");
@@ -221,7 +251,7 @@ ParsedRecord reject(RecordError error, std::string detail) {
 bool PeerRecord::operator==(const PeerRecord& o) const {
   return run == o.run && pk == o.pk && seq == o.seq && round == o.round && claims == o.claims &&
          leaseUntil == o.leaseUntil && contrib == o.contrib && snapshot == o.snapshot && merged == o.merged &&
-         sets == o.sets && stats.steps == o.stats.steps && stats.tokens == o.stats.tokens &&
+         sets == o.sets && outputs == o.outputs && stats.steps == o.stats.steps && stats.tokens == o.stats.tokens &&
          stats.lossE4 == o.stats.lossE4 && stats.tokensPerSecond == o.stats.tokensPerSecond &&
          freeMemory == o.freeMemory && work == o.work;
 }
@@ -268,8 +298,8 @@ namespace {
 // are still read, harmlessly).
 PeerRecord readFields(Reader& in, const lt::bdecode_node& root, std::int64_t& version, Signature& sig) {
   in.onlyKeys(root,
-              {"v", "run", "pk", "seq", "round", "claims", "lease", "contrib", "snapshot", "merged", "sets", "stats",
-               "mem", "work", "sig"},
+              {"v", "run", "pk", "seq", "round", "claims", "lease", "contrib", "snapshot", "merged", "sets", "outputs",
+               "stats", "mem", "work", "sig"},
               "");
   PeerRecord r;
   version = in.integer(root, "v");
@@ -279,10 +309,11 @@ PeerRecord readFields(Reader& in, const lt::bdecode_node& root, std::int64_t& ve
   r.round = in.integer(root, "round");
   r.claims = in.claims(root);
   r.leaseUntil = in.integer(root, "lease");
-  r.contrib = in.roundMap(root, "contrib");
-  r.snapshot = in.roundMap(root, "snapshot");
+  r.contrib = in.hashMap(root, "contrib");
+  r.snapshot = in.hashMap(root, "snapshot");
   r.merged = in.roundMap(root, "merged");
   r.sets = in.roundMap(root, "sets");
+  r.outputs = in.hashMap(root, "outputs");
   const auto stats = in.field(root, "stats", lt::bdecode_node::dict_t, "a dictionary");
   if (stats) {
     in.onlyKeys(stats, {"steps", "tokens", "loss_e4", "tps"}, " in \"stats\"");

@@ -3,9 +3,12 @@
 //
 // Wire form: a bencoded dictionary (canonical: keys sorted, integers only) with keys
 //   v (4), run (run id, bytes), pk (32 bytes), seq, round, claims (list of ints, sorted, unique),
-//   lease (last round the claims hold), contrib / snapshot (dict: decimal round → info-hash hex),
+//   lease (last round the claims hold), contrib / snapshot (dict: decimal round → info-hash: its
+//   20 or 32 bytes; hex in PeerRecord),
 //   merged (dict: decimal round → fingerprint hex of the state the peer merged for that round),
 //   sets (dict: decimal round → digest hex of the contributions that state was merged from),
+//   outputs (dict: decimal round → info-hash of the reducer's output index of that round,
+//   core/node/reducer_index.h: a sharded round's merged shards this peer reduced and seeds),
 //   stats (dict: steps, tokens, loss_e4 = loss·10⁴ rounded, tps = tokens/s rounded),
 //   mem (free accelerator memory, bytes), work (the key's identity-work nonce, p2p/identity_work.h),
 //   sig (64 bytes).
@@ -28,8 +31,9 @@ class Identity;
 
 constexpr std::size_t kMaxRecordBytes = 1000;
 // 2: `merged` (a split is seen in the round it happens); 3: `sets` (a split is repaired by
-// merging the majority's set of contributions, without a snapshot); 4: `work` (a key costs CPU).
-constexpr std::int64_t kRecordVersion = 4;
+// merging the majority's set of contributions, without a snapshot); 4: `work` (a key costs CPU);
+// 5: `outputs` (a reducer names what it reduced, issue 38), info-hashes as bytes (room for it).
+constexpr std::int64_t kRecordVersion = 5;
 
 struct RecordStats {
   std::int64_t steps = 0;
@@ -49,6 +53,7 @@ struct PeerRecord {
   std::map<std::int64_t, std::string> snapshot;  // round → info-hash (hex)
   std::map<std::int64_t, std::string> merged;    // round → state fingerprint (16–64 hex digits)
   std::map<std::int64_t, std::string> sets;      // round → merged-set digest (16–64 hex digits)
+  std::map<std::int64_t, std::string> outputs;   // round → the reducer index's info-hash (hex)
   RecordStats stats;
   std::int64_t freeMemory = 0;  // bytes
   std::int64_t work = 0;        // identity-work nonce: the key's proof of work (p2p/identity_work.h)

@@ -1,6 +1,7 @@
 // Specification of signed peer records (p2p/peer_record.h) and of the record book that keeps the
 // newest valid one per key (p2p/record_book.h). Forged records are written by hand in bencode, so
 // these tests check the wire format independently of the codec the implementation uses.
+#include "core/node/own_record.h"
 #include "p2p/announcement_record.h"
 #include "p2p/identity.h"
 #include "p2p/identity_work.h"
@@ -43,6 +44,7 @@ PeerRecord sampleRecord(const Identity& identity, std::int64_t seq = 7) {
   r.snapshot = {{8, kHashB}};
   r.merged = {{11, "0123456789abcdef"}, {10, "fedcba9876543210"}};
   r.sets = {{11, "00112233445566778899aabbccddeeff"}, {10, "ffeeddccbbaa9988"}};
+  r.outputs = {{11, kHashA}};
   r.stats = {1200, 4915200, 31415, 2048};
   r.freeMemory = 7LL << 30;
   r.work = 12345;
@@ -73,6 +75,16 @@ std::string roundDict(const std::map<std::int64_t, std::string>& byRound) {
   return bdict(sorted(fields));
 }
 
+// Info-hashes travel as their bytes (20 here: kHashA/kHashB are v1-sized).
+std::string hashBytes(const std::string& hex) {
+  return QByteArray::fromHex(QByteArray::fromStdString(hex)).toStdString();
+}
+std::string hashDict(const std::map<std::int64_t, std::string>& byRound) {
+  Fields fields;
+  for (const auto& [round, hash] : byRound) fields.emplace_back(std::to_string(round), bstr(hashBytes(hash)));
+  return bdict(sorted(fields));
+}
+
 Fields payloadFields(const PeerRecord& r, long long version = es::p2p::kRecordVersion) {
   std::string claims = "l";
   for (const int c : r.claims) claims += bint(c);
@@ -82,16 +94,17 @@ Fields payloadFields(const PeerRecord& r, long long version = es::p2p::kRecordVe
                                    {"tokens", bint(r.stats.tokens)},
                                    {"tps", bint(r.stats.tokensPerSecond)}});
   return {{"claims", claims},
-          {"contrib", roundDict(r.contrib)},
+          {"contrib", hashDict(r.contrib)},
           {"lease", bint(r.leaseUntil)},
           {"mem", bint(r.freeMemory)},
           {"merged", roundDict(r.merged)},
+          {"outputs", hashDict(r.outputs)},
           {"pk", bstr(raw(r.pk))},
           {"round", bint(r.round)},
           {"run", bstr(r.run)},
           {"seq", bint(r.seq)},
           {"sets", roundDict(r.sets)},
-          {"snapshot", roundDict(r.snapshot)},
+          {"snapshot", hashDict(r.snapshot)},
           {"stats", stats},
           {"v", bint(version)},
           {"work", bint(r.work)}};
@@ -156,6 +169,7 @@ class PeerRecordTest : public QObject {
     a.snapshot = {{10, es::ContentId(kHashA)}};
     a.merged = {{10, "00112233445566778899aabbccddeeff"}, {11, "ffeeddccbbaa99887766554433221100"}};
     a.sets = {{11, "0123456789abcdef"}};
+    a.outputs = {{11, es::ContentId(kHashB)}};
     a.steps = 240;
     a.loss = 3.14159;
     a.tokensPerSecond = 5120.4;
@@ -175,6 +189,7 @@ class PeerRecordTest : public QObject {
     QVERIFY(back.snapshot == a.snapshot);
     QCOMPARE(back.merged, a.merged);
     QCOMPARE(back.sets, a.sets);
+    QVERIFY(back.outputs == a.outputs);
     QCOMPARE(back.steps, a.steps);
     QCOMPARE(back.loss, 3.1416);
     QCOMPARE(back.tokensPerSecond, 5120.0);
@@ -248,6 +263,38 @@ class PeerRecordTest : public QObject {
     const auto parsed = es::p2p::parseRecord(exact + "e", record.run);
     QVERIFY2(!parsed.ok && parsed.rejection.error == RecordError::Oversize, describe(parsed));
     expectRejected(std::string(5000, 'd'), RecordError::Oversize);
+  }
+
+  // What the node announces at its fullest still signs: OwnRecord keeps 3 contributions, 2
+  // snapshots, 2 states, sets and reducer indexes (v2 info-hashes), whatever it holds; every
+  // expert of the largest preset (gpu-1b: 16) claimed; counters at their largest plausible values.
+  void recordsOfTheFullestAnnouncementFit() {
+    es::node::OwnRecord own;
+    own.round = 999999;
+    for (int e = 0; e < 16; ++e) own.claims.push_back(e);
+    const std::string hash64(64, 'a');
+    for (std::int64_t r = 999990; r < 1000000; ++r) {
+      own.contrib[r] = es::ContentId(hash64);
+      own.snapshots[r] = es::ContentId(hash64);
+      own.outputs[r] = es::ContentId(hash64);
+      own.noteFingerprint(r, "0123456789abcdef");
+      own.noteSetDigest(r, "fedcba9876543210");
+    }
+    own.steps = 999999999;
+    own.loss = 99.9999;
+    own.tokensPerSecond = 9.99e9;
+    PeerRecord record = es::p2p::recordOf(own.announcement(false, 1000));
+    record.run = kHashA + kHashA.substr(0, 24);  // a run id: 64 hex digits
+    record.pk = alice_.publicKey();
+    record.seq = 9999999999999;  // milliseconds since the epoch, to the year 2286
+    record.freeMemory = 999LL << 30;
+    record.stats.tokens = 999999999999999;
+    record.work = 999999999999;
+    QCOMPARE(record.contrib.size(), std::size_t(3));
+    QCOMPARE(record.outputs.size(), std::size_t(2));
+    const auto bytes = es::p2p::signRecord(record, alice_);
+    QVERIFY2(bytes.ok(), bytes.ok() ? "" : bytes.error().c_str());
+    qInfo("the fullest record: %zu of %zu bytes", bytes->size(), es::p2p::kMaxRecordBytes);
   }
 
   void rejectsAFlippedSignatureByte() {
@@ -364,13 +411,21 @@ class PeerRecordTest : public QObject {
     QTest::newRow("pk of 31 bytes") << bdict(withField(good, "pk", bstr(std::string(31, 'k'))));
     QTest::newRow("sig of 63 bytes") << bdict(withField(good, "sig", bstr(std::string(63, 's'))));
     QTest::newRow("run is a list") << bdict(withField(good, "run", "le"));
-    QTest::newRow("contrib round not a number") << bdict(withField(good, "contrib", bdict({{"x", bstr(kHashA)}})));
-    QTest::newRow("contrib value not hex") << bdict(withField(good, "contrib", bdict({{"3", bstr("zz")}})));
+    QTest::newRow("contrib round not a number")
+        << bdict(withField(good, "contrib", bdict({{"x", bstr(hashBytes(kHashA))}})));
+    QTest::newRow("contrib value of 31 bytes")
+        << bdict(withField(good, "contrib", bdict({{"3", bstr(std::string(31, 'x'))}})));
+    QTest::newRow("contrib value as hex") << bdict(withField(good, "contrib", bdict({{"3", bstr(kHashA)}})));
     QTest::newRow("contrib value an int") << bdict(withField(good, "contrib", bdict({{"3", bint(3)}})));
     QTest::newRow("merged value not a fingerprint") << bdict(withField(good, "merged", bdict({{"3", bstr("0123")}})));
     QTest::newRow("merged missing") << bdict(withField(good, "merged", ""));
     QTest::newRow("sets value not a digest") << bdict(withField(good, "sets", bdict({{"3", bstr("0123")}})));
     QTest::newRow("sets missing") << bdict(withField(good, "sets", ""));
+    QTest::newRow("outputs value of 33 bytes")
+        << bdict(withField(good, "outputs", bdict({{"3", bstr(std::string(33, 'x'))}})));
+    QTest::newRow("outputs round negative")
+        << bdict(withField(good, "outputs", bdict({{"-3", bstr(hashBytes(kHashA))}})));
+    QTest::newRow("outputs missing") << bdict(withField(good, "outputs", ""));
     QTest::newRow("work missing") << bdict(withField(good, "work", ""));
     QTest::newRow("work negative") << bdict(withField(good, "work", bint(-1)));
     QTest::newRow("work a string") << bdict(withField(good, "work", bstr("1")));
@@ -394,9 +449,10 @@ class PeerRecordTest : public QObject {
     QTest::newRow("leading zero integer") << bdict(withField(good, "seq", "i07e")) << true;
     QTest::newRow("negative zero") << bdict(withField(good, "mem", "i-0e")) << true;
     QTest::newRow("leading zero round key")
-        << bdict(withField(good, "snapshot", bdict({{"08", bstr(kHashB)}}))) << false;
+        << bdict(withField(good, "snapshot", bdict({{"08", bstr(hashBytes(kHashB))}}))) << false;
     QTest::newRow("round keys out of order")
-        << bdict(withField(good, "contrib", bdict({{"9", bstr(kHashA)}, {"10", bstr(kHashB)}}))) << false;
+        << bdict(withField(good, "contrib", bdict({{"9", bstr(hashBytes(kHashA))}, {"10", bstr(hashBytes(kHashB))}})))
+        << false;
     QTest::newRow("leading zero string length") << replaceOnce(bdict(good), "3:run", "03:run") << true;
   }
   void neverAcceptsANonCanonicalEncoding() {

@@ -22,6 +22,7 @@ struct OwnRecord {
   std::map<std::int64_t, ContentId> snapshots;       // our published snapshots (round → content)
   std::map<std::int64_t, std::string> fingerprints;  // the states we merged (round → fingerprint), last two
   std::map<std::int64_t, std::string> setDigests;    // round → digest of the set we merged (merged_set.h)
+  std::map<std::int64_t, ContentId> outputs;         // our reducer indexes (round → content), as a reducer
   std::int64_t steps = 0;
   double loss = 0, tokensPerSecond = 0;
 
@@ -45,6 +46,9 @@ struct OwnRecord {
     a.leaseUntil = stopping || claims.empty() ? 0 : round + leaseRounds;
     for (auto it = contrib.rbegin(); it != contrib.rend() && a.contrib.size() < 3; ++it) a.contrib.insert(*it);
     for (auto it = snapshots.rbegin(); it != snapshots.rend() && a.snapshot.size() < 2; ++it) a.snapshot.insert(*it);
+    // The last two (a peer still applying the round before reads that one): the fullest record
+    // is 890 of its 1000 bytes (tst_peer_record recordsOfTheFullestAnnouncementFit).
+    for (auto it = outputs.rbegin(); it != outputs.rend() && a.outputs.size() < 2; ++it) a.outputs.insert(*it);
     a.merged.insert(fingerprints.begin(), fingerprints.end());
     for (const auto& [r, digest] : setDigests)
       if (fingerprints.count(r)) a.sets[r] = digest;  // a snapshot's set is not known

@@ -25,6 +25,7 @@ struct Announcement {
   std::map<std::int64_t, ContentId> snapshot;  // round → a merged-state snapshot
   std::map<std::int64_t, std::string> merged;  // round → fingerprint of the state it merged (the last two rounds)
   std::map<std::int64_t, std::string> sets;    // round → digest of the contributions it merged (merged_set.h)
+  std::map<std::int64_t, ContentId> outputs;   // round → its reducer index (reducer_index.h), as a reducer
   std::int64_t steps = 0;
   double loss = 0;
   double tokensPerSecond = 0;

@@ -74,6 +74,7 @@ p2p::PeerRecord record(const p2p::Identity& id, std::int64_t seq, bool full) {
     r.snapshot = {{10, std::string(40, 'c')}};
     r.merged = {{11, std::string(16, 'd')}};
     r.sets = {{11, std::string(16, 'e')}};
+    r.outputs = {{11, std::string(64, 'f')}};
     r.stats = {600, 1228800, 41234, 5200};
     r.freeMemory = 1 << 30;
     r.work = p2p::solveIdentityWork(id.publicKey(), 8);
