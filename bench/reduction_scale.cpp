@@ -1,18 +1,12 @@
-// Issue 38's byte model (bench/reduction_scale, simulation only): per-peer bytes a round moves for
-// N peers when every peer fetches every other's contribution (today) against the sharded,
-// replicated reduction being built (core/sync/shard_plan.h, reducer_plan.h): each shard reduced by
-// R = 3 peers that fetch it from every contributor, every other peer fetching the merged shard
-// (float32: the merged state must be bit-identical, so its values travel whole). Sizes are the
-// files' exact bytes (sync::contributionBytes, sync::shardFileBytes: the safetensors layout the
-// writers use), int8 contributions. Not simulated: BitTorrent's swarming (sent bytes are the
-// star case: each transfer uploaded by its source alone — the most a peer can be asked for),
-// record gossip, the DHT and the real client's processes (the real-process part of the issue's
-// proof is still to come). Each peer's audit of A random shards a round (default 1) is counted:
-// it fetches those shards from every contributor, as a reducer does.
+// Issue 38's byte model (core/sync/reduction_bytes.h, simulation only: what it counts and what not
+// is said there) printed for 4–256 peers: per-peer bytes a round moves all-to-all against the
+// sharded, replicated reduction, R reducers a shard, A audited shards a peer (default 1), and
+// where the client's switch (shardingPays) starts sharding. Not the real client's processes (the
+// real-process part of the issue's proof is still to come).
 //   reduction_scale [--model default|gpu-1b] [--replicas R] [--audits A]
 #include "bench/throughput_util.h"
-#include "core/sync/fetch_size.h"
-#include "core/sync/reducer_plan.h"
+#include "core/sync/reduction_bytes.h"
+#include "core/sync/shard_plan.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -26,117 +20,6 @@
 using namespace es;
 
 namespace {
-
-struct PeerBytes {
-  std::vector<std::int64_t> received, sent;
-  explicit PeerBytes(int n) : received(n, 0), sent(n, 0) {}
-  std::int64_t most(const std::vector<std::int64_t>& v) const { return *std::max_element(v.begin(), v.end()); }
-  double mean(const std::vector<std::int64_t>& v) const {
-    double s = 0;
-    for (auto x : v) s += double(x);
-    return s / double(v.size());
-  }
-};
-
-std::string id(int p) {
-  char buf[65];
-  std::snprintf(buf, sizeof buf, "%064x", p);
-  return buf;
-}
-
-// SPES's claims: with fewer peers than experts each takes every N-th expert; with more, each
-// expert has N / E owners.
-std::vector<std::set<int>> claimsFor(int n, int experts) {
-  std::vector<std::set<int>> claims(n);
-  for (int p = 0; p < n; ++p)
-    for (int e = 0; e < experts; ++e)
-      if (n <= experts ? e % n == p : p % experts == e) claims[p].insert(e);
-  return claims;
-}
-
-PeerBytes allToAll(const model::ModelConfig& config, const std::vector<std::set<int>>& claims) {
-  const int n = int(claims.size());
-  PeerBytes out(n);
-  for (int i = 0; i < n; ++i) {
-    const sync::ContributionHeader header{std::string(64, 'r'), 1000000, id(i), std::string(16, 'b'), "int8"};
-    const auto bytes = sync::contributionBytes(config, claims[i], header);
-    for (int j = 0; j < n; ++j)
-      if (j != i) out.received[j] += bytes;
-    out.sent[i] += bytes * (n - 1);
-  }
-  return out;
-}
-
-ckpt::Metadata shardMetadata(const std::string& shard, const std::string& sender, const char* codec) {
-  return {{"format", "expertswarm-shard"},
-          {"version", "1"},
-          {"run", std::string(64, 'r')},
-          {"round", "1000000"},
-          {"sender", sender},
-          {"shard", shard},
-          {"base_hash", std::string(16, 'b')},
-          {"codec", codec}};
-}
-
-// Contributor i's file of shard s (0 when it carries none of it: another owner's expert).
-std::int64_t shardBytes(const sync::Shard& shard, const std::set<int>& claims, const std::string& sender) {
-  if (shard.expert >= 0 && !claims.count(shard.expert)) return 0;
-  return sync::shardFileBytes(shard, "int8", shardMetadata(shard.id, sender, "int8"));
-}
-
-// Each peer audits `audits` shards a round it does not reduce, drawn at random (here a fixed seed;
-// the client draws from its own randomness): it fetches the shard from every contributor and
-// recomputes it, as its reducers did (rules/shard_outputs.h).
-void addAudits(const std::vector<sync::Shard>& shards, const std::vector<std::set<int>>& chosen,
-               const std::vector<std::set<int>>& claims, const std::vector<std::string>& ids, int audits,
-               PeerBytes& out) {
-  const int n = int(claims.size());
-  std::mt19937_64 draw(38);
-  for (int p = 0; p < n; ++p)
-    for (int a = 0; a < audits; ++a) {
-      std::size_t s = draw() % shards.size();
-      while (chosen[s].count(p)) s = draw() % shards.size();
-      for (int i = 0; i < n; ++i) {
-        if (i == p) continue;
-        const auto bytes = shardBytes(shards[s], claims[i], ids[i]);
-        out.received[p] += bytes, out.sent[i] += bytes;
-      }
-    }
-}
-
-PeerBytes sharded(const model::ModelConfig& config, const std::vector<std::set<int>>& claims, int replicas, int audits,
-                  std::size_t& shardCount) {
-  const int n = int(claims.size());
-  const auto shards = sync::planShards(config, sync::shardElementsFor(config, n));
-  shardCount = shards.size();
-  std::vector<std::string> ids;
-  std::map<std::string, int> index;
-  std::map<int, std::set<std::string>> owners;
-  for (int p = 0; p < n; ++p) {
-    ids.push_back(id(p));
-    index[ids.back()] = p;
-    for (int e : claims[p]) owners[e].insert(ids.back());
-  }
-  const auto reducers = sync::assignReducers(shards, ids, owners, std::string(16, 'f'), replicas);
-  PeerBytes out(n);
-  std::vector<std::set<int>> chosen(shards.size());
-  for (std::size_t s = 0; s < shards.size(); ++s) {
-    for (int k = 0; k < replicas && k < n; ++k) chosen[s].insert(index.at(reducers[s][k]));
-    for (int i = 0; i < n; ++i) {  // contributors send it to every reducer but themselves
-      const auto bytes = shardBytes(shards[s], claims[i], ids[i]);
-      for (int r : chosen[s])
-        if (r != i) out.received[r] += bytes, out.sent[i] += bytes;
-    }
-    const auto merged =
-        sync::shardFileBytes(shards[s], "f32", shardMetadata(shards[s].id, ids[*chosen[s].begin()], "f32"));
-    const int fetchers = n - int(chosen[s].size());
-    for (int j = 0; j < n; ++j)
-      if (!chosen[s].count(j)) out.received[j] += merged;
-    for (int r : chosen[s]) out.sent[r] += merged * fetchers / int(chosen[s].size());  // the reducers split the seeding
-  }
-  if (n > replicas) addAudits(shards, chosen, claims, ids, audits, out);
-  return out;
-}
 
 double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
 
@@ -167,15 +50,21 @@ int main(int argc, char** argv) {
               "shd recv max", "shd recv mean", "shd sent max", "shd max/N=16");
   double at16 = 0;
   for (const int n : {4, 8, 16, 32, 64, 128, 256}) {
-    const auto claims = claimsFor(n, config.nExperts);
-    const auto a2a = allToAll(config, claims);
+    const auto claims = sync::evenClaims(n, config.nExperts);
+    const auto a2a = sync::allToAllBytes(config, claims);
     std::size_t shards = 0;
-    const auto shd = sharded(config, claims, replicas, audits, shards);
-    const double busiest = double(std::max(shd.most(shd.received), shd.most(shd.sent)));
+    const auto shd = sync::shardedBytes(config, claims, replicas, audits, &shards);
+    const double busiest = double(std::max(shd.mostReceived(), shd.mostSent()));
     if (n == 16) at16 = busiest;
-    std::printf("%5d %7zu | %12.1f %12.1f | %12.1f %12.1f %12.1f %12s\n", n, shards, mib(a2a.most(a2a.received)),
-                mib(a2a.most(a2a.sent)), mib(shd.most(shd.received)), mib(shd.mean(shd.received)),
-                mib(shd.most(shd.sent)), at16 > 0 ? std::to_string(busiest / at16).substr(0, 5).c_str() : "-");
+    std::printf("%5d %7zu | %12.1f %12.1f | %12.1f %12.1f %12.1f %12s\n", n, shards, mib(double(a2a.mostReceived())),
+                mib(double(a2a.mostSent())), mib(double(shd.mostReceived())), mib(shd.meanReceived()),
+                mib(double(shd.mostSent())), at16 > 0 ? std::to_string(busiest / at16).substr(0, 5).c_str() : "-");
   }
+  int from = 2;  // the client's switch: the smallest N at which sharding pays (tst_round_topology: and above)
+  while (from <= 256 && !sync::shardingPays(config, from, replicas, audits)) ++from;
+  if (from > 256)
+    std::printf("the client never shards rounds up to 256 senders for this model\n");
+  else
+    std::printf("the client shards rounds from %d senders with merged work (busiest peer's received bytes)\n", from);
   return 0;
 }
