@@ -128,6 +128,32 @@ class ShardFileTest : public QObject {
     };
     QCOMPARE(bytes(a), bytes(b));  // nothing names the reducer: one file, one info-hash
     const std::set<std::string> set{"peer-1", "peer-2", "peer-3"};
+    // Its size is one a fetch accepts: one per count of refused senders, whichever they are.
+    const auto sizes = mergedShardSizes(shared, key, set);
+    QCOMPARE(sizes.size(), std::size_t(4));
+    const auto sizeOf = [](const std::string& path) { return std::int64_t(std::filesystem::file_size(path)); };
+    QVERIFY(std::count(sizes.begin(), sizes.end(), sizeOf(a)) == 1);
+    for (const auto& [refused, merged] :
+         std::vector<std::pair<std::set<std::string>, std::vector<std::string>>>{{{}, {"peer-1", "peer-2", "peer-3"}},
+                                                                                 {{"peer-1", "peer-2", "peer-3"}, {}},
+                                                                                 {{"peer-2"}, {"peer-1", "peer-3"}}}) {
+      auto other = out;
+      other.refused = refused;
+      other.senders = merged;
+      other.credit->dot.assign(merged.size(), 0.75);
+      other.credit->squares.assign(merged.size(), 1.25);
+      QVERIFY(saveMergedShard(b, shared, other).ok());
+      QVERIFY2(std::count(sizes.begin(), sizes.end(), sizeOf(b)) == 1, qPrintable(QString::number(sizeOf(b))));
+    }
+    const Shard& expert = shards.back();
+    QVERIFY(expert.expert >= 0);
+    const MergedShardKey expertKey{key.run, key.round, key.baseHash, expert.id, key.inputs};
+    const MergedShard expertOut{
+        expertKey, {}, {"peer-2"}, std::nullopt, shardRows(test::senderDeltas(config, {expert.expert}, 6), expert)};
+    QVERIFY(saveMergedShard(b, expert, expertOut).ok());
+    const auto expertSizes = mergedShardSizes(expert, expertKey, {"peer-2"});
+    QVERIFY(std::count(expertSizes.begin(), expertSizes.end(), sizeOf(b)) == 1);
+    QVERIFY(loadMergedShard(b, expertKey, expert, {"peer-2"}).ok());
     auto back = loadMergedShard(a, key, shared, set);
     QVERIFY2(back.ok(), back.ok() ? "" : back.error().c_str());
     QCOMPARE(back->senders, out.senders);

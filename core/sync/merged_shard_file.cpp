@@ -2,6 +2,7 @@
 
 #include "core/common/hex_bits.h"
 #include "core/common/safe_quote.h"
+#include "core/sync/fetch_size.h"
 #include "core/sync/shard_file.h"
 
 #include <torch/torch.h>
@@ -81,6 +82,15 @@ Expected<std::vector<std::string>> idList(const std::string& text, const char* w
   return ids;
 }
 
+// The file's metadata (kKeys): its key, the refused and merged senders, the credit's text.
+ckpt::Metadata mergedMetadata(const MergedShardKey& k, const std::vector<std::string>& refused,
+                              const std::vector<std::string>& senders, const std::string& credit) {
+  return {
+      {"format", kMergedShardFormat},    {"version", "1"},   {"run", k.run},       {"round", std::to_string(k.round)},
+      {"base_hash", k.baseHash},         {"shard", k.shard}, {"inputs", k.inputs}, {"refused", joined(refused, ',')},
+      {"senders", joined(senders, ',')}, {"credit", credit}};
+}
+
 Status checkKey(const ckpt::Metadata& meta, const MergedShardKey& key) {
   for (const auto& [name, value] : meta)
     if (std::find(kKeys.begin(), kKeys.end(), name) == kKeys.end())
@@ -117,6 +127,22 @@ std::string mergedShardFileName(std::int64_t round, const std::string& shard) {
   return "merged-" + std::to_string(round) + "-" + shard + ".safetensors";
 }
 
+std::vector<std::int64_t> mergedShardSizes(const Shard& shard, const MergedShardKey& key,
+                                           const std::set<std::string>& inputSenders) {
+  const std::vector<std::string> all(inputSenders.begin(), inputSenders.end());
+  std::vector<std::int64_t> sizes;
+  for (std::size_t refused = 0; refused <= all.size(); ++refused) {
+    const std::vector<std::string> out(all.begin(), all.begin() + std::ptrdiff_t(refused));
+    const std::vector<std::string> in(all.begin() + std::ptrdiff_t(refused), all.end());
+    const ShardAgreement zeros{0.0, shard.elements(), std::vector<double>(in.size()), std::vector<double>(in.size())};
+    sizes.push_back(
+        shardFileBytes(shard, "f32", mergedMetadata(key, out, in, shard.expert < 0 ? creditText(zeros) : "")));
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
 Status saveMergedShard(const std::string& path, const Shard& shard, const MergedShard& merged) {
   std::map<std::string, const at::Tensor*> rows;
   for (const auto& [name, t] : merged.rows) rows.emplace(name, &t);
@@ -127,17 +153,8 @@ Status saveMergedShard(const std::string& path, const Shard& shard, const Merged
     pieces.emplace_back(pieceName(piece), *it->second);
   }
   if (auto fits = checkPieces(pieces, shard); !fits) return makeError("merged shard " + shard.id + ": " + fits.error());
-  const auto& k = merged.key;
-  const ckpt::Metadata meta = {{"format", kMergedShardFormat},
-                               {"version", "1"},
-                               {"run", k.run},
-                               {"round", std::to_string(k.round)},
-                               {"base_hash", k.baseHash},
-                               {"shard", k.shard},
-                               {"inputs", k.inputs},
-                               {"refused", joined({merged.refused.begin(), merged.refused.end()}, ',')},
-                               {"senders", joined(merged.senders, ',')},
-                               {"credit", merged.credit ? creditText(*merged.credit) : ""}};
+  const auto meta = mergedMetadata(merged.key, {merged.refused.begin(), merged.refused.end()}, merged.senders,
+                                   merged.credit ? creditText(*merged.credit) : "");
   return ckpt::saveSafetensors(path, pieces, meta);
 }
 

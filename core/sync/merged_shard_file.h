@@ -51,6 +51,12 @@ std::string mergedShardFileName(std::int64_t round, const std::string& shard);
 // Writes it (atomically); its rows must be the shard's (reduceShard's order and shapes), float32.
 Status saveMergedShard(const std::string& path, const Shard& shard, const MergedShard& merged);
 
+// Every size its file can have for the input set's senders that carry the shard (sorted): one per
+// count of refused senders (which ones it refused does not change the size; the tensors are the
+// plan's). What a fetch of an output accepts (FetchLimits::sizes).
+std::vector<std::int64_t> mergedShardSizes(const Shard& shard, const MergedShardKey& key,
+                                           const std::set<std::string>& inputSenders);
+
 // Reads one strictly: exactly `key`, exactly the shard's pieces in float32 with the plan's shapes,
 // senders and refused each unique names that are disjoint and together exactly `inputSenders`
 // (the input set's senders that carry the shard), a credit part for every sender of a shared
