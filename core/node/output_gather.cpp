@@ -1,0 +1,163 @@
+#include "core/node/output_gather.h"
+
+#include "core/node/rules/shard_outputs.h"
+#include "core/node/sharded_fetch.h"
+#include "core/sync/merged_shard_file.h"
+#include "core/sync/shard_figures_file.h"
+
+#include <algorithm>
+
+namespace es::node {
+
+OutputGather::OutputGather(Swarm& swarm, std::string fetchDir, Spec spec)
+    : swarm_(swarm),
+      fetchDir_(std::move(fetchDir)),
+      spec_(std::move(spec)),
+      applied_(spec_.plan.size()),
+      recompute_(spec_.plan.size(), false) {}
+
+void OutputGather::ownOutputs(const ReducerIndex& index, const std::map<std::string, std::string>& pathsByShard) {
+  heard_[index.key.reducer.str()] = index.outputs;
+  for (const auto& out : index.outputs)
+    if (const auto path = pathsByShard.find(out.shard); path != pathsByShard.end())
+      outputPaths_[out.output.str()] = path->second;
+  decide();
+}
+
+std::set<std::string> OutputGather::waitingOn() const {
+  std::set<std::string> waiting;
+  for (const auto& order : spec_.orders)
+    for (const auto& reducer : activeReducers(order, spec_.replicas, gaveUp_))
+      if (!heard_.count(reducer)) waiting.insert(reducer);
+  return waiting;
+}
+
+// Only the waited-for reducers' indexes are fetched: outputs from outside the orders do not count
+// (decideShard), so a key cannot make us fetch anything by naming an index.
+void OutputGather::pass(const std::vector<SwarmPeer>& peers) {
+  const auto waiting = waitingOn();
+  for (const auto& p : peers) {
+    const std::string reducer = p.id.str();
+    if (!waiting.count(reducer) || indexFetches_.count(reducer)) continue;
+    if (const auto index = p.announced.outputs.find(spec_.key.round); index != p.announced.outputs.end())
+      fetchIndex(reducer, index->second);
+  }
+  decide();
+}
+
+void OutputGather::fetchIndex(const std::string& reducer, const ContentId& content) {
+  const std::string dir = fetchDir_ + "/outputs-" + std::to_string(spec_.key.round) + "/" + content.str();
+  if (swarm_.fetch(content, dir, reducerIndexLimits(spec_.key.round, spec_.plan.size())))
+    indexFetches_[reducer] = content;
+}
+
+void OutputGather::readIndex(const std::string& reducer, const std::string& path) {
+  auto key = spec_.key;
+  key.reducer = PeerId(reducer);
+  std::vector<std::string> shards;
+  for (const auto& s : spec_.plan) shards.push_back(s.id);
+  auto index = loadReducerIndex(path, key, shards);
+  if (!index) {
+    refused_[reducer] = index.error();
+    gaveUp_.insert(reducer);  // it will not deliver: the next of its orders is waited for
+    return;
+  }
+  heard_[reducer] = index->outputs;
+}
+
+std::set<std::string> OutputGather::sendersOf(const sync::Shard& shard) const {
+  std::set<std::string> senders;
+  for (const auto& [sender, claims] : spec_.inputs)
+    if (sync::carriesShard(shard, claims)) senders.insert(sender);
+  return senders;
+}
+
+void OutputGather::decide() {
+  for (std::size_t s = 0; s < spec_.plan.size(); ++s) {
+    if (!applied_[s].empty()) continue;  // decided: its output is here or on its way
+    std::vector<ShardOutput> outputs;
+    for (const auto& [reducer, listed] : heard_)
+      for (const auto& out : listed)
+        if (out.shard == spec_.plan[s].id) outputs.push_back({reducer, out.inputs, out.output.str()});
+    const auto d = decideShard(spec_.orders[s], spec_.replicas, gaveUp_, outputs, spec_.inputDigest);
+    recompute_[s] = d.verdict == ShardVerdict::Recompute;
+    if (d.verdict == ShardVerdict::Apply) {
+      applied_[s] = d.outputRoot;
+      fetchOutput(s, d.outputRoot);
+    }
+  }
+}
+
+void OutputGather::fetchOutput(std::size_t s, const std::string& root) {
+  if (outputPaths_.count(root) || outputFetches_.count(root)) return;
+  const auto& shard = spec_.plan[s];
+  const sync::MergedShardKey key{spec_.key.run, spec_.key.round, spec_.key.baseHash, shard.id, spec_.inputDigest};
+  const std::string dir = fetchDir_ + "/outputs-" + std::to_string(spec_.key.round) + "/" + root;
+  if (swarm_.fetch(ContentId(root), dir, mergedShardLimits(shard, key, sendersOf(shard))))
+    outputFetches_[root] = s;
+  else
+    applied_[s].clear();  // decided again on the next pass
+}
+
+bool OutputGather::fetched(const ContentId& content, const std::string& path) {
+  for (auto it = indexFetches_.begin(); it != indexFetches_.end(); ++it) {
+    if (it->second != content) continue;
+    const std::string reducer = it->first;
+    indexFetches_.erase(it);
+    readIndex(reducer, path);
+    decide();
+    return true;
+  }
+  if (outputFetches_.erase(content.str()) == 0) return false;
+  outputPaths_[content.str()] = path;
+  return true;
+}
+
+// A refused output (its metadata broke the sizes its input set allows) was named by every reducer
+// that published it: each is refused and replaced, and the shard decided again.
+bool OutputGather::failed(const ContentId& content, const std::string& reason, bool refused) {
+  for (auto it = indexFetches_.begin(); it != indexFetches_.end(); ++it) {
+    if (it->second != content) continue;
+    if (refused) refused_[it->first] = reason, gaveUp_.insert(it->first);
+    indexFetches_.erase(it);  // not refused: fetched again on the next pass
+    decide();
+    return true;
+  }
+  const auto output = outputFetches_.find(content.str());
+  if (output == outputFetches_.end()) return false;
+  const std::size_t s = output->second;
+  outputFetches_.erase(output);
+  if (refused)
+    for (const auto& [reducer, listed] : heard_)
+      for (const auto& out : listed)
+        if (out.shard == spec_.plan[s].id && out.output == content) refused_[reducer] = reason, gaveUp_.insert(reducer);
+  applied_[s].clear();
+  decide();
+  return true;
+}
+
+void OutputGather::giveUp(const std::string& reducer) {
+  gaveUp_.insert(reducer);
+  decide();
+}
+
+bool OutputGather::complete() const {
+  return std::all_of(applied_.begin(), applied_.end(),
+                     [this](const std::string& root) { return !root.empty() && outputPaths_.count(root); });
+}
+
+std::vector<std::string> OutputGather::appliedPaths() const {
+  std::vector<std::string> paths;
+  if (!complete()) return paths;
+  for (const auto& root : applied_) paths.push_back(outputPaths_.at(root));
+  return paths;
+}
+
+std::vector<std::string> OutputGather::toRecompute() const {
+  std::vector<std::string> shards;
+  for (std::size_t s = 0; s < spec_.plan.size(); ++s)
+    if (recompute_[s]) shards.push_back(spec_.plan[s].id);
+  return shards;
+}
+
+}  // namespace es::node

@@ -1,0 +1,72 @@
+// Issue 38, protocol steps 5–6 at the node: one sharded round's outputs as a peer gathers them.
+// Each waited-for reducer's record names its index of the round (`outputs[round]`); the peer
+// fetches it (sharded_fetch.h's limits), reads it strictly (reducer_index.h: its round, state and
+// reducer), decides each shard by the rule (shard_outputs.h's decideShard over the indexes heard)
+// and fetches the merged shard it applies — one content, however many reducers seed it. Done when
+// every shard's output to apply is here; a shard whose reducers disagree is to be recomputed
+// from its inputs (the node's, with the trainer); a reducer whose index breaks its format is
+// refused (its signed record named those bytes: a ban on bytes we checked ourselves).
+// Engine thread only; fetches through the Swarm, events routed here by the node.
+#pragma once
+
+#include "core/node/reducer_index.h"
+#include "core/node/swarm.h"
+#include "core/sync/shard_plan.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace es::node {
+
+class OutputGather {
+ public:
+  struct Spec {
+    ReducerIndexKey key;                          // run, round, base (reducer: set per index)
+    std::string inputDigest;                      // the agreed input set's (shard_refusals.h)
+    std::map<std::string, std::set<int>> inputs;  // its senders → their claims (who carries which shard)
+    std::vector<sync::Shard> plan;
+    std::vector<std::vector<std::string>> orders;  // per plan shard (round_topology.h)
+    int replicas = 3;
+  };
+  OutputGather(Swarm& swarm, std::string fetchDir, Spec spec);
+
+  // Our own outputs: their files are here (shard → path), their content ids in our index.
+  void ownOutputs(const ReducerIndex& index, const std::map<std::string, std::string>& pathsByShard);
+  // A pass over the reducers' records: fetches each waited-for reducer's named index, then
+  // decides every shard and fetches the outputs to apply.
+  void pass(const std::vector<SwarmPeer>& peers);
+  // Transfer events: false when the content is not one of this gather's.
+  bool fetched(const ContentId& content, const std::string& path);
+  bool failed(const ContentId& content, const std::string& reason, bool refused);
+  // A reducer not waited for any more (the node's deadline): the next of each order replaces it.
+  void giveUp(const std::string& reducer);
+
+  bool complete() const;                          // every shard's applied output is here
+  std::vector<std::string> appliedPaths() const;  // plan order, when complete
+  std::vector<std::string> toRecompute() const;   // shards whose outputs disagree (or none is left)
+  const std::map<std::string, std::string>& refusedReducers() const { return refused_; }  // reducer → why
+  std::set<std::string> waitingOn() const;  // reducers whose index is awaited
+
+ private:
+  void fetchIndex(const std::string& reducer, const ContentId& content);
+  void readIndex(const std::string& reducer, const std::string& path);
+  void decide();
+  void fetchOutput(std::size_t shard, const std::string& root);
+  std::set<std::string> sendersOf(const sync::Shard& shard) const;
+
+  Swarm& swarm_;
+  std::string fetchDir_;
+  Spec spec_;
+  std::set<std::string> gaveUp_;
+  std::map<std::string, ContentId> indexFetches_;            // reducer → its index in flight
+  std::map<std::string, std::vector<ReducedOutput>> heard_;  // reducer → its index's outputs
+  std::map<std::string, std::string> refused_;               // reducer → why its index was refused
+  std::map<std::string, std::string> outputPaths_;           // output content id → its file here
+  std::map<std::string, std::size_t> outputFetches_;         // output content id → a shard it is for
+  std::vector<std::string> applied_;                         // per plan shard: the output to apply
+  std::vector<bool> recompute_;                              // per plan shard
+};
+
+}  // namespace es::node
