@@ -102,6 +102,21 @@ class RoundTopologyTest : public QObject {
       for (const auto& peer : order) QVERIFY2(peer.rfind("veteran-", 0) == 0, peer.c_str());
   }
 
+  // A run may shard from a set number of senders whatever the bytes (the netlab, the bench at small
+  // N) — never with every sender a reducer.
+  void aRunCanShardFromASetNumberOfSenders() {
+    const model::ModelConfig config;
+    sync::ReductionPolicy policy;
+    policy.shardFrom = 4;
+    QVERIFY(!sync::roundTopology(config, ledgerOf(3), {}, "seed", policy, true).sharded);
+    const auto four = sync::roundTopology(config, ledgerOf(4), {}, "seed", policy, true);
+    QVERIFY2(four.sharded, four.why.c_str());
+    QCOMPARE(four.plan.size(), sync::planShards(config, sync::shardElementsFor(config, 4)).size());
+    policy.shardFrom = 2;  // 2 senders, 3 reducers a shard: every one would reduce everything
+    QVERIFY(!sync::roundTopology(config, ledgerOf(3), {}, "seed", policy, true).sharded);
+    QVERIFY(!sync::roundTopology(config, ledgerOf(8), {}, "seed", policy, false).sharded);  // sparse
+  }
+
   void aSparseRunStaysAllToAll() {
     const auto topology = sync::roundTopology(model::ModelConfig(), ledgerOf(64), {}, "seed", {}, false);
     QVERIFY(!topology.sharded);

@@ -6,6 +6,7 @@
 // (shard_refusals.h) merges the others and says why that one is out.
 #include "core/node/rules/shard_refusals.h"
 #include "core/spes/spes_peer.h"
+#include "core/sync/reduction_bytes.h"
 #include "core/sync/shard_plan.h"
 #include "support/tiny_node.h"
 
@@ -47,6 +48,27 @@ class SpesShardedTest : public QObject {
     for (const auto& p : out) outIds.insert(p.str());
     s.inputDigest = es::node::inputDigest(inputs, outIds);
     return s;
+  }
+
+  // The next round's topology from each peer's agreed state: the three senders now have merged
+  // work. Sharding does not pay for the tiny model at three (sync::shardingPays); a run that
+  // shards from three, one reducer a shard, gets it, and every peer derives the same plan and
+  // orders, the owner first for its expert.
+  void checkNextTopology() {
+    const std::map<int, std::set<std::string>> owners{{0, {"peer-c"}}};
+    QVERIFY(!es::sync::shardingPays(model_, 3, 1, 0));
+    QVERIFY(!peers_[0]->nextTopology(owners, {1, 0, 0}).sharded);
+    const es::sync::ReductionPolicy policy{1, 0, 3};
+    const auto first = peers_[0]->nextTopology(owners, policy);
+    QVERIFY2(first.sharded && first.why.find("3 senders with merged work") != std::string::npos, first.why.c_str());
+    for (const auto& peer : peers_) {
+      const auto t = peer->nextTopology(owners, policy);
+      QCOMPARE(t.orders, first.orders);
+      QCOMPARE(t.shardElements, first.shardElements);
+    }
+    for (std::size_t s = 0; s < first.plan.size(); ++s)
+      if (first.plan[s].expert == 0) QCOMPARE(first.orders[s].front(), std::string("peer-c"));
+    QVERIFY(!peers_[0]->nextTopology(owners, {3, 1, 3}).sharded);  // never with every peer a reducer
   }
 
   // Every shard reduced by one of the three (shard k by peer k mod 3): the merged files in plan order.
@@ -127,6 +149,7 @@ class SpesShardedTest : public QObject {
     QCOMPARE(fingerprints[1], fingerprints[0]);
     QCOMPARE(fingerprints[2], fingerprints[0]);
     QVERIFY(fingerprints[0] != initial);
+    checkNextTopology();
   }
 
   void aPassWithoutARefusedSenderMergesTheOthers() {

@@ -10,6 +10,7 @@
 #include "core/common/ids.h"
 #include "core/node/node_reports.h"
 #include "core/sync/outer_rule.h"
+#include "core/sync/round_topology.h"
 #include "core/train/bpe_tokenizer.h"
 #include "core/train/run_manifest.h"
 #include "core/train/trainer.h"
@@ -146,6 +147,13 @@ class SpesPeer {
                                                    const std::string& outputDir);
   Expected<MergeResult> applyShards(const ShardedRoundSpec& spec, const std::vector<std::string>& mergedPaths,
                                     bool evaluate = false);
+  // How round mergedRound() + 1 is reduced, from this peer's agreed state alone
+  // (sync/round_topology.h): its work ledger's senders with merged work, the model, the run's
+  // codec, and its fingerprint as the reducers' seed — so every peer that merged the same set
+  // derives the same plan and orders. `owners` (expert → peer ids) are their experts' reducers
+  // first.
+  sync::RoundTopology nextTopology(const std::map<int, std::set<std::string>>& owners,
+                                   const sync::ReductionPolicy& policy) const;
   // Rounds whose merge is evaluated: the first, and each that crosses a multiple of the run's
   // eval interval (in steps). Decided by the round alone, so every peer evaluates the same rounds.
   static bool isEvalRound(std::int64_t round, std::int64_t syncEvery, std::int64_t evalInterval);

@@ -151,4 +151,10 @@ Expected<MergeResult> SpesPeer::applyShards(const ShardedRoundSpec& spec, const 
   return d.adoptMerge(std::move(*outcome), std::move(result), {}, evaluate);
 }
 
+sync::RoundTopology SpesPeer::nextTopology(const std::map<int, std::set<std::string>>& owners,
+                                           const sync::ReductionPolicy& policy) const {
+  return sync::roundTopology(impl_->config.trainer.model, impl_->ledger, owners, impl_->fingerprint(), policy,
+                             !impl_->sparse.has_value());
+}
+
 }  // namespace es::node

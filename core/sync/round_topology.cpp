@@ -3,6 +3,8 @@
 #include "core/sync/reducer_plan.h"
 #include "core/sync/reduction_bytes.h"
 
+#include <algorithm>
+
 namespace es::sync {
 
 std::vector<std::string> RoundTopology::shardsReducedBy(const std::string& peer, int replicas) const {
@@ -26,8 +28,13 @@ RoundTopology roundTopology(const model::ModelConfig& config, const WorkLedger& 
     t.why = "all-to-all: the run's codec is sparse";
     return t;
   }
-  if (!shardingPays(config, n, policy.replicas, policy.audits)) {
-    t.why = "all-to-all: " + counted + " (sharding pays from more, for this model)";
+  const bool forced = policy.shardFrom > 0;
+  const bool shard =
+      forced ? n >= policy.shardFrom && n > policy.replicas : shardingPays(config, n, policy.replicas, policy.audits);
+  if (!shard) {
+    t.why = "all-to-all: " + counted +
+            (forced ? " (the run shards from " + std::to_string(std::max(policy.shardFrom, policy.replicas + 1)) + ")"
+                    : " (sharding pays from more, for this model)");
     return t;
   }
   t.sharded = true;

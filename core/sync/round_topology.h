@@ -22,6 +22,10 @@ namespace es::sync {
 struct ReductionPolicy {
   int replicas = 3;  // reducers per shard (the R)
   int audits = 1;    // shards each peer recomputes a round (docs/ARCHITECTURE.md, step 7)
+  // 0: shard when the byte model says it pays (shardingPays); N: from N senders with merged work
+  // on, whatever it costs — the netlab's 6 and 12 peers and the real-process bench at 4 and 8
+  // run sharded rounds where they do not pay. Never with every sender a reducer.
+  int shardFrom = 0;
 };
 
 struct RoundTopology {
