@@ -53,6 +53,7 @@ void applyMergePolicy(const train::SwarmPolicy& s, node::SpesPeerConfig& peer) {
   peer.clipTauFactor = s.clipTauFactor;
   // The manifest accepted only the names parseOuterOn knows.
   peer.outer = {s.outerLr, s.outerMomentum, sync::parseOuterOn(s.outerOn).value_or(sync::OuterRule::On::Shared)};
+  peer.reduction = {s.reductionReplicas, s.reductionAudits, s.shardFrom};
 }
 
 // The run's merge rule as the start lines state it (docs/ARCHITECTURE.md, "Merge rule").

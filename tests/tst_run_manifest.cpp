@@ -328,6 +328,14 @@ class RunManifestTest : public QObject {
     QTest::newRow("outer momentum negative") << "swarm.outer_step.momentum" << QJsonValue(-0.1);
     QTest::newRow("outer on unknown") << "swarm.outer_step.on" << QJsonValue("router");
     QTest::newRow("outer step not an object") << "swarm.outer_step" << QJsonValue(0.7);
+    QTest::newRow("reduction replicas zero") << "swarm.reduction.replicas" << QJsonValue(0);
+    QTest::newRow("reduction replicas 17") << "swarm.reduction.replicas" << QJsonValue(17);
+    QTest::newRow("reduction audits negative") << "swarm.reduction.audits" << QJsonValue(-1);
+    QTest::newRow("reduction audits 65") << "swarm.reduction.audits" << QJsonValue(65);
+    QTest::newRow("shard from every reducer") << "swarm.reduction.shard_from" << QJsonValue(3);
+    QTest::newRow("shard from negative") << "swarm.reduction.shard_from" << QJsonValue(-4);
+    QTest::newRow("unknown reduction key") << "swarm.reduction.mode" << QJsonValue("ring");
+    QTest::newRow("reduction not an object") << "swarm.reduction" << QJsonValue(3);
     QTest::newRow("unknown swarm key") << "swarm.gossip_every" << QJsonValue(3);
     QTest::newRow("unknown deadline key") << "swarm.deadline.median" << QJsonValue(3);
     QTest::newRow("d_model huge") << "model.d_model" << QJsonValue(1 << 20);
@@ -385,6 +393,26 @@ class RunManifestTest : public QObject {
     QCOMPARE(m->swarm.outerLr, 0.7);
     QCOMPARE(m->swarm.outerMomentum, 0.9);
     QCOMPARE(m->swarm.outerOn, std::string("all"));
+  }
+
+  // Issue 38: the sharded reduction's settings; absent, 3 reducers, 1 audit, by the byte model.
+  void theReductionIsReadAndAbsentMeansByTheBytes() {
+    const auto absent = parseRunManifest(text(bundledManifest()));
+    QVERIFY(absent.ok());
+    QCOMPARE(absent->swarm.reductionReplicas, 3);
+    QCOMPARE(absent->swarm.reductionAudits, 1);
+    QCOMPARE(absent->swarm.shardFrom, 0);
+    auto manifest = bundledWith("swarm.compression", "int8");  // the bundled run is sparse: never sharded
+    manifest = withValue(manifest, {"swarm", "reduction", "replicas"}, 2);
+    manifest = withValue(manifest, {"swarm", "reduction", "audits"}, 5);
+    const auto m = parseRunManifest(text(withValue(manifest, {"swarm", "reduction", "shard_from"}, 6)));
+    QVERIFY2(m.ok(), m.ok() ? "" : m.error().c_str());
+    QCOMPARE(m->swarm.reductionReplicas, 2);
+    QCOMPARE(m->swarm.reductionAudits, 5);
+    QCOMPARE(m->swarm.shardFrom, 6);
+    QCOMPARE(absent->swarm.compression, std::string("sparse"));
+    const auto refused = parseRunManifest(text(bundledWith("swarm.reduction.shard_from", 6)));
+    QVERIFY(!refused.ok() && refused.error().find("sparse run is never sharded") != std::string::npos);
   }
 
   void anchorsAreRead() {

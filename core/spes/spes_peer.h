@@ -92,6 +92,8 @@ struct SpesPeerConfig {
   // momentum 0 = the plain merge. Its momentum is part of the state: fingerprinted, persisted and
   // in snapshots.
   sync::OuterRule outer;
+  // Issue 38's sharded reduction (run.json swarm.reduction): what nextTopology decides with.
+  sync::ReductionPolicy reduction;
   std::string stateDir;  // training state + base, written after every merge
   // Decodes the merged model's sample on eval rounds (MergeResult::sample); none: no samples.
   std::shared_ptr<const train::BpeTokenizer> tokenizer;

@@ -120,6 +120,13 @@ struct SwarmPolicy {
   // key. 22 (absent from the bundled run, which keeps its run id): ~0.7 s on one core here, and a
   // flood of 20,000 fresh keys ~4 CPU-hours instead of 1 s of key pairs. At most 30 (~3 min).
   int identityWorkBits = 22;
+  // Issue 38's sharded reduction (reduction: replicas, audits, shard_from; core/sync/round_topology.h's
+  // ReductionPolicy — this library cannot link es_sync): reducers per shard, shards each peer
+  // audits a round, and the senders with merged work to shard from (0, absent: where the byte
+  // model says it pays). Not run by the node yet.
+  int reductionReplicas = 3;
+  int reductionAudits = 1;
+  int shardFrom = 0;
   // Peers the run's author vouches for (peer ids, 40 hex digits; at most 16): their votes weigh as
   // much as the longest-standing peer's from the start, for a newcomer too (core/node/rules/standing.h).
   std::vector<std::string> anchors;

@@ -83,6 +83,15 @@ Readers sparseReaders(SwarmPolicy& p) {
           {"feedback_decay", real(p.feedbackDecay, 0.5, 1)}};
 }
 
+// Reducers a shard: 1 (no replica: a lie is caught by the audits and the vote alone) to 16; an
+// audit fetches one shard from every sender (~0.9 MiB for the bundled model), 64 of them ~58 MiB a
+// round; shard_from is checked against replicas by checkSwarmPolicy.
+Readers reductionReaders(SwarmPolicy& p) {
+  return {{"replicas", integer(p.reductionReplicas, 1, 16)},
+          {"audits", integer(p.reductionAudits, 0, 64)},
+          {"shard_from", integer(p.shardFrom, 0, 1000000)}};
+}
+
 }  // namespace
 
 std::string readSwarmPolicy(const json& object, SwarmPolicy& p) {
@@ -100,7 +109,8 @@ std::string readSwarmPolicy(const json& object, SwarmPolicy& p) {
        {"deadline", [&p](const json& v) { return readObject(v, "swarm.deadline", deadlineReaders(p)); }},
        {"merge_warmup", [&p](const json& v) { return readObject(v, "swarm.merge_warmup", warmupReaders(p)); }},
        {"aggregate", [&p](const json& v) { return readObject(v, "swarm.aggregate", aggregateReaders(p)); }},
-       {"outer_step", [&p](const json& v) { return readObject(v, "swarm.outer_step", outerStepReaders(p)); }}});
+       {"outer_step", [&p](const json& v) { return readObject(v, "swarm.outer_step", outerStepReaders(p)); }},
+       {"reduction", [&p](const json& v) { return readObject(v, "swarm.reduction", reductionReaders(p)); }}});
 }
 
 std::string checkSwarmPolicy(const SwarmPolicy& p, const model::ModelConfig& model) {
@@ -110,6 +120,10 @@ std::string checkSwarmPolicy(const SwarmPolicy& p, const model::ModelConfig& mod
   if (p.sparseKeep > p.sparseChunk) return "swarm.sparse.keep: exceeds swarm.sparse.chunk";
   if (p.deadlineMaxSeconds < p.deadlineMinSeconds)
     return "swarm.deadline.max_seconds: below swarm.deadline.min_seconds";
+  if (p.shardFrom > 0 && p.shardFrom <= p.reductionReplicas)
+    return "swarm.reduction.shard_from: must exceed swarm.reduction.replicas (every sender a reducer) or be 0";
+  if (p.shardFrom > 0 && p.compression == "sparse")
+    return "swarm.reduction.shard_from: a sparse run is never sharded (its error feedback is per tensor)";
   return {};
 }
 
