@@ -6,7 +6,9 @@
 // every shard's output to apply is here; a shard whose reducers disagree is to be recomputed
 // from its inputs (the node's, with the trainer); a reducer whose index breaks its format is
 // refused (its signed record named those bytes: a ban on bytes we checked ourselves).
-// Engine thread only; fetches through the Swarm, events routed here by the node.
+// Engine thread only; fetches through the Swarm, events routed here by the node. Its fetches (a
+// reducer index is ≤ 512 + 160 bytes a shard, a merged shard its float32 rows) are not counted
+// against RunFolder's quota yet, nor retired: the node's wiring must do both.
 #pragma once
 
 #include "core/node/reducer_index.h"
