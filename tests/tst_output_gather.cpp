@@ -1,12 +1,14 @@
-// A sharded round's outputs as a peer gathers them (core/node/output_gather.h, issue 38 steps 5–6)
-// over the in-memory swarm: reducers write real merged-shard files (merged_shard_file.h), publish
-// them and their index (reducer_index.h) and name the index in their record; the peer fetches the
+// A sharded round's outputs as reducers publish them (core/node/output_publisher.h) and a peer
+// gathers them (core/node/output_gather.h, issue 38 steps 5–6) over the in-memory swarm: reducers
+// write real merged-shard files (merged_shard_file.h), publish them and their index
+// (reducer_index.h) and name the index in their record; the peer fetches the
 // waited-for reducers' indexes, decides each shard by shard_outputs.h's rule and fetches what it
 // applies — byte for byte the reducers' files. A reducer that disagrees puts its shard up for a
 // recomputation; a silent one is replaced once given up; one whose index breaks its format is
 // refused and replaced; a key outside the orders is never fetched from.
 #ifndef Q_MOC_RUN  // moc need not parse LibTorch
 #include "core/node/output_gather.h"
+#include "core/node/output_publisher.h"
 #include "core/sync/merged_shard_file.h"
 #include "core/sync/shard_figures_file.h"
 #include "core/sync/shard_reduce.h"
@@ -22,6 +24,7 @@
 #include <QtTest>
 
 #include <memory>
+#include <optional>
 
 using namespace es;
 using namespace es::node;
@@ -57,12 +60,15 @@ class OutputGatherTest : public QObject {
 
   // `reducer` writes every shard's merged file (rows from `seed`; `odd` shards from `oddSeed`),
   // publishes them and its index, and names the index in its record.
-  // `misnamed`: a shard whose file names a sender outside the set (a size no fetch accepts).
+  // `reducer` writes every shard's merged file (rows from `seed`; `odd` shards from another seed;
+  // `misnamed`: a shard whose file names a sender outside the set, a size no fetch accepts),
+  // publishes them and its index as a reducer does (publishOutputs) and names the index in its
+  // record.
   ContentId reduce(const std::string& reducer, std::uint64_t seed, std::set<std::string> odd = {},
                    const std::string& misnamed = {}) {
     const std::string dir = dir_.filePath(QString::fromStdString(reducer)).toStdString();
     QDir().mkpath(QString::fromStdString(dir));
-    ReducerIndex index{key(reducer), {}};
+    std::vector<std::pair<std::string, std::string>> reduced;
     for (const auto& shard : plan_) {
       std::vector<std::string> senders;
       for (const auto& [sender, claims] : kInputs)
@@ -70,24 +76,40 @@ class OutputGatherTest : public QObject {
       if (shard.id == misnamed) senders.push_back("sender-3");
       const auto rows =
           sync::shardRows(test::senderDeltas(config_, {0, 1, 2, 3}, odd.count(shard.id) ? 99 : seed), shard);
-      std::optional<sync::ShardAgreement> credit;
-      if (shard.expert < 0 && shard.id != misnamed)
-        credit = sync::ShardAgreement{1.0, shard.elements(), std::vector<double>(senders.size(), 0.5),
-                                      std::vector<double>(senders.size(), 2.0)};
       sync::MergedShard merged;
       merged.key = sync::MergedShardKey{kRun, 5, "base-4", shard.id, kDigest};
       merged.senders = senders;
-      merged.credit = credit;
+      if (shard.expert < 0 && shard.id != misnamed)
+        merged.credit = sync::ShardAgreement{1.0, shard.elements(), std::vector<double>(senders.size(), 0.5),
+                                             std::vector<double>(senders.size(), 2.0)};
       merged.rows = rows;
       const std::string path = dir + "/" + sync::mergedShardFileName(5, shard.id);
       if (!sync::saveMergedShard(path, shard, merged).ok()) qFatal("cannot write %s", path.c_str());
-      index.outputs.push_back({shard.id, kDigest, swarm(reducer).publish(path).value()});
+      reduced.emplace_back(shard.id, path);
     }
+    const auto published = publish(reducer, reduced);
+    if (!published.ok()) qFatal("publishOutputs: %s", published.error().c_str());
+    Announcement a;
+    a.round = 5;
+    a.outputs[5] = published->indexContent;
+    if (!swarm(reducer).announce(a).ok()) qFatal("cannot announce");
+    return published->indexContent;
+  }
+
+  Expected<PublishedOutputs> publish(const std::string& reducer,
+                                     const std::vector<std::pair<std::string, std::string>>& reduced) {
+    std::optional<Expected<PublishedOutputs>> got;
+    publishOutputs(swarm(reducer), key(reducer), kDigest, reduced, planIds(),
+                   dir_.filePath(QString::fromStdString(reducer)).toStdString(),
+                   [&got](Expected<PublishedOutputs> out) { got.emplace(std::move(out)); });
+    if (!test::waitUntil([&] { return got.has_value(); }, 5000)) return makeError("publishOutputs never finished");
+    return std::move(*got);
+  }
+
+  std::vector<std::string> planIds() const {
     std::vector<std::string> ids;
     for (const auto& s : plan_) ids.push_back(s.id);
-    const std::string indexPath = dir + "/" + reducerIndexFileName(5);
-    if (!saveReducerIndex(indexPath, index, ids).ok()) qFatal("cannot write %s", indexPath.c_str());
-    return announceIndex(reducer, indexPath);
+    return ids;
   }
 
   ContentId announceIndex(const std::string& reducer, const std::string& indexPath) {
@@ -193,6 +215,25 @@ class OutputGatherTest : public QObject {
     QVERIFY(passUntil(*gather, "peer", [&] { return !gather->toRecompute().empty(); }));
     QCOMPARE(gather->toRecompute(), std::vector<std::string>{plan_[0].id});
     QVERIFY(!gather->complete());
+  }
+
+  // What a reducer publishes: every merged file, then the index naming their content ids (each
+  // the swarm's id of that file), the index last; a file that cannot be published fails it all.
+  void aReducersPublishedOutputsAreItsIndex() {
+    const auto indexId = reduce("r1", 7);
+    const std::string dir = dir_.filePath("r1").toStdString();
+    const auto index = loadReducerIndex(dir + "/" + reducerIndexFileName(5), key("r1"), planIds());
+    QVERIFY2(index.ok(), index.ok() ? "" : index.error().c_str());
+    QCOMPARE(index->outputs.size(), plan_.size());
+    for (std::size_t s = 0; s < plan_.size(); ++s) {
+      QCOMPARE(index->outputs[s].shard, plan_[s].id);
+      QCOMPARE(index->outputs[s].inputs, kDigest);
+      QCOMPARE(index->outputs[s].output,
+               swarm("r1").publish(dir + "/" + sync::mergedShardFileName(5, plan_[s].id)).value());
+    }
+    QCOMPARE(swarm("r1").publish(dir + "/" + reducerIndexFileName(5)).value(), indexId);
+    const auto failed = publish("r2", {{plan_[0].id, dir + "/no-such-file"}});
+    QVERIFY(!failed.ok() && failed.error().find("publishing our merged shards") != std::string::npos);
   }
 };
 
