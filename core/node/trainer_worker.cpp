@@ -1,6 +1,7 @@
 #include "core/node/trainer_worker.h"
 
 #include <QDateTime>
+#include <QDir>
 #include <QFileInfo>
 #include <QTimer>
 
@@ -74,10 +75,21 @@ QString TrainerWorker::contributionPath(qint64 round) const {
       .arg(QDateTime::currentMSecsSinceEpoch());
 }
 
+bool TrainerWorker::shardedRound(qint64 round) const {
+  return shardedRounds_ && nextTopology_ && nextTopology_->sharded && round == peer_->mergedRound() + 1;
+}
+
 void TrainerWorker::writeContribution() {
   const qint64 round = peer_->stepCount() / config_.syncEvery;
-  const auto path = contributionPath(round);
-  auto written = peer_->writeContribution(round, path.toStdString());
+  QString path = contributionPath(round);
+  Expected<ContributionWritten> written = makeError("not written");
+  if (shardedRound(round)) {
+    path.chop(QStringLiteral(".safetensors").size());  // a folder: one file per shard, the figures
+    QDir().mkpath(path);
+    written = peer_->writeShardedContribution(round, path.toStdString(), nextTopology_->shardElements);
+  } else {
+    written = peer_->writeContribution(round, path.toStdString());
+  }
   contributionDue_ = false;
   if (!written) {
     peer_.reset();
@@ -105,6 +117,10 @@ void TrainerWorker::merge(qint64 round, const std::vector<IncomingContribution>&
     peer_.reset();
     return Q_EMIT failed(QString::fromStdString(result.error()));
   }
+  finishMerge(round, std::move(*result), claims);
+}
+
+void TrainerWorker::finishMerge(qint64 round, MergeResult result, const std::vector<int>& claims) {
   awaitingMerge_ = 0;
   if (!claims.empty() && claims != peer_->localExperts()) {
     if (auto s = peer_->setLocalExperts(claims); !s) {
@@ -113,8 +129,12 @@ void TrainerWorker::merge(qint64 round, const std::vector<IncomingContribution>&
     }
   }
   RoundMerged out;
-  out.result = std::move(*result);
+  out.result = std::move(result);
   out.step = peer_->stepCount();
+  if (shardedRounds_) {
+    nextTopology_ = std::make_shared<const sync::RoundTopology>(peer_->nextTopology({}, config_.reduction));
+    out.nextTopology = nextTopology_;
+  }
   // Validation costs about a twentieth of a 50-step round here: only at the run's eval interval
   // (and the first round), on the merged state (SpesPeer::merge), nothing in between.
   if (snapshotEvery_ > 0 && round % snapshotEvery_ == 0) {
@@ -159,6 +179,30 @@ void TrainerWorker::remerge(qint64 round, const std::vector<IncomingContribution
     lastTrained_.contribution = done->rewritten;
     Q_EMIT roundTrained(lastTrained_);
   }
+}
+
+void TrainerWorker::allowShardedRounds(bool allowed) {
+  shardedRounds_ = allowed;
+  nextTopology_.reset();  // derived at the next merge
+}
+
+void TrainerWorker::reduceShards(qint64 round, const ShardedRoundSpec& spec, const std::vector<std::string>& shards,
+                                 const QString& outputDir) {
+  if (!peer_ || round != awaitingMerge_) return;
+  auto reduced = peer_->reduceShards(spec, shards, outputDir.toStdString());
+  if (!reduced) return Q_EMIT shardsReduced(round, {}, QString::fromStdString(reduced.error()));
+  Q_EMIT shardsReduced(round, *reduced, {});
+}
+
+// A round's merged shards that cannot be applied (one moves a weight past the ceiling, a file is
+// unreadable) change nothing: the node decides what next, the trainer keeps waiting for a merge.
+void TrainerWorker::applyShards(qint64 round, const ShardedRoundSpec& spec, const std::vector<std::string>& mergedPaths,
+                                const std::vector<int>& claims) {
+  if (!peer_ || round != awaitingMerge_) return;
+  const bool evaluate = SpesPeer::isEvalRound(round, config_.syncEvery, config_.trainer.train.evalInterval);
+  auto result = peer_->applyShards(spec, mergedPaths, evaluate);
+  if (!result) return Q_EMIT shardsRefused(round, QString::fromStdString(result.error()));
+  finishMerge(round, std::move(*result), claims);
 }
 
 void TrainerWorker::writeSnapshotNow() {

@@ -29,6 +29,9 @@ struct RoundMerged {
   MergeResult result;
   qint64 step = 0;
   QString snapshotPath;  // set on rounds that write a snapshot
+  // Issue 38: how the next round is reduced (SpesPeer::nextTopology), once sharded rounds are
+  // allowed (allowShardedRounds); null before.
+  std::shared_ptr<const sync::RoundTopology> nextTopology;
 };
 
 class TrainerWorker : public QObject {
@@ -58,6 +61,18 @@ class TrainerWorker : public QObject {
   // A snapshot of the newest merged state, now (peers that merged another state need it).
   void writeSnapshotNow();
   void setTrainTokens(std::shared_ptr<const std::vector<std::uint16_t>> tokens);  // SpesPeer::setTrainTokens
+  // Issue 38, a sharded round on this thread (the node does not run one yet; tst_trainer_sharded
+  // drives these as it will). allowShardedRounds: from the next merge on, each merge derives the
+  // next round's topology (RoundMerged::nextTopology), and a round it says is sharded is written
+  // as a folder of shard files (SpesPeer::writeShardedContribution) — the node must fetch and
+  // reduce such rounds, so only a node that can turns it on. reduceShards: this peer's `shards`
+  // of the round into `outputDir` (`shardsReduced`); applyShards: the round's new state from one
+  // merged file per shard, taken as merge() takes its result (`merged`).
+  void allowShardedRounds(bool allowed);
+  void reduceShards(qint64 round, const ShardedRoundSpec& spec, const std::vector<std::string>& shards,
+                    const QString& outputDir);
+  void applyShards(qint64 round, const ShardedRoundSpec& spec, const std::vector<std::string>& mergedPaths,
+                   const std::vector<int>& claims);
   Status exportTo(const QString& path);  // the merged model (safetensors) + <path>.config.json
 
  Q_SIGNALS:
@@ -74,12 +89,20 @@ class TrainerWorker : public QObject {
   void remerged(qint64 round, const QString& fingerprint, const QString& sharedFingerprint, int accepted,
                 const QString& error);
   void snapshotWritten(qint64 round, const QString& path);
+  // reduceShards' result: the merged files (empty and `error` set when it failed: nothing changed).
+  void shardsReduced(qint64 round, const std::vector<es::node::ReducedShard>& reduced, const QString& error);
+  // applyShards refused the files (one moves a weight past the ceiling, one is unreadable):
+  // nothing changed, the round still awaits its merge.
+  void shardsRefused(qint64 round, const QString& error);
   void persisted(qint64 round, const QString& error);  // the state after `round` is durable
   void pausedChanged(bool paused);
 
  private:
   void tick();
   void writeContribution();
+  // A merge's result taken (merge, applyShards): claims, snapshot, `merged`, training on.
+  void finishMerge(qint64 round, MergeResult result, const std::vector<int>& claims);
+  bool shardedRound(qint64 round) const;
   QString contributionPath(qint64 round) const;
   void reportPersisted();  // emits the writer's reports, in order, from this thread
 
@@ -99,6 +122,8 @@ class TrainerWorker : public QObject {
   std::mutex persistMutex_;
   std::vector<std::pair<qint64, QString>> persistReports_;
   RoundTrained lastTrained_;  // the last contribution's report (remerge sends it again, rewritten)
+  bool shardedRounds_ = false;
+  std::shared_ptr<const sync::RoundTopology> nextTopology_;  // of round mergedRound() + 1
   double roundLoss_ = 0, roundSeconds_ = 0;
   qint64 roundTokens_ = 0, roundSteps_ = 0;
 };
@@ -107,3 +132,4 @@ class TrainerWorker : public QObject {
 
 Q_DECLARE_METATYPE(es::node::RoundTrained)
 Q_DECLARE_METATYPE(es::node::RoundMerged)
+Q_DECLARE_METATYPE(std::vector<es::node::ReducedShard>)
