@@ -34,7 +34,9 @@ class BenchSmoke : public QObject {
                                        << "^worst_clip_penalty_percent: -?[0-9.]+" << 120;
     QTest::newRow("merge_memory") << "merge_memory" << QStringList{"--counts", "2"} << "^merge_seconds_2: [0-9.]+ s$"
                                   << 60;
-    QTest::newRow("sybil_cost") << "sybil_cost" << QStringList{} << "^zero +median +3 " << 60;
+    // Its whole table (it has no short mode): 29.7 s in CI at 7a18a69, past 60 s beside the suite's
+    // heaviest tests in the README run at 43491b5. What it does is asserted here, not its speed.
+    QTest::newRow("sybil_cost") << "sybil_cost" << QStringList{} << "^zero +median +3 " << 150;
     QTest::newRow("reduction_scale") << "reduction_scale" << QStringList{"--replicas", "2"} << "^ +256 +[0-9]+ \\| "
                                      << 60;
     QTest::newRow("sybil_nodes") << "sybil_nodes" << QStringList{"--attacks", "ghosts", "--honest", "3", "--keys", "1"}

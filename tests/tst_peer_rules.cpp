@@ -119,6 +119,21 @@ class PeerRulesTest : public QObject {
              qPrintable(QString("peer-a kept in %1 of 20 rounds").arg(smallerKept)));
   }
 
+  // A replica is shed only to an owner whose work was merged: the same two peers, peer-b never
+  // merged (a newcomer out of step, a fresh key claiming to make owners shed), so peer-a keeps all
+  // four every round; once peer-b's work counts, the draw decides again.
+  void aReplicaIsNeverShedToAnOwnerWithoutMergedWork() {
+    int keptWhenProven = 0;
+    for (std::int64_t round = 1; round <= 20; ++round) {
+      auto in = planFor("peer-a", {0, 1, 2, 3}, {peer("peer-b", {0, 1, 2, 3}, round)}, round);
+      in.provenOwner = [](const PeerId& id) { return id != "peer-b"_peer; };
+      QCOMPARE(planClaims(in).size(), std::size_t(4));
+      in.provenOwner = [](const PeerId&) { return true; };
+      keptWhenProven += planClaims(in).size() == 4 ? 1 : 0;
+    }
+    QVERIFY(keptWhenProven > 0 && keptWhenProven < 20);
+  }
+
   void orphansGoToPeersRankedByClaimsThenRoundRank() {
     int selfFirst = 0;
     for (std::int64_t round = 1; round <= 20; ++round) {

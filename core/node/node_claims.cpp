@@ -92,7 +92,8 @@ void Node::decideClaims() {
 std::vector<int> Node::plannedClaims(qint64 nextRound) const {
   if (stopping_ || own_.claims.empty()) return own_.claims;
   return planClaims({swarm_.selfId(), own_.claims, peers_.livePeers(nextRound), nextRound, config_.nExperts,
-                     config_.policy.expertsPerPeer, config_.maxExperts});
+                     config_.policy.expertsPerPeer, config_.maxExperts,
+                     [this](const PeerId& owner) { return peers_.hasMergedWork(owner); }});
 }
 
 }  // namespace es::node

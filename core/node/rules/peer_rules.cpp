@@ -67,7 +67,8 @@ std::int64_t swarmRound(const std::vector<SwarmPeer>& peers) {
 // Orphans (no live owner: lease ended, left, banned, silent) are dealt in order to the live peers
 // ranked by (claim count, roundRank), so peers with the same view pick disjoint ones. A replica is
 // shed by every owner but the first in the round's order, while it holds more than its share;
-// never the only copy. The order changes every round, so no id is always the one that keeps.
+// never the only copy, and never to an owner whose work was never merged (provenOwner). The
+// order changes every round, so no id is always the one that keeps.
 std::vector<int> planClaims(const ClaimPlanInput& in) {
   const int e = in.nExperts;
   const std::int64_t round = in.nextRound;
@@ -83,7 +84,9 @@ std::vector<int> planClaims(const ClaimPlanInput& in) {
     const bool outranked =
         x >= 0 && x < e &&
         std::any_of(owners[static_cast<std::size_t>(x)].begin(), owners[static_cast<std::size_t>(x)].end(),
-                    [&](const PeerId& o) { return ranksBefore(round, o, in.selfId); });
+                    [&](const PeerId& o) {
+                      return ranksBefore(round, o, in.selfId) && (!in.provenOwner || in.provenOwner(o));
+                    });
     if (kept > share && outranked) {
       --kept;
       continue;

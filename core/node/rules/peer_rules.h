@@ -8,6 +8,7 @@
 #include "core/node/swarm.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -58,6 +59,10 @@ struct ClaimPlanInput {
   int nExperts = 0;
   int expertsPerPeer = 1;
   int maxExperts = 0;  // memory budget; 0 = none
+  // Owners a replica may be shed to: those whose work was merged (unset: every owner). A key whose
+  // work never was — a newcomer out of step, a fresh key claiming to make owners shed — is no copy
+  // yet: shedding to it left the expert unmerged (tst_swarm_adversary, README run at 43491b5).
+  std::function<bool(const PeerId&)> provenOwner = {};
 };
 std::vector<int> planClaims(const ClaimPlanInput& in);
 
