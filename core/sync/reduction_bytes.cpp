@@ -1,7 +1,9 @@
 #include "core/sync/reduction_bytes.h"
 
+#include "core/sync/contribution_file.h"
 #include "core/sync/fetch_size.h"
 #include "core/sync/reducer_plan.h"
+#include "core/sync/shard_file.h"
 #include "core/sync/shard_plan.h"
 
 #include <algorithm>
@@ -22,15 +24,12 @@ std::string modelPeerId(int p) {
   return buf;
 }
 
+// A shard file's metadata as the writer makes it (contributionMetadata, shard_file.h), with the
+// model's header: a run id of 64 digits, round 10⁶, a 16-digit base hash.
 ckpt::Metadata shardMetadata(const std::string& shard, const std::string& sender, const char* codec) {
-  return {{"format", "expertswarm-shard"},
-          {"version", "1"},
-          {"run", std::string(64, 'r')},
-          {"round", "1000000"},
-          {"sender", sender},
-          {"shard", shard},
-          {"base_hash", std::string(16, 'b')},
-          {"codec", codec}};
+  auto meta = contributionMetadata({std::string(64, 'r'), 1000000, sender, std::string(16, 'b'), codec}, kShardFormat);
+  (*meta)["shard"] = shard;  // the header above is valid: never an error
+  return *meta;
 }
 
 // Each shard's file in a contributor's folder (int8; every sender's name has the same length, so
