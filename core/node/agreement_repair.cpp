@@ -48,6 +48,9 @@ bool Agreement::startRepair(std::int64_t round, const StateGroup& group) {
   if (!lastClosed_ || lastClosed_->round() != round || round != own_.mergedRound || !host_.trainerRunning() ||
       repairTried_ >= round || host_.mergeQueued())
     return false;
+  // A sharded round's contributions are folders of which we hold only our shards' files, and
+  // SpesPeer::remerge reads whole files: the snapshot it is (issue 38).
+  if (const auto& topology = lastClosed_->own().topology; topology && topology->sharded) return false;
   repairTried_ = round;
   const std::string digest = majoritySetDigest(round, group.members);
   if (digest.empty()) return false;

@@ -28,6 +28,8 @@ Node::Node(Swarm& swarm, NodeConfig config, std::shared_ptr<const std::vector<st
   deadline_.setSingleShot(true);
   joinWindow_.setSingleShot(true);
   connect(&deadline_, &QTimer::timeout, this, &Node::onDeadline);
+  outputDeadline_.setSingleShot(true);
+  connect(&outputDeadline_, &QTimer::timeout, this, &Node::onOutputDeadline);
   pass_.setSingleShot(true);
   connect(&pass_, &QTimer::timeout, this, [this] { gather(); });
   connect(&joinWindow_, &QTimer::timeout, this, [this] { decideClaims(); });
@@ -57,9 +59,10 @@ void Node::start() {
     agreement_.checkAgreement();
     if (agreement_.outOfStep() && agreement_.pendingSnapshot().empty()) agreement_.tryResync();
     gather();
+    passOutputs();
   };
   events.fetched = [this](const ContentId& id, const std::string& path) {
-    if (!agreement_.fetched(id, path)) onContributionFetched(id, path);
+    if (!agreement_.fetched(id, path) && !shardedFetched(id, path)) onContributionFetched(id, path);
   };
   events.fetchFailed = [this](const ContentId& id, const std::string& reason, bool refused) {
     onFetchFailed(id, reason, refused);
@@ -101,6 +104,7 @@ void Node::stop() {
   if (stopping_) return;
   stopping_ = true;
   deadline_.stop();
+  outputDeadline_.stop();
   joinWindow_.stop();
   agreement_.stop();
   if (worker_)

@@ -16,6 +16,7 @@
 #include "core/node/round_gather.h"
 #include "core/node/round_recorder.h"
 #include "core/node/run_folder.h"
+#include "core/node/sharded_close.h"
 #include "core/node/swarm.h"
 #include "core/node/trainer_worker.h"
 #include "core/store/ledger.h"
@@ -175,6 +176,24 @@ class Node : public QObject, private Agreement::Host {
   void onRemerged(qint64 round, const QString& fingerprint, const QString& sharedFingerprint, int accepted,
                   const QString& error);
   void forgetContributionsAfter(qint64 round);  // built on a state we left
+  // node_sharded.cpp: a sharded round from its close to its merge (issue 38).
+  std::vector<std::string> shardsWeReduce(const sync::RoundTopology& topology) const;
+  FetchLimits shardedContributionSizes(const RoundTrained& trained, const PeerId& sender, const std::set<int>& claims,
+                                       const std::vector<std::string>& extra = {}) const;
+  QString ownOutputDir(qint64 round) const;
+  void closeSharded(const std::vector<IncomingContribution>& list);
+  void reduceOn(const std::vector<std::string>& shards, const QString& dir);
+  void onShardsReduced(qint64 round, const std::vector<ReducedShard>& reduced, const QString& error);
+  void onOutputsPublished(qint64 round, Expected<PublishedOutputs> published);
+  void passOutputs();
+  void onOutputDeadline();
+  void recomputeShards(const std::vector<std::string>& shards);
+  void refetchedAll();
+  void applySharded();
+  void onShardsRefused(qint64 round, const QString& error);
+  bool shardedFetched(const ContentId& content, const std::string& path);
+  bool shardedFetchFailed(const ContentId& content, const std::string& reason, bool refused);
+  void finishSharded();
   // The run id written into contributions and snapshots (the trainer's; the swarm's if unset).
   std::string runIdForFiles() const { return config_.peer.runId.empty() ? swarm_.runId() : config_.peer.runId; }
 
@@ -187,7 +206,9 @@ class Node : public QObject, private Agreement::Host {
   RunFolder folder_;
   RoundRecorder recorder_;
   Agreement agreement_;
-  std::optional<RoundGather> gather_;  // the round being gathered
+  std::optional<RoundGather> gather_;                    // the round being gathered
+  std::optional<ShardedClose> sharded_;                  // gather_'s round, sharded, once closed (node_sharded.cpp)
+  std::map<qint64, std::vector<ContentId>> ownOutputs_;  // what we published as a reducer, per round
   std::shared_ptr<const std::vector<std::uint16_t>> train_, val_;
   QThread trainerThread_;
   TrainerWorker* worker_ = nullptr;
@@ -202,6 +223,7 @@ class Node : public QObject, private Agreement::Host {
   SwarmPace pace_;
   int snapshotSkip_ = 0;  // steps of the round after the snapshot being adopted that we skip
   QTimer deadline_, joinWindow_;
+  QTimer outputDeadline_;  // a sharded round's reducers given up on (node_sharded.cpp)
   // A gather pass when a silent fetch frees its slot (RoundGather::msUntilASlotFrees).
   QTimer pass_;
   bool stopping_ = false;

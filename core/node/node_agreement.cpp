@@ -83,6 +83,8 @@ void Node::tookSnapshot(std::int64_t round, const std::string& fingerprint) {
   own_.noteFingerprint(round, fingerprint);
   own_.round = round + 1;
   gather_.reset();
+  sharded_.reset();  // its round is behind the snapshot
+  outputDeadline_.stop();
   deadline_.stop();
   const int steps = config_.peer.syncEvery - snapshotSkip_;
   Q_EMIT message(QStringLiteral("Took the swarm's snapshot of round %1; training round %2 (%3 of its %4 steps: the "

@@ -155,7 +155,7 @@ void Node::onContributionFetched(const ContentId& id, const std::string& path) {
 void Node::onFetchFailed(const ContentId& id, const std::string& reason, bool refused) {
   Q_EMIT message(QStringLiteral("Fetch failed. Content: \"%1\". Reason: \"%2\"").arg(q(id).left(16), q(reason)));
   Q_EMIT noted(QStringLiteral("fetchFailed"), {{"content", q(id)}, {"reason", q(reason)}, {"refused", refused}});
-  if (agreement_.fetchFailed(id, reason, refused) || !gather_) return;
+  if (agreement_.fetchFailed(id, reason, refused) || shardedFetchFailed(id, reason, refused) || !gather_) return;
   if (refused) return refuse(id, reason);
   if (gather_->failed(id)) QTimer::singleShot(500, this, [this] { gather(); });
 }
@@ -248,6 +248,7 @@ void Node::closeRound(bool deadline, const std::set<ContentId>* only, bool witho
   const auto own = own_.contrib.find(r);
   const auto list = gather_->close(deadline, own == own_.contrib.end() ? ContentId() : own->second, only);
   nextClaims_ = plannedClaims(r + 1);
+  if (gather_->own().topology && gather_->own().topology->sharded) return closeSharded(list);
   QMetaObject::invokeMethod(
       worker_, [w = worker_, r, list, claims = nextClaims_] { w->merge(r, list, claims); }, Qt::QueuedConnection);
 }

@@ -30,6 +30,7 @@ void Node::onMerged(const RoundMerged& merged) {
   if (!merged.snapshotPath.isEmpty()) publishSnapshot(s.round, merged.snapshotPath);
   resyncIfOutOfStep(merged.result);
   countStale(merged.result);
+  finishSharded();
   if (gather_) {
     gather_->retireUnarrived();
     agreement_.keepClosed(std::move(*gather_));  // a repair merges from it again
@@ -174,6 +175,11 @@ void Node::retireOldContent(qint64 mergedRound) {
   for (auto it = own_.contrib.begin(); it != own_.contrib.end() && it->first + 2 <= mergedRound;) {
     swarm_.retire(it->second, true);
     it = own_.contrib.erase(it);
+  }
+  for (auto it = ownOutputs_.begin(); it != ownOutputs_.end() && it->first + 2 <= mergedRound;) {
+    for (const auto& id : it->second) swarm_.retire(id, true);
+    own_.outputs.erase(it->first);
+    it = ownOutputs_.erase(it);
   }
   folder_.retireFetchedBefore(mergedRound);
 }

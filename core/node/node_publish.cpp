@@ -55,9 +55,9 @@ void Node::startGathering(const RoundTrained& trained, const ContentId& id) {
   own_.contrib[trained.round] = id;
   own_.round = trained.round;
   announce();
-  auto sizesOf = [this, round = trained.round, base = trained.contribution.baseHash](const PeerId& sender,
-                                                                                     const std::set<int>& claims) {
-    return contributionSizes(sender, claims, round, base);
+  auto sizesOf = [this, trained](const PeerId& sender, const std::set<int>& claims) {
+    if (trained.topology && trained.topology->sharded) return shardedContributionSizes(trained, sender, claims);
+    return contributionSizes(sender, claims, trained.round, trained.contribution.baseHash);
   };
   gather_.emplace(swarm_, folder_, log_, trained, swarm_.selfId(), std::move(sizesOf),
                   RoundGather::Deadline{config_.policy.deadlineMinSeconds, config_.policy.deadlineMaxSeconds,

@@ -25,6 +25,8 @@ void Node::startTrainer() {
             agreement_.snapshotAdopted(round, fingerprint.toStdString(), error, contentAtFault);
           });
   connect(worker_, &TrainerWorker::remerged, this, &Node::onRemerged);
+  connect(worker_, &TrainerWorker::shardsReduced, this, &Node::onShardsReduced);
+  connect(worker_, &TrainerWorker::shardsRefused, this, &Node::onShardsRefused);
   connect(worker_, &TrainerWorker::snapshotWritten, this, &Node::publishSnapshot);
   connect(worker_, &TrainerWorker::persisted, this, [this](qint64 round, const QString& error) {
     if (!error.isEmpty())
@@ -40,6 +42,12 @@ void Node::startTrainer() {
     QMetaObject::invokeMethod(
         worker_, [w = worker_, now = paused_] { now ? w->setPaused(true) : w->pauseAfterRound(); },
         Qt::QueuedConnection);
+  // Issue 38: sharded rounds only in a run that names when they start (swarm.reduction.shard_from):
+  // the byte model's automatic switch waits for the second pass over refusals and for replacement
+  // reducers (docs/ROADMAP.md).
+  if (config_.peer.reduction.shardFrom > 0)
+    QMetaObject::invokeMethod(
+        worker_, [w = worker_] { w->allowShardedRounds(true); }, Qt::QueuedConnection);
   trainerThread_.start();
   QMetaObject::invokeMethod(
       worker_, [w = worker_] { w->start(); }, Qt::QueuedConnection);

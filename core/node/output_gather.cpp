@@ -47,8 +47,9 @@ void OutputGather::pass(const std::vector<SwarmPeer>& peers) {
 
 void OutputGather::fetchIndex(const std::string& reducer, const ContentId& content) {
   const std::string dir = fetchDir_ + "/outputs-" + std::to_string(spec_.key.round) + "/" + content.str();
-  if (swarm_.fetch(content, dir, reducerIndexLimits(spec_.key.round, spec_.plan.size())))
-    indexFetches_[reducer] = content;
+  if (!swarm_.fetch(content, dir, reducerIndexLimits(spec_.key.round, spec_.plan.size()))) return;
+  indexFetches_[reducer] = content;
+  fetches_.insert(content);
 }
 
 void OutputGather::readIndex(const std::string& reducer, const std::string& path) {
@@ -72,14 +73,18 @@ std::set<std::string> OutputGather::sendersOf(const sync::Shard& shard) const {
   return senders;
 }
 
+std::vector<ShardOutput> OutputGather::outputsFor(std::size_t s) const {
+  std::vector<ShardOutput> outputs;
+  for (const auto& [reducer, listed] : heard_)
+    for (const auto& out : listed)
+      if (out.shard == spec_.plan[s].id) outputs.push_back({reducer, out.inputs, out.output.str()});
+  return outputs;
+}
+
 void OutputGather::decide() {
   for (std::size_t s = 0; s < spec_.plan.size(); ++s) {
     if (!applied_[s].empty()) continue;  // decided: its output is here or on its way
-    std::vector<ShardOutput> outputs;
-    for (const auto& [reducer, listed] : heard_)
-      for (const auto& out : listed)
-        if (out.shard == spec_.plan[s].id) outputs.push_back({reducer, out.inputs, out.output.str()});
-    const auto d = decideShard(spec_.orders[s], spec_.replicas, gaveUp_, outputs, spec_.inputDigest);
+    const auto d = decideShard(spec_.orders[s], spec_.replicas, gaveUp_, outputsFor(s), spec_.inputDigest);
     recompute_[s] = d.verdict == ShardVerdict::Recompute;
     if (d.verdict == ShardVerdict::Apply) {
       applied_[s] = d.outputRoot;
@@ -93,10 +98,12 @@ void OutputGather::fetchOutput(std::size_t s, const std::string& root) {
   const auto& shard = spec_.plan[s];
   const sync::MergedShardKey key{spec_.key.run, spec_.key.round, spec_.key.baseHash, shard.id, spec_.inputDigest};
   const std::string dir = fetchDir_ + "/outputs-" + std::to_string(spec_.key.round) + "/" + root;
-  if (swarm_.fetch(ContentId(root), dir, mergedShardLimits(shard, key, sendersOf(shard))))
+  if (swarm_.fetch(ContentId(root), dir, mergedShardLimits(shard, key, sendersOf(shard)))) {
     outputFetches_[root] = s;
-  else
+    fetches_.insert(ContentId(root));
+  } else {
     applied_[s].clear();  // decided again on the next pass
+  }
 }
 
 bool OutputGather::fetched(const ContentId& content, const std::string& path) {
@@ -141,6 +148,21 @@ void OutputGather::giveUp(const std::string& reducer) {
   decide();
 }
 
+std::set<std::string> OutputGather::giveUpOnUndelivered() {
+  std::set<std::string> gaveUp;
+  for (bool more = true; more;) {
+    more = false;
+    for (std::size_t s = 0; s < spec_.plan.size(); ++s) {
+      if (!applied_[s].empty() || recompute_[s]) continue;
+      const auto d = decideShard(spec_.orders[s], spec_.replicas, gaveUp_, outputsFor(s), spec_.inputDigest);
+      for (const auto& reducer : d.waitingOn)
+        if (gaveUp_.insert(reducer).second) more = gaveUp.insert(reducer).second || more;
+    }
+    decide();
+  }
+  return gaveUp;
+}
+
 bool OutputGather::complete() const {
   return std::all_of(applied_.begin(), applied_.end(),
                      [this](const std::string& root) { return !root.empty() && outputPaths_.count(root); });
@@ -152,6 +174,14 @@ std::vector<std::string> OutputGather::appliedPaths() const {
   for (const auto& root : applied_) paths.push_back(outputPaths_.at(root));
   return paths;
 }
+
+std::string OutputGather::appliedPath(std::size_t shard) const {
+  if (shard >= applied_.size() || applied_[shard].empty()) return {};
+  const auto path = outputPaths_.find(applied_[shard]);
+  return path == outputPaths_.end() ? std::string() : path->second;
+}
+
+std::vector<ContentId> OutputGather::contents() const { return {fetches_.begin(), fetches_.end()}; }
 
 std::vector<std::string> OutputGather::toRecompute() const {
   std::vector<std::string> shards;

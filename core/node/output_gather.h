@@ -12,6 +12,7 @@
 #pragma once
 
 #include "core/node/reducer_index.h"
+#include "core/node/rules/shard_outputs.h"
 #include "core/node/swarm.h"
 #include "core/sync/shard_plan.h"
 
@@ -44,10 +45,15 @@ class OutputGather {
   bool failed(const ContentId& content, const std::string& reason, bool refused);
   // A reducer not waited for any more (the node's deadline): the next of each order replaces it.
   void giveUp(const std::string& reducer);
+  // Past the outputs' deadline: every reducer an undecided shard still waits on is given up, and
+  // the replacements after it in turn, so each shard ends applied or to recompute. → those given up.
+  std::set<std::string> giveUpOnUndelivered();
 
-  bool complete() const;                          // every shard's applied output is here
-  std::vector<std::string> appliedPaths() const;  // plan order, when complete
-  std::vector<std::string> toRecompute() const;   // shards whose outputs disagree (or none is left)
+  bool complete() const;                             // every shard's applied output is here
+  std::vector<std::string> appliedPaths() const;     // plan order, when complete
+  std::string appliedPath(std::size_t shard) const;  // the plan shard's output file here ("" not yet)
+  std::vector<ContentId> contents() const;           // every index and output fetched (to retire)
+  std::vector<std::string> toRecompute() const;      // shards whose outputs disagree (or none is left)
   const std::map<std::string, std::string>& refusedReducers() const { return refused_; }  // reducer → why
   std::set<std::string> waitingOn() const;  // reducers whose index is awaited
 
@@ -55,6 +61,7 @@ class OutputGather {
   void fetchIndex(const std::string& reducer, const ContentId& content);
   void readIndex(const std::string& reducer, const std::string& path);
   void decide();
+  std::vector<ShardOutput> outputsFor(std::size_t shard) const;  // as heard
   void fetchOutput(std::size_t shard, const std::string& root);
   std::set<std::string> sendersOf(const sync::Shard& shard) const;
 
@@ -67,6 +74,7 @@ class OutputGather {
   std::map<std::string, std::string> refused_;               // reducer → why its index was refused
   std::map<std::string, std::string> outputPaths_;           // output content id → its file here
   std::map<std::string, std::size_t> outputFetches_;         // output content id → a shard it is for
+  std::set<ContentId> fetches_;                              // every fetch started
   std::vector<std::string> applied_;                         // per plan shard: the output to apply
   std::vector<bool> recompute_;                              // per plan shard
 };

@@ -13,6 +13,28 @@ namespace es::node {
 
 using detail::q;
 
+namespace {
+// Several announcers' folder rules for one content: the first that allows the folder says which
+// files are fetched; the quota counts the most any of them would fetch.
+FetchLimits anyFolderOf(std::vector<FetchLimits> folders) {
+  FetchLimits any;
+  for (const auto& f : folders) any.maxBytes = std::max(any.maxBytes, f.most());
+  const auto allowing = [folders](const std::string& name, const FetchLimits::FolderFiles& files) {
+    for (const auto& f : folders)
+      if (f.folder(name, files).empty()) return &f - folders.data();
+    return std::ptrdiff_t(-1);
+  };
+  any.folder = [folders, allowing](const std::string& name, const FetchLimits::FolderFiles& files) {
+    return allowing(name, files) >= 0 ? std::string() : folders.front().folder(name, files);
+  };
+  any.folderWanted = [folders, allowing](const FetchLimits::FolderFiles& files) {
+    const auto k = allowing({}, files);
+    return k >= 0 && folders[k].folderWanted ? folders[k].folderWanted(files) : std::set<std::string>{};
+  };
+  return any;
+}
+}  // namespace
+
 // A fetch holds its slot for silentAfterMs(); one that brought bytes by then, twice that. The
 // slots order the transfers (senders whose work we merged first); they reserve no bandwidth, so a
 // transfer past its time goes on without one and the next starts beside it. Bytes alone earn no
@@ -94,19 +116,28 @@ int RoundGather::startFetches(std::vector<std::pair<PeerId, ContentId>> wanted,
 std::int64_t RoundGather::bytesComing() const {
   std::int64_t coming = 0;
   for (const auto& [id, t] : transfers_)
-    if (t.inFlight) coming += t.limits.sizes.back();
+    if (t.inFlight) coming += t.limits.most();
   return coming;
 }
 
 // The exact sizes the content may have: those of every sender that announced it this round (an
-// impostor's claims must not make the real sender's file look wrong and get it banned).
+// impostor's claims must not make the real sender's file look wrong and get it banned). A sharded
+// round's are folders (sharded_fetch.h): allowed if one announcer's rule allows it, and then its
+// files are fetched.
 FetchLimits RoundGather::limitsFor(const ContentId& id) const {
   FetchLimits all;
+  std::vector<FetchLimits> folders;
   for (const auto& [sender, c] : contributions_) {
     if (c.content != id) continue;
-    const auto limits = sizesOf_(sender, c.claims);
+    auto limits = sizesOf_(sender, c.claims);
+    if (limits.folder) {
+      folders.push_back(std::move(limits));
+      continue;
+    }
     all.sizes.insert(all.sizes.end(), limits.sizes.begin(), limits.sizes.end());
   }
+  if (folders.size() == 1) return folders.front();
+  if (!folders.empty()) return anyFolderOf(std::move(folders));
   std::sort(all.sizes.begin(), all.sizes.end());
   all.sizes.erase(std::unique(all.sizes.begin(), all.sizes.end()), all.sizes.end());
   return all;
@@ -118,7 +149,7 @@ bool RoundGather::startFetch(const ContentId& id, bool lightShare, Slots& slots)
   const auto limits = limitsFor(id);
   const auto senders = sendersOf(id);
   const QString who = senders.empty() ? QString() : q(*senders.begin()).left(16);
-  if (!folder_.allows(limits.sizes.back(), bytesComing(),
+  if (!folder_.allows(limits.most(), bytesComing(),
                       QStringLiteral("the contribution of %1 to round %2").arg(who).arg(round()), round()))
     return false;
   const qint64 now = clock_.elapsed();
@@ -192,7 +223,7 @@ bool RoundGather::fetchesProgressing(const PeerTest& mayHold) {
   bool progressing = false;
   for (auto& [id, p] : transfers_) {
     if (!p.inFlight) continue;
-    const std::int64_t most = p.limits.sizes.back();
+    const std::int64_t most = p.limits.most();
     const auto [bytes, total] = done.count(id) ? done[id] : std::pair<std::int64_t, std::int64_t>{0, 0};
     const std::int64_t size = total > 0 ? std::min(total, most) : most;  // the metadata's size, once known
     const double seconds = std::max<qint64>(nowMs - p.atMs, 1) / 1000.0;

@@ -32,6 +32,8 @@ class RunFolder {
   // the round's retirement removes it.
   std::string contributionFolder(std::int64_t round, const ContentId& content);
   std::string snapshotFolder(const ContentId& content);
+  // Another fetch of the round's (a sharded round's outputs): retired with its contributions.
+  void noteFetched(std::int64_t round, const ContentId& content) { fetched_[round].insert(content); }
   // One more failed fetch of `content`: how many so far.
   int failedAgain(const ContentId& content) { return ++fetchRetries_[content]; }
 

@@ -18,6 +18,8 @@ FetchLimits shardedContributionLimits(const std::vector<sync::Shard>& plan, cons
   for (const auto& shard : plan)
     if (wantedShards.count(shard.id) && sync::carriesShard(shard, claims)) wanted.insert(sync::shardFileName(shard));
   FetchLimits limits;
+  for (const auto& [name, bytes] : expected)
+    if (wanted.count(name)) limits.maxBytes += bytes;  // what the fetch brings: the quota counts it
   limits.folder = [expected](const std::string&, const FetchLimits::FolderFiles& files) -> std::string {
     if (expected.empty()) return "no sharded contribution of this header can be written";
     auto listed = files;

@@ -7,7 +7,9 @@
 //   - a merged shard is the one file of its name, of one of the sizes its input set allows
 //     (sync::mergedShardSizes);
 //   - a reducer's index is the one file of its name, within the plan's bound (reducer_index.h).
-// A folder that breaks them is refused whole, and its sender is at fault.
+// A folder that breaks them is refused whole, and its sender is at fault. A contribution's limits
+// carry in maxBytes the bytes of the files fetched (a folder's rule is what the swarm layer
+// checks; the maxBytes is what RunFolder's quota counts).
 #pragma once
 
 #include "core/node/swarm.h"

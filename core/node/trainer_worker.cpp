@@ -98,6 +98,7 @@ void TrainerWorker::writeContribution() {
   RoundTrained out;
   out.round = round;
   out.contribution = *written;
+  if (shardedRound(round)) out.topology = nextTopology_;
   out.meanLoss = roundSteps_ ? roundLoss_ / double(roundSteps_) : 0.0;
   out.tokensPerSecond = roundSeconds_ > 0 ? double(roundTokens_) / roundSeconds_ : 0.0;
   out.seconds = roundSeconds_;

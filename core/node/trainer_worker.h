@@ -23,6 +23,9 @@ struct RoundTrained {
   double meanLoss = 0;
   double tokensPerSecond = 0;
   double seconds = 0;  // time spent in this round's steps
+  // Issue 38: set when the round is sharded (the contribution is a folder of shard files): the
+  // plan and reducer orders it was written for, which the node fetches and reduces by.
+  std::shared_ptr<const sync::RoundTopology> topology;
 };
 
 struct RoundMerged {

@@ -1,0 +1,268 @@
+// Node: a sharded round from its close to its merge (issue 38; docs/ARCHITECTURE.md, "Sharded
+// reduction"). The round's contributions are folders of shard files (the trainer writes one when
+// the round's topology says so); each peer fetched of every sender only the files of the shards it
+// reduces. At close the trainer reduces those shards, we publish the merged files and our index
+// and name it in our record; an OutputGather fetches the other reducers' indexes and the outputs
+// to apply, and the trainer applies one merged file per shard — the same state, bit for bit, as
+// the all-to-all merge of the set (tst_sharded_round). A shard whose outputs disagree, or whose
+// reducers did not deliver by the outputs' deadline, is recomputed here from its inputs.
+#include "core/node/node.h"
+#include "core/node/node_util.h"
+#include "core/node/output_publisher.h"
+#include "core/node/rules/shard_refusals.h"
+#include "core/node/sharded_fetch.h"
+
+#include <QDir>
+#include <QPointer>
+
+namespace es::node {
+
+using detail::q;
+
+namespace {
+QString joined(const std::vector<std::string>& ids) {
+  QStringList out;
+  for (const auto& id : ids) out << q(id).left(16);
+  return out.join(", ");
+}
+}  // namespace
+
+std::vector<std::string> Node::shardsWeReduce(const sync::RoundTopology& topology) const {
+  return topology.shardsReducedBy(swarm_.selfId().str(), config_.peer.reduction.replicas);
+}
+
+// What a sender's folder of a sharded round must list, and the files of it we fetch: the figures
+// file and the shards we reduce (`extra`: and these, to recompute them).
+FetchLimits Node::shardedContributionSizes(const RoundTrained& trained, const PeerId& sender,
+                                           const std::set<int>& claims, const std::vector<std::string>& extra) const {
+  const sync::ContributionHeader header{runIdForFiles(), trained.round, sender.str(), trained.contribution.baseHash,
+                                        config_.peer.codec};
+  auto wanted = shardsWeReduce(*trained.topology);
+  wanted.insert(wanted.end(), extra.begin(), extra.end());
+  return shardedContributionLimits(trained.topology->plan, claims, header, {wanted.begin(), wanted.end()});
+}
+
+QString Node::ownOutputDir(qint64 round) const {
+  return QDir(config_.contribDir).filePath(QStringLiteral("outputs-%1").arg(round));
+}
+
+void Node::closeSharded(const std::vector<IncomingContribution>& list) {
+  ShardedClose& c = sharded_.emplace();
+  c.round = gather_->round();
+  c.topology = gather_->own().topology;
+  c.spec.round = c.round;
+  c.spec.shardElements = c.topology->shardElements;
+  const auto contentOf = gather_->contentOf();
+  for (const auto& in : list) {
+    c.spec.senders.push_back({in.sender, in.path, in.claims});
+    if (const auto id = contentOf.find(in.sender); id != contentOf.end()) c.inputs[in.sender.str()] = id->second;
+  }
+  c.spec.inputDigest = inputDigest(c.inputs, {});
+  c.mine = shardsWeReduce(*c.topology);
+  Q_EMIT message(QStringLiteral("Round %1: sharded over %2 shards; reducing %3 of them from %4 contributions")
+                     .arg(c.round)
+                     .arg(c.topology->plan.size())
+                     .arg(c.mine.size())
+                     .arg(list.size()));
+  Q_EMIT noted(QStringLiteral("sharded"), {{"round", qint64(c.round)},
+                                           {"shards", int(c.topology->plan.size())},
+                                           {"reducing", int(c.mine.size())},
+                                           {"contributions", int(list.size())}});
+  QDir().mkpath(ownOutputDir(c.round));
+  // Half the round's shortest deadline: the peers whose outputs came merge that much sooner, and
+  // their next round waits for ours at least the whole of it.
+  outputDeadline_.start(static_cast<int>(config_.policy.deadlineMinSeconds * 1000 / 2));
+  reduceOn(sharded_->mine, ownOutputDir(sharded_->round));
+}
+
+void Node::reduceOn(const std::vector<std::string>& shards, const QString& dir) {
+  QMetaObject::invokeMethod(
+      worker_,
+      [w = worker_, r = sharded_->round, spec = sharded_->spec, shards, dir] { w->reduceShards(r, spec, shards, dir); },
+      Qt::QueuedConnection);
+}
+
+void Node::onShardsReduced(qint64 round, const std::vector<ReducedShard>& reduced, const QString& error) {
+  if (!sharded_ || sharded_->round != round) return;
+  if (!error.isEmpty()) return Q_EMIT failed(QStringLiteral("reducing round %1's shards: %2").arg(round).arg(error));
+  for (const auto& r : reduced) {
+    sharded_->ownPaths[r.shard] = r.path;
+    if (!r.refused.empty())  // the second pass over the set without them is not built yet (issue 38)
+      Q_EMIT message(QStringLiteral("Round %1: shard %2 refused %3 contributions; a second pass without them is "
+                                    "not built yet, the round may not merge")
+                         .arg(round)
+                         .arg(q(r.shard))
+                         .arg(r.refused.size()));
+  }
+  if (sharded_->phase == ShardedClose::Phase::Recomputing) {
+    sharded_->phase = ShardedClose::Phase::Gathering;
+    return passOutputs();
+  }
+  sharded_->phase = ShardedClose::Phase::Publishing;
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& r : reduced) files.emplace_back(r.shard, r.path);
+  const ReducerIndexKey key{runIdForFiles(), round, gather_->own().contribution.baseHash, swarm_.selfId()};
+  const QPointer<Node> self(this);
+  publishOutputs(swarm_, key, sharded_->spec.inputDigest, files, sharded_->planShards(),
+                 ownOutputDir(round).toStdString(), [self, round](Expected<PublishedOutputs> published) {
+                   if (self) self->onOutputsPublished(round, std::move(published));
+                 });
+}
+
+void Node::onOutputsPublished(qint64 round, Expected<PublishedOutputs> published) {
+  if (!published)
+    return Q_EMIT failed(QStringLiteral("publishing round %1's outputs: %2").arg(round).arg(q(published.error())));
+  ownOutputs_[round] = published->contents;
+  if (!sharded_ || sharded_->round != round) return;
+  own_.outputs[round] = published->indexContent;
+  announce();
+  OutputGather::Spec spec;
+  spec.key = published->index.key;
+  spec.inputDigest = sharded_->spec.inputDigest;
+  for (const auto& s : sharded_->spec.senders) spec.inputs[s.sender.str()] = s.claims;
+  spec.plan = sharded_->topology->plan;
+  spec.orders = sharded_->topology->orders;
+  spec.replicas = config_.peer.reduction.replicas;
+  sharded_->outputs.emplace(swarm_, QDir(config_.fetchDir).filePath(QString::number(round)).toStdString(), spec);
+  sharded_->outputs->ownOutputs(published->index, published->pathsByShard);
+  sharded_->phase = ShardedClose::Phase::Gathering;
+  passOutputs();
+}
+
+void Node::passOutputs() {
+  if (!sharded_ || sharded_->phase != ShardedClose::Phase::Gathering) return;
+  auto& outputs = *sharded_->outputs;
+  outputs.pass(swarm_.peers());
+  for (const auto& [reducer, why] : outputs.refusedReducers())
+    if (!peers_.isBanned(PeerId(reducer)))
+      banSender(PeerId(reducer), "its outputs of round " + std::to_string(sharded_->round) + ": " + why);
+  std::vector<std::string> recompute;  // a shard we reduced ourselves is what we would recompute
+  for (const auto& shard : outputs.toRecompute())
+    if (!sharded_->ownPaths.count(shard)) recompute.push_back(shard);
+  if (!recompute.empty()) return recomputeShards(recompute);
+  applySharded();  // once every shard's file is here
+}
+
+// Past the outputs' deadline, the reducers still awaited are given up on (and every replacement
+// after them: a replacement reduces nothing unless it was asked, which is not built yet), so each
+// shard they left is recomputed here.
+void Node::onOutputDeadline() {
+  if (!sharded_ || sharded_->phase != ShardedClose::Phase::Gathering) return;
+  const auto waiting = sharded_->outputs->waitingOn();
+  const auto gaveUp = sharded_->outputs->giveUpOnUndelivered();
+  if (!waiting.empty()) {
+    Q_EMIT message(QStringLiteral("Round %1: %2 reducers published no outputs in %3 s (%4 given up with their "
+                                  "replacements); recomputing their shards")
+                       .arg(sharded_->round)
+                       .arg(waiting.size())
+                       .arg(config_.policy.deadlineMinSeconds / 2)
+                       .arg(gaveUp.size()));
+    Q_EMIT noted(QStringLiteral("reducersGivenUp"), {{"round", qint64(sharded_->round)},
+                                                     {"reducers", int(waiting.size())},
+                                                     {"withReplacements", int(gaveUp.size())}});
+  }
+  passOutputs();
+}
+
+// Protocol step 4: the shards' files are fetched again from every sender of the set, this time
+// with those shards (v2: the files already here are checked, not fetched again), then reduced by
+// our trainer.
+void Node::recomputeShards(const std::vector<std::string>& shards) {
+  sharded_->phase = ShardedClose::Phase::Refetching;
+  sharded_->recomputing = shards;
+  Q_EMIT message(
+      QStringLiteral("Round %1: recomputing shards %2 from their inputs").arg(sharded_->round).arg(joined(shards)));
+  Q_EMIT noted(QStringLiteral("recompute"), {{"round", qint64(sharded_->round)}, {"shards", int(shards.size())}});
+  const auto& own = gather_->own();
+  for (const auto& s : sharded_->spec.senders) {
+    if (s.sender == swarm_.selfId()) continue;
+    const ContentId id = sharded_->inputs.at(s.sender.str());
+    swarm_.retire(id, false);
+    const auto limits = shardedContributionSizes(own, s.sender, s.claims, shards);
+    if (auto started = swarm_.fetch(id, folder_.contributionFolder(sharded_->round, id), limits); !started)
+      return Q_EMIT message(QStringLiteral("Round %1: cannot fetch %2 again: %3")
+                                .arg(sharded_->round)
+                                .arg(q(id).left(16), q(started.error())));
+    sharded_->refetching.insert(id);
+  }
+  refetchedAll();
+}
+
+void Node::refetchedAll() {
+  if (sharded_->phase != ShardedClose::Phase::Refetching || !sharded_->refetching.empty()) return;
+  sharded_->phase = ShardedClose::Phase::Recomputing;
+  reduceOn(sharded_->recomputing, ownOutputDir(sharded_->round) + "/recomputed");
+}
+
+// One merged file per shard, plan order: ours where we reduced or recomputed it, else the output
+// the rule chose — once all are here.
+void Node::applySharded() {
+  std::vector<std::string> paths;
+  for (std::size_t s = 0; s < sharded_->topology->plan.size(); ++s) {
+    const auto& id = sharded_->topology->plan[s].id;
+    const auto own = sharded_->ownPaths.find(id);
+    const std::string path = own != sharded_->ownPaths.end() ? own->second : sharded_->outputs->appliedPath(s);
+    if (path.empty()) return;  // still on its way
+    paths.push_back(path);
+  }
+  outputDeadline_.stop();
+  sharded_->phase = ShardedClose::Phase::Applying;
+  QMetaObject::invokeMethod(
+      worker_,
+      [w = worker_, r = sharded_->round, spec = sharded_->spec, paths, claims = nextClaims_] {
+        w->applyShards(r, spec, paths, claims);
+      },
+      Qt::QueuedConnection);
+}
+
+// The outputs the rule chose cannot be applied (one moves a weight past the ceiling: reducers that
+// agreed on a wrong shard): every shard we did not reduce is recomputed from its inputs, once.
+void Node::onShardsRefused(qint64 round, const QString& error) {
+  Q_EMIT message(QStringLiteral("Round %1: the merged shards cannot be applied: %2").arg(round).arg(error));
+  Q_EMIT noted(QStringLiteral("shardsRefused"), {{"round", round}, {"error", error}});
+  if (!sharded_ || sharded_->round != round || sharded_->recomputedAll) return;
+  sharded_->recomputedAll = true;
+  std::vector<std::string> rest;
+  const auto mine = std::set<std::string>(sharded_->mine.begin(), sharded_->mine.end());
+  for (const auto& shard : sharded_->topology->plan)
+    if (!mine.count(shard.id)) rest.push_back(shard.id);
+  recomputeShards(rest);
+}
+
+// A sharded round's transfer events: true when the content was one of its.
+bool Node::shardedFetched(const ContentId& id, const std::string& path) {
+  if (!sharded_) return false;
+  if (sharded_->refetching.erase(id)) {
+    for (auto& s : sharded_->spec.senders)
+      if (sharded_->inputs.at(s.sender.str()) == id) s.folder = path;
+    refetchedAll();
+    return true;
+  }
+  if (!sharded_->outputs || !sharded_->outputs->fetched(id, path)) return false;
+  passOutputs();
+  return true;
+}
+
+bool Node::shardedFetchFailed(const ContentId& id, const std::string& reason, bool refused) {
+  if (!sharded_) return false;
+  if (sharded_->refetching.count(id)) {  // a sender of the set no longer serves it: nothing else has those bytes
+    Q_EMIT message(
+        QStringLiteral("Round %1: fetching %2 again failed (%3)").arg(sharded_->round).arg(q(id).left(16), q(reason)));
+    return true;
+  }
+  if (!sharded_->outputs || !sharded_->outputs->failed(id, reason, refused)) return false;
+  passOutputs();
+  return true;
+}
+
+// The round merged: what we fetched of its outputs goes with its contributions (RunFolder retires
+// both two rounds later); our own outputs are retired by retireOldContent.
+void Node::finishSharded() {
+  if (!sharded_) return;
+  outputDeadline_.stop();
+  if (sharded_->outputs)
+    for (const auto& id : sharded_->outputs->contents()) folder_.noteFetched(sharded_->round, id);
+  sharded_.reset();
+}
+
+}  // namespace es::node

@@ -1,0 +1,147 @@
+// Issue 38 at the node: three Nodes over the in-memory Swarm (tests/support/memory_swarm.h) in a
+// run that shards from 3 senders with merged work, one reducer a shard (run.json's
+// swarm.reduction). Round 1 is all-to-all (nobody's work merged yet); from round 2 every round is
+// sharded: each node fetches of every contribution only its own shards' files, reduces them,
+// publishes its outputs and its index, fetches the others' and applies one file per shard — and
+// the three end every round in one state. A reducer whose outputs never reach the others is given
+// up at the outputs' deadline and its shards are recomputed from their inputs.
+#include "core/node/node.h"
+#include "core/sync/shard_figures_file.h"
+#include "support/memory_swarm.h"
+#include "support/node_notes.h"
+#include "support/tiny_node.h"
+#include "support/wait_until.h"
+
+#include <QDirIterator>
+#include <QTemporaryDir>
+
+using namespace es::node;
+
+class NodeSharded : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  std::unique_ptr<es::train::RunData> data_;
+
+  struct Run {
+    std::map<std::string, std::map<qint64, RoundSummary>> rounds;
+    std::map<std::string, es::test::NodeNotes> notes;
+    QString failure;
+    int finished = 0;
+  };
+
+  NodeConfig configFor(const QString& tag, const QString& name, int seed) const {
+    auto c = es::test::roundingNodeConfig(*data_, dir_.filePath(tag), name, 3, 4, 20, 60, seed);
+    c.peer.codec = "int8";
+    c.peer.reduction = {1, 0, 3};  // 1 replica, no audit, sharded from 3 senders with merged work
+    return c;
+  }
+
+  // Runs peer-a, peer-b and peer-c to their 4th round; `setUp` may change the swarms first.
+  Run runThree(const QString& tag, const std::function<void(std::vector<MemorySwarm*>&)>& setUp = {}) {
+    MemorySwarmHub hub("tiny-run");
+    MemorySwarm swarmA(hub, "peer-a"), swarmB(hub, "peer-b"), swarmC(hub, "peer-c");
+    std::vector<MemorySwarm*> swarms{&swarmA, &swarmB, &swarmC};
+    if (setUp) setUp(swarms);
+    std::vector<std::unique_ptr<Node>> nodes;
+    Run run;
+    for (int k = 0; k < 3; ++k) {
+      const QString name = QStringLiteral("peer-%1").arg(QChar('a' + k));
+      nodes.push_back(std::make_unique<Node>(*swarms[k], configFor(tag, name, 1 + k), data_->train, data_->val));
+      Node* n = nodes.back().get();
+      const std::string id = name.toStdString();
+      connect(n, &Node::roundClosed, this, [&run, id](const RoundSummary& s) { run.rounds[id][s.round] = s; });
+      connect(n, &Node::noted, this,
+              [&run, id](const QString& kind, const QVariantMap& f) { run.notes[id].add(kind, f); });
+      connect(n, &Node::finished, this, [&run] { ++run.finished; });
+      connect(n, &Node::failed, this, [&run](const QString& e) { run.failure = e; });
+      connect(n, &Node::message, this, [id](const QString& m) { qInfo("%s: %s", id.c_str(), qPrintable(m)); });
+    }
+    for (auto& n : nodes) n->start();
+    es::test::waitUntil([&] { return run.finished == 3 || !run.failure.isEmpty(); }, 240000);
+    return run;
+  }
+
+  // Every round on every peer: all three merged, one state.
+  static void checkOneState(const Run& run) {
+    for (qint64 r = 1; r <= 4; ++r) {
+      const auto& a = run.rounds.at("peer-a");
+      QVERIFY2(a.count(r), qPrintable(QString("peer-a never closed round %1").arg(r)));
+      for (const auto& peer : {"peer-b", "peer-c"}) {
+        QVERIFY2(run.rounds.at(peer).count(r), peer);
+        QCOMPARE(run.rounds.at(peer).at(r).fingerprint, a.at(r).fingerprint);
+      }
+      QCOMPARE(a.at(r).peers, 3);
+    }
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    auto data = es::test::bundledRunData(dir_.filePath("run"));
+    QVERIFY2(data.ok(), data ? "" : data.error().c_str());
+    data_ = std::make_unique<es::train::RunData>(std::move(*data));
+  }
+
+  void threeNodesMergeShardedRoundsIntoOneState() {
+    const Run run = runThree("plain");
+    QVERIFY2(run.failure.isEmpty(), qPrintable(run.failure));
+    QCOMPARE(run.finished, 3);
+    checkOneState(run);
+    for (const auto& [peer, notes] : run.notes) {
+      QVERIFY2(!notes.has("sharded", {{"round", 1}}), "round 1 has no merged work to shard by");
+      for (qint64 r = 2; r <= 4; ++r) {
+        const auto sharded = notes.of("sharded", {{"round", r}});
+        QVERIFY2(sharded.size() == 1, qPrintable(QString::fromStdString(peer) + ": " + notes.trail()));
+        QCOMPARE(sharded.front().fields.value("contributions").toInt(), 3);
+        // One reducer a shard over three peers: each reduces some, none all.
+        const int reducing = sharded.front().fields.value("reducing").toInt();
+        QVERIFY(reducing > 0 && reducing < sharded.front().fields.value("shards").toInt());
+      }
+      QVERIFY2(!notes.has("recompute"), qPrintable(QString::fromStdString(peer) + ": " + notes.trail()));
+    }
+    // What a peer holds of another's round-4 contribution: the figures file and its own shards'
+    // files, not the whole folder.
+    const QString incoming = dir_.filePath("plain/peer-a/incoming/4");
+    int figures = 0, files = 0;
+    for (QDirIterator it(incoming, QDir::Files, QDirIterator::Subdirectories); it.hasNext();) {
+      const QString path = it.next();
+      if (path.contains("/outputs-")) continue;
+      ++files;
+      figures += path.endsWith(QString::fromStdString(es::sync::kFiguresFileName)) ? 1 : 0;
+    }
+    QCOMPARE(figures, 2);  // peer-b's and peer-c's
+    QVERIFY2(files > 2, "no shard file fetched");
+  }
+
+  // peer-c's outputs never reach peer-a and peer-b: at the outputs' deadline they give peer-c
+  // up and recompute its shards from the contributions, and all three still end in one state.
+  void aReducerWhoseOutputsNeverArriveIsRecomputed() {
+    MemorySwarm* c = nullptr;
+    const Run run = runThree("withheld", [&c](std::vector<MemorySwarm*>& swarms) {
+      c = swarms[2];
+      for (int k = 0; k < 2; ++k) {
+        MemorySwarm* self = swarms[k];
+        self->withhold([self](const es::ContentId& id) {
+          for (const auto& p : self->peers())
+            if (p.id.str() == "peer-c")
+              for (const auto& [round, index] : p.announced.outputs)
+                if (index == id) return true;
+          return false;
+        });
+      }
+    });
+    QVERIFY2(run.failure.isEmpty(), qPrintable(run.failure));
+    QCOMPARE(run.finished, 3);
+    checkOneState(run);
+    for (const auto& peer : {"peer-a", "peer-b"}) {
+      const auto& notes = run.notes.at(peer);
+      for (qint64 r = 2; r <= 4; ++r) {
+        QVERIFY2(notes.has("reducersGivenUp", {{"round", r}}), qPrintable(QString(peer) + ": " + notes.trail()));
+        QVERIFY2(notes.has("recompute", {{"round", r}}), qPrintable(QString(peer) + ": " + notes.trail()));
+      }
+    }
+    QVERIFY(!run.notes.at("peer-c").has("recompute"));
+  }
+};
+
+QTEST_GUILESS_MAIN(NodeSharded)
+#include "tst_node_sharded.moc"
