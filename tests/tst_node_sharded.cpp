@@ -29,15 +29,15 @@ class NodeSharded : public QObject {
     int finished = 0;
   };
 
-  NodeConfig configFor(const QString& tag, const QString& name, int seed) const {
-    auto c = es::test::roundingNodeConfig(*data_, dir_.filePath(tag), name, 3, 4, 20, 60, seed);
+  NodeConfig configFor(const QString& tag, const QString& name, int seed, int rounds) const {
+    auto c = es::test::roundingNodeConfig(*data_, dir_.filePath(tag), name, 3, rounds, 20, 60, seed);
     c.peer.codec = "int8";
     c.peer.reduction = {1, 0, 3};  // 1 replica, no audit, sharded from 3 senders with merged work
     return c;
   }
 
-  // Runs peer-a, peer-b and peer-c to their 4th round; `setUp` may change the swarms first.
-  Run runThree(const QString& tag, const std::function<void(std::vector<MemorySwarm*>&)>& setUp = {}) {
+  // Runs peer-a, peer-b and peer-c to their round `rounds`; `setUp` may change the swarms first.
+  Run runThree(const QString& tag, const std::function<void(std::vector<MemorySwarm*>&)>& setUp = {}, int rounds = 4) {
     MemorySwarmHub hub("tiny-run");
     MemorySwarm swarmA(hub, "peer-a"), swarmB(hub, "peer-b"), swarmC(hub, "peer-c");
     std::vector<MemorySwarm*> swarms{&swarmA, &swarmB, &swarmC};
@@ -46,7 +46,8 @@ class NodeSharded : public QObject {
     Run run;
     for (int k = 0; k < 3; ++k) {
       const QString name = QStringLiteral("peer-%1").arg(QChar('a' + k));
-      nodes.push_back(std::make_unique<Node>(*swarms[k], configFor(tag, name, 1 + k), data_->train, data_->val));
+      nodes.push_back(
+          std::make_unique<Node>(*swarms[k], configFor(tag, name, 1 + k, rounds), data_->train, data_->val));
       Node* n = nodes.back().get();
       const std::string id = name.toStdString();
       connect(n, &Node::roundClosed, this, [&run, id](const RoundSummary& s) { run.rounds[id][s.round] = s; });
@@ -61,16 +62,16 @@ class NodeSharded : public QObject {
     return run;
   }
 
-  // Every round on every peer: all three merged, one state.
-  static void checkOneState(const Run& run) {
-    for (qint64 r = 1; r <= 4; ++r) {
+  // Every round on every peer: one state, all three merged (the last round: `lastPeers`).
+  static void checkOneState(const Run& run, int rounds = 4, int lastPeers = 3) {
+    for (qint64 r = 1; r <= rounds; ++r) {
       const auto& a = run.rounds.at("peer-a");
       QVERIFY2(a.count(r), qPrintable(QString("peer-a never closed round %1").arg(r)));
       for (const auto& peer : {"peer-b", "peer-c"}) {
         QVERIFY2(run.rounds.at(peer).count(r), peer);
         QCOMPARE(run.rounds.at(peer).at(r).fingerprint, a.at(r).fingerprint);
       }
-      QCOMPARE(a.at(r).peers, 3);
+      QCOMPARE(a.at(r).peers, r == rounds ? lastPeers : 3);
     }
   }
 
@@ -140,6 +141,44 @@ class NodeSharded : public QObject {
       }
     }
     QVERIFY(!run.notes.at("peer-c").has("recompute"));
+  }
+
+  // What peer-a fetches of peer-c's round-2 folder arrives with one byte changed in each shard
+  // file (as if peer-c's files did not give the figures it signed): peer-a's reduce refuses
+  // peer-c in its shards, the others apply peer-a's outputs, see the refusal, and all three reduce
+  // round 2 again without peer-c — one state of two contributions. Only peer-a, which checked the
+  // bytes, bans peer-c.
+  void aSenderRefusedInOneShardIsOutAfterASecondPass() {
+    const Run run = runThree(
+        "refused",
+        [](std::vector<MemorySwarm*>& swarms) {
+          MemorySwarm* a = swarms[0];
+          a->tamperWithFolders([a](const es::ContentId& id, const std::string& copy) {
+            bool roundTwoOfC = false;
+            for (const auto& p : a->peers())
+              roundTwoOfC = roundTwoOfC ||
+                            (p.id.str() == "peer-c" && p.announced.contrib.count(2) && p.announced.contrib.at(2) == id);
+            if (!roundTwoOfC) return;
+            for (QDirIterator it(QString::fromStdString(copy), QDir::Files); it.hasNext();) {
+              QFile file(it.next());
+              if (file.fileName().endsWith(QString::fromStdString(es::sync::kFiguresFileName))) continue;
+              QVERIFY(file.open(QIODevice::ReadWrite));
+              QVERIFY(file.seek(file.size() - 1));
+              const char last = file.read(1).at(0);
+              QVERIFY(file.seek(file.size() - 1));
+              file.write(QByteArray(1, char(last ^ 0x01)));
+            }
+          });
+        },
+        2);
+    QVERIFY2(run.failure.isEmpty(), qPrintable(run.failure));
+    QCOMPARE(run.finished, 3);
+    checkOneState(run, 2, 2);
+    for (const auto& [peer, notes] : run.notes)
+      QVERIFY2(notes.has("secondPass", {{"round", 2}, {"refused", 1}}),
+               qPrintable(QString::fromStdString(peer) + ": " + notes.trail()));
+    QVERIFY(run.notes.at("peer-a").has("ban", {{"peer", "peer-c"}}));
+    QVERIFY(!run.notes.at("peer-b").has("ban", {{"peer", "peer-c"}}));
   }
 };
 

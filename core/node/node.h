@@ -191,6 +191,8 @@ class Node : public QObject, private Agreement::Host {
   void refetchedAll();
   void applySharded();
   void onShardsRefused(qint64 round, const QString& error);
+  void onShardsNameRefused(qint64 round, const ShardRefusals& refusals);
+  bool refusedHere(const PeerId& sender) const { return sharded_ && sharded_->refusedHere.count(sender); }
   bool shardedFetched(const ContentId& content, const std::string& path);
   bool shardedFetchFailed(const ContentId& content, const std::string& reason, bool refused);
   void finishSharded();

@@ -19,7 +19,9 @@ using detail::q;
 void Node::onMerged(const RoundMerged& merged) {
   const RoundSummary s = summarize(merged);
   for (const auto& v : merged.result.verdicts)
-    if (!v.accepted && !v.stale && !v.lost && !v.noWork && v.sender != swarm_.selfId()) banSender(v.sender, v.reason);
+    if (!v.accepted && !v.stale && !v.lost && !v.noWork && v.sender != swarm_.selfId() &&
+        (!v.outByShards || refusedHere(v.sender)))
+      banSender(v.sender, v.reason);
   reportExpertCuts(s.round, merged.result);
   reportUncredited(s.round, merged.result);
   recorder_.merged(captureForLedger(s, merged.step));  // committed once its state is durable

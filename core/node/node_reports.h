@@ -49,6 +49,8 @@ struct ContributionVerdict {
   // round in the work ledger (sync/work_credit.h).
   double agreement = 0.0;
   bool credited = false;
+  // Out of a sharded round by a shard's reducers: banned only by a peer that checked those bytes.
+  bool outByShards = false;
 };
 
 // What a merged model writes: the greedy continuation of the run's fixed prompt (merged_sample.h).

@@ -68,11 +68,12 @@ void Node::closeSharded(const std::vector<IncomingContribution>& list) {
                                            {"shards", int(c.topology->plan.size())},
                                            {"reducing", int(c.mine.size())},
                                            {"contributions", int(list.size())}});
+  c.outputDir = ownOutputDir(c.round).toStdString();
   QDir().mkpath(ownOutputDir(c.round));
   // Half the round's shortest deadline: the peers whose outputs came merge that much sooner, and
   // their next round waits for ours at least the whole of it.
   outputDeadline_.start(static_cast<int>(config_.policy.deadlineMinSeconds * 1000 / 2));
-  reduceOn(sharded_->mine, ownOutputDir(sharded_->round));
+  reduceOn(sharded_->mine, QString::fromStdString(sharded_->outputDir));
 }
 
 void Node::reduceOn(const std::vector<std::string>& shards, const QString& dir) {
@@ -87,12 +88,7 @@ void Node::onShardsReduced(qint64 round, const std::vector<ReducedShard>& reduce
   if (!error.isEmpty()) return Q_EMIT failed(QStringLiteral("reducing round %1's shards: %2").arg(round).arg(error));
   for (const auto& r : reduced) {
     sharded_->ownPaths[r.shard] = r.path;
-    if (!r.refused.empty())  // the second pass over the set without them is not built yet (issue 38)
-      Q_EMIT message(QStringLiteral("Round %1: shard %2 refused %3 contributions; a second pass without them is "
-                                    "not built yet, the round may not merge")
-                         .arg(round)
-                         .arg(q(r.shard))
-                         .arg(r.refused.size()));
+    sharded_->refusedHere.insert(r.refused.begin(), r.refused.end());
   }
   if (sharded_->phase == ShardedClose::Phase::Recomputing) {
     sharded_->phase = ShardedClose::Phase::Gathering;
@@ -103,8 +99,8 @@ void Node::onShardsReduced(qint64 round, const std::vector<ReducedShard>& reduce
   for (const auto& r : reduced) files.emplace_back(r.shard, r.path);
   const ReducerIndexKey key{runIdForFiles(), round, gather_->own().contribution.baseHash, swarm_.selfId()};
   const QPointer<Node> self(this);
-  publishOutputs(swarm_, key, sharded_->spec.inputDigest, files, sharded_->planShards(),
-                 ownOutputDir(round).toStdString(), [self, round](Expected<PublishedOutputs> published) {
+  publishOutputs(swarm_, key, sharded_->spec.inputDigest, files, sharded_->planShards(), sharded_->outputDir,
+                 [self, round](Expected<PublishedOutputs> published) {
                    if (self) self->onOutputsPublished(round, std::move(published));
                  });
 }
@@ -112,14 +108,16 @@ void Node::onShardsReduced(qint64 round, const std::vector<ReducedShard>& reduce
 void Node::onOutputsPublished(qint64 round, Expected<PublishedOutputs> published) {
   if (!published)
     return Q_EMIT failed(QStringLiteral("publishing round %1's outputs: %2").arg(round).arg(q(published.error())));
-  ownOutputs_[round] = published->contents;
+  auto& ours = ownOutputs_[round];
+  ours.insert(ours.end(), published->contents.begin(), published->contents.end());
   if (!sharded_ || sharded_->round != round) return;
   own_.outputs[round] = published->indexContent;
   announce();
   OutputGather::Spec spec;
   spec.key = published->index.key;
   spec.inputDigest = sharded_->spec.inputDigest;
-  for (const auto& s : sharded_->spec.senders) spec.inputs[s.sender.str()] = s.claims;
+  for (const auto& s : sharded_->spec.senders)  // a second pass's outputs name the set without the refused
+    if (!sharded_->spec.out.count(s.sender)) spec.inputs[s.sender.str()] = s.claims;
   spec.plan = sharded_->topology->plan;
   spec.orders = sharded_->topology->orders;
   spec.replicas = config_.peer.reduction.replicas;
@@ -191,7 +189,7 @@ void Node::recomputeShards(const std::vector<std::string>& shards) {
 void Node::refetchedAll() {
   if (sharded_->phase != ShardedClose::Phase::Refetching || !sharded_->refetching.empty()) return;
   sharded_->phase = ShardedClose::Phase::Recomputing;
-  reduceOn(sharded_->recomputing, ownOutputDir(sharded_->round) + "/recomputed");
+  reduceOn(sharded_->recomputing, QDir(QString::fromStdString(sharded_->outputDir)).filePath("recomputed"));
 }
 
 // One merged file per shard, plan order: ours where we reduced or recomputed it, else the output
@@ -227,6 +225,40 @@ void Node::onShardsRefused(qint64 round, const QString& error) {
   for (const auto& shard : sharded_->topology->plan)
     if (!mine.count(shard.id)) rest.push_back(shard.id);
   recomputeShards(rest);
+}
+
+// Merged files that refuse senders of the set (ours, or outputs the rule chose): the refusals
+// are gathered over every shard (shard_refusals.h) and the round is reduced again without them —
+// a second pass, at most: a shard's own findings do not depend on who else is in.
+void Node::onShardsNameRefused(qint64 round, const ShardRefusals& refusals) {
+  if (!sharded_ || sharded_->round != round) return;
+  std::set<std::string> out;
+  for (const auto& id : sharded_->spec.out) out.insert(id.str());
+  std::map<std::string, AppliedShard> applied;
+  for (const auto& [shard, refused] : refusals) applied[shard] = {sharded_->spec.inputDigest, refused};
+  const auto verdict = gatherRefusals(sharded_->inputs, out, sharded_->planShards(), applied);
+  if (verdict.pass != RoundPass::Again || sharded_->pass >= 2)
+    return onShardsRefused(round, QStringLiteral("merged shards refuse senders, and no pass without them is left"));
+  QStringList names;
+  for (const auto& id : verdict.refused) names << q(id).left(16);
+  Q_EMIT message(QStringLiteral("Round %1: reducers refused %2; reducing every shard again without them")
+                     .arg(round)
+                     .arg(names.join(", ")));
+  Q_EMIT noted(QStringLiteral("secondPass"), {{"round", round}, {"refused", int(verdict.refused.size())}});
+  sharded_->pass = 2;
+  sharded_->spec.out.clear();
+  for (const auto& id : verdict.refused) sharded_->spec.out.insert(PeerId(id));
+  sharded_->spec.inputDigest = verdict.digest;
+  for (const auto& id : sharded_->outputs->contents()) folder_.noteFetched(round, id);  // retired with the round's
+  sharded_->outputs.reset();
+  sharded_->ownPaths.clear();
+  sharded_->recomputing.clear();
+  sharded_->recomputedAll = false;
+  sharded_->phase = ShardedClose::Phase::Reducing;
+  sharded_->outputDir = QDir(ownOutputDir(round)).filePath("pass-2").toStdString();
+  QDir().mkpath(QString::fromStdString(sharded_->outputDir));
+  outputDeadline_.start(static_cast<int>(config_.policy.deadlineMinSeconds * 1000 / 2));
+  reduceOn(sharded_->mine, QString::fromStdString(sharded_->outputDir));
 }
 
 // A sharded round's transfer events: true when the content was one of its.

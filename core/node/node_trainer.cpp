@@ -27,6 +27,7 @@ void Node::startTrainer() {
   connect(worker_, &TrainerWorker::remerged, this, &Node::onRemerged);
   connect(worker_, &TrainerWorker::shardsReduced, this, &Node::onShardsReduced);
   connect(worker_, &TrainerWorker::shardsRefused, this, &Node::onShardsRefused);
+  connect(worker_, &TrainerWorker::shardsNameRefused, this, &Node::onShardsNameRefused);
   connect(worker_, &TrainerWorker::snapshotWritten, this, &Node::publishSnapshot);
   connect(worker_, &TrainerWorker::persisted, this, [this](qint64 round, const QString& error) {
     if (!error.isEmpty())

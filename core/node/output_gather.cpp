@@ -35,6 +35,17 @@ std::set<std::string> OutputGather::waitingOn() const {
 // Only the waited-for reducers' indexes are fetched: outputs from outside the orders do not count
 // (decideShard), so a key cannot make us fetch anything by naming an index.
 void OutputGather::pass(const std::vector<SwarmPeer>& peers) {
+  // A reducer whose record names another index than the one we read (its second pass) is heard
+  // again: what it said for another input set does not count (decideShard) and would keep it
+  // "heard" for good.
+  for (const auto& p : peers) {
+    const auto named = p.announced.outputs.find(spec_.key.round);
+    const auto read = heardFrom_.find(p.id.str());
+    if (named != p.announced.outputs.end() && read != heardFrom_.end() && read->second != named->second) {
+      heard_.erase(read->first);
+      heardFrom_.erase(read);
+    }
+  }
   const auto waiting = waitingOn();
   for (const auto& p : peers) {
     const std::string reducer = p.id.str();
@@ -110,6 +121,7 @@ bool OutputGather::fetched(const ContentId& content, const std::string& path) {
   for (auto it = indexFetches_.begin(); it != indexFetches_.end(); ++it) {
     if (it->second != content) continue;
     const std::string reducer = it->first;
+    heardFrom_[reducer] = it->second;
     indexFetches_.erase(it);
     readIndex(reducer, path);
     decide();

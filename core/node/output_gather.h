@@ -70,6 +70,7 @@ class OutputGather {
   Spec spec_;
   std::set<std::string> gaveUp_;
   std::map<std::string, ContentId> indexFetches_;            // reducer → its index in flight
+  std::map<std::string, ContentId> heardFrom_;               // reducer → the index its heard_ entry read
   std::map<std::string, std::vector<ReducedOutput>> heard_;  // reducer → its index's outputs
   std::map<std::string, std::string> refused_;               // reducer → why its index was refused
   std::map<std::string, std::string> outputPaths_;           // output content id → its file here

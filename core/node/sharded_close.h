@@ -3,7 +3,8 @@
 // the trainer reduces our shards, we publish the merged files and our index, the OutputGather
 // collects every shard's output to apply, and the trainer applies them. A shard whose reducers
 // disagree, or that nobody delivered by the outputs' deadline, is recomputed here: its files are
-// fetched from every sender of the set and reduced by our trainer (protocol step 4).
+// fetched from every sender of the set and reduced by our trainer (protocol step 4). A sender an
+// applied output refused is out of the round: every shard is reduced once more without it.
 // Engine thread only. Header-only state; the node owns it beside the RoundGather.
 #pragma once
 
@@ -32,7 +33,10 @@ struct ShardedClose {
   std::vector<std::string> recomputing;         // the shards being recomputed
   std::set<ContentId> refetching;               // inputs fetched again with those shards' files
   Phase phase = Phase::Reducing;
-  bool recomputedAll = false;  // the chosen outputs could not be applied: all recomputed once
+  int pass = 1;                  // a second one reduces the set without the refused (shard_refusals.h)
+  std::string outputDir;         // this pass's merged files and index
+  std::set<PeerId> refusedHere;  // senders our own reduce refused (we checked their bytes: we ban)
+  bool recomputedAll = false;    // the chosen outputs could not be applied: all recomputed once
 
   std::vector<std::string> planShards() const {
     std::vector<std::string> ids;

@@ -201,7 +201,9 @@ void TrainerWorker::applyShards(qint64 round, const ShardedRoundSpec& spec, cons
                                 const std::vector<int>& claims) {
   if (!peer_ || round != awaitingMerge_) return;
   const bool evaluate = SpesPeer::isEvalRound(round, config_.syncEvery, config_.trainer.train.evalInterval);
-  auto result = peer_->applyShards(spec, mergedPaths, evaluate);
+  ShardRefusals refusals;
+  auto result = peer_->applyShards(spec, mergedPaths, evaluate, &refusals);
+  if (!result && !refusals.empty()) return Q_EMIT shardsNameRefused(round, refusals);
   if (!result) return Q_EMIT shardsRefused(round, QString::fromStdString(result.error()));
   finishMerge(round, std::move(*result), claims);
 }

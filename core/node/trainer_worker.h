@@ -97,6 +97,9 @@ class TrainerWorker : public QObject {
   // applyShards refused the files (one moves a weight past the ceiling, one is unreadable):
   // nothing changed, the round still awaits its merge.
   void shardsRefused(qint64 round, const QString& error);
+  // applyShards found merged files that refuse senders: nothing changed, the round is reduced again
+  // without them (shard_refusals.h's second pass).
+  void shardsNameRefused(qint64 round, const es::node::ShardRefusals& refusals);
   void persisted(qint64 round, const QString& error);  // the state after `round` is durable
   void pausedChanged(bool paused);
 
@@ -136,3 +139,4 @@ class TrainerWorker : public QObject {
 Q_DECLARE_METATYPE(es::node::RoundTrained)
 Q_DECLARE_METATYPE(es::node::RoundMerged)
 Q_DECLARE_METATYPE(std::vector<es::node::ReducedShard>)
+Q_DECLARE_METATYPE(es::node::ShardRefusals)

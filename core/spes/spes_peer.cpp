@@ -328,6 +328,7 @@ Expected<MergeResult> SpesPeer::Impl::adoptMerge(sync::RoundMerge outcome, Merge
       if (who.first == e.sender) result.verdicts.back().expertCuts[who.second] = factor;
     result.verdicts.back().agreement = e.agreement;
     result.verdicts.back().credited = e.credited;
+    result.verdicts.back().outByShards = e.outByShards;
   }
   std::sort(result.verdicts.begin(), result.verdicts.end(),
             [](const auto& a, const auto& b) { return a.sender < b.sender; });

@@ -62,6 +62,9 @@ struct ShardedRoundSpec {
   std::set<PeerId> out;                     // refused by an earlier pass (shard_refusals.h)
   std::string inputDigest;                  // of the set without them
 };
+// Shard id → the senders its merged file names refused (a pass that refused someone: another pass
+// follows, shard_refusals.h).
+using ShardRefusals = std::map<std::string, std::set<std::string>>;
 // One shard this peer reduced: its merged-shard file and whom it refused there.
 struct ReducedShard {
   std::string shard;
@@ -147,8 +150,10 @@ class SpesPeer {
                                                          std::int64_t shardElements);
   Expected<std::vector<ReducedShard>> reduceShards(const ShardedRoundSpec& spec, const std::vector<std::string>& shards,
                                                    const std::string& outputDir);
+  // A merged file that names refused senders is not final: applyShards then fills `refusals` (when
+  // given) with every shard's and changes nothing.
   Expected<MergeResult> applyShards(const ShardedRoundSpec& spec, const std::vector<std::string>& mergedPaths,
-                                    bool evaluate = false);
+                                    bool evaluate = false, ShardRefusals* refusals = nullptr);
   // How round mergedRound() + 1 is reduced, from this peer's agreed state alone
   // (sync/round_topology.h): its work ledger's senders with merged work, the model, the run's
   // codec, and its fingerprint as the reducers' seed — so every peer that merged the same set

@@ -123,7 +123,7 @@ Expected<std::vector<ReducedShard>> SpesPeer::reduceShards(const ShardedRoundSpe
 }
 
 Expected<MergeResult> SpesPeer::applyShards(const ShardedRoundSpec& spec, const std::vector<std::string>& mergedPaths,
-                                            bool evaluate) {
+                                            bool evaluate, ShardRefusals* refusals) {
   auto& d = *impl_;
   if (d.snapshot.empty())
     return makeError("merge of round " + std::to_string(spec.round) + " without a contribution of ours");
@@ -138,14 +138,21 @@ Expected<MergeResult> SpesPeer::applyShards(const ShardedRoundSpec& spec, const 
     if (!loaded) return loaded.failure();
     merged.push_back(std::move(*loaded));
   }
+  const bool final = std::all_of(merged.begin(), merged.end(), [](const auto& m) { return m.refused.empty(); });
+  if (!final && refusals) {
+    for (const auto& m : merged) (*refusals)[m.key.shard] = m.refused;
+    return makeError("the merged shards of round " + std::to_string(spec.round) + " refused senders: another pass");
+  }
   auto outcome = sync::applyMergedShards(d.base, r->context, r->plan, merged, r->scale, r->policy,
                                          spec.round * d.config.syncEvery, d.config.trainer.model, d.momentum, d.ledger);
   if (!outcome) return outcome.failure();
   // The senders out of the round: refused whole by their figures, or by a shard (an earlier pass).
   for (const auto& [sender, verdict] : r->scale.refused)
     outcome->verdicts.push_back({sender, false, false, {}, verdict.reason, verdict.noWork});
-  for (const auto& sender : spec.out)
+  for (const auto& sender : spec.out) {
     outcome->verdicts.push_back({sender.str(), false, false, {}, "refused by a shard's reducers", false});
+    outcome->verdicts.back().outByShards = true;
+  }
   MergeResult result;
   result.round = spec.round;
   return d.adoptMerge(std::move(*outcome), std::move(result), {}, evaluate);

@@ -54,6 +54,9 @@ struct EntryVerdict {
   std::string reason;     // empty when accepted
   bool noWork = false;    // rejected as no work (validate.h): not merged, not banned
   bool lost = false;      // our disk failed to read it (Error::local): not judged, not banned
+  // Out of a sharded round by a shard's reducers (shard_refusals.h): banned only by a peer that
+  // checked those bytes itself.
+  bool outByShards = false;
   // Accepted ones: the cosine of its shared delta with the merged shared update, and whether that
   // earned it the round in the work ledger (work_credit.h).
   double agreement = 0.0;

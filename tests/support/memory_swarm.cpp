@@ -167,6 +167,7 @@ Status MemorySwarm::fetchFolder(const ContentId& contentId, const std::string& f
         return;
       }
       delivered = copies_[contentId] = *copied;
+      if (tampered_) tampered_(contentId, delivered);
     }
     if (events_.fetched) events_.fetched(contentId, delivered);
   });

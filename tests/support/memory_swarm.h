@@ -65,6 +65,11 @@ class MemorySwarm : public Swarm {
   // Tests: fetches of content for which `lose` says true are reported fetched, but their copy is
   // not on disk (removed under the transfer: the disk's fault, not the content's).
   void loseCopies(std::function<bool(const ContentId& content)> lose) { lost_ = std::move(lose); }
+  // Tests: `tamper` may change a fetched folder's copy before the node hears of it (bytes that do
+  // not match what their sender signed, as a lying sender's would).
+  void tamperWithFolders(std::function<void(const ContentId& content, const std::string& copy)> tamper) {
+    tampered_ = std::move(tamper);
+  }
   // Tests: the withheld fetches `withhold` now lets through are delivered (a partition healed).
   void deliverWithheld();
   // Tests: a cut link. While cut, this member sees the records it saw when cut, nobody sees its
@@ -79,6 +84,7 @@ class MemorySwarm : public Swarm {
   PeerId selfId_;
   SwarmEvents events_;
   std::function<bool(const ContentId&)> withheld_, lost_;
+  std::function<void(const ContentId&, const std::string&)> tampered_;
   std::function<SwarmTraffic()> traffic_;
   std::set<ContentId> retired_;
   std::map<ContentId, std::string> copies_;  // content → the fetched copy
