@@ -13,7 +13,11 @@
 #include "support/wait_until.h"
 
 #include <QDirIterator>
+#include <QFileInfo>
 #include <QTemporaryDir>
+
+#include <algorithm>
+#include <set>
 
 using namespace es::node;
 
@@ -27,17 +31,23 @@ class NodeSharded : public QObject {
     std::map<std::string, es::test::NodeNotes> notes;
     QString failure;
     int finished = 0;
+    std::set<std::string> finishedBy;
   };
 
-  NodeConfig configFor(const QString& tag, const QString& name, int seed, int rounds) const {
+  NodeConfig configFor(const QString& tag, const QString& name, int seed, int rounds,
+                       es::sync::ReductionPolicy reduction) const {
     auto c = es::test::roundingNodeConfig(*data_, dir_.filePath(tag), name, 3, rounds, 20, 60, seed);
     c.peer.codec = "int8";
-    c.peer.reduction = {1, 0, 3};  // 1 replica, no audit, sharded from 3 senders with merged work
+    c.peer.reduction = reduction;
     return c;
   }
 
   // Runs peer-a, peer-b and peer-c to their round `rounds`; `setUp` may change the swarms first.
-  Run runThree(const QString& tag, const std::function<void(std::vector<MemorySwarm*>&)>& setUp = {}, int rounds = 4) {
+  // Unless said otherwise: 1 replica, no audit, sharded from 3 senders with merged work.
+  // `awaited`: the peers whose end the run waits for (a liar may never finish its rounds).
+  Run runThree(const QString& tag, const std::function<void(std::vector<MemorySwarm*>&)>& setUp = {}, int rounds = 4,
+               es::sync::ReductionPolicy reduction = {1, 0, 3},
+               const std::set<std::string>& awaited = {"peer-a", "peer-b", "peer-c"}) {
     MemorySwarmHub hub("tiny-run");
     MemorySwarm swarmA(hub, "peer-a"), swarmB(hub, "peer-b"), swarmC(hub, "peer-c");
     std::vector<MemorySwarm*> swarms{&swarmA, &swarmB, &swarmC};
@@ -47,18 +57,26 @@ class NodeSharded : public QObject {
     for (int k = 0; k < 3; ++k) {
       const QString name = QStringLiteral("peer-%1").arg(QChar('a' + k));
       nodes.push_back(
-          std::make_unique<Node>(*swarms[k], configFor(tag, name, 1 + k, rounds), data_->train, data_->val));
+          std::make_unique<Node>(*swarms[k], configFor(tag, name, 1 + k, rounds, reduction), data_->train, data_->val));
       Node* n = nodes.back().get();
       const std::string id = name.toStdString();
       connect(n, &Node::roundClosed, this, [&run, id](const RoundSummary& s) { run.rounds[id][s.round] = s; });
       connect(n, &Node::noted, this,
               [&run, id](const QString& kind, const QVariantMap& f) { run.notes[id].add(kind, f); });
-      connect(n, &Node::finished, this, [&run] { ++run.finished; });
+      connect(n, &Node::finished, this, [&run, id] {
+        ++run.finished;
+        run.finishedBy.insert(id);
+      });
       connect(n, &Node::failed, this, [&run](const QString& e) { run.failure = e; });
       connect(n, &Node::message, this, [id](const QString& m) { qInfo("%s: %s", id.c_str(), qPrintable(m)); });
     }
     for (auto& n : nodes) n->start();
-    es::test::waitUntil([&] { return run.finished == 3 || !run.failure.isEmpty(); }, 240000);
+    es::test::waitUntil(
+        [&] {
+          return std::includes(run.finishedBy.begin(), run.finishedBy.end(), awaited.begin(), awaited.end()) ||
+                 !run.failure.isEmpty();
+        },
+        240000);
     return run;
   }
 
@@ -179,6 +197,48 @@ class NodeSharded : public QObject {
                qPrintable(QString::fromStdString(peer) + ": " + notes.trail()));
     QVERIFY(run.notes.at("peer-a").has("ban", {{"peer", "peer-c"}}));
     QVERIFY(!run.notes.at("peer-b").has("ban", {{"peer", "peer-c"}}));
+  }
+
+  // peer-c publishes merged shards with one byte changed (its index names those): with two
+  // reducers a shard, its outputs and its partner's differ, so peer-a and peer-b recompute those
+  // shards, ban peer-c with their own computation as the proof, and merge one state; with one
+  // reducer a shard and every other shard audited, the audit does the same.
+  void aReducerThatLiesIsCaught_data() {
+    QTest::addColumn<int>("replicas");
+    QTest::addColumn<int>("audits");
+    QTest::newRow("two reducers disagree") << 2 << 0;
+    QTest::newRow("one reducer, audited") << 1 << 64;
+  }
+  void aReducerThatLiesIsCaught() {
+    QFETCH(int, replicas);
+    QFETCH(int, audits);
+    const Run run =
+        runThree(QStringLiteral("liar-%1").arg(replicas),
+                 [](std::vector<MemorySwarm*>& swarms) {
+                   swarms[2]->tamperWithPublished([](const std::string& path) {
+                     QFile file(QString::fromStdString(path));
+                     if (!QFileInfo(file).fileName().startsWith("merged-") || !file.open(QIODevice::ReadWrite)) return;
+                     file.seek(file.size() - 1);
+                     const char last = file.read(1).at(0);
+                     file.seek(file.size() - 1);
+                     file.write(QByteArray(1, char(last ^ 0x01)));
+                   });
+                 },
+                 2, {replicas, audits, 3}, {"peer-a", "peer-b"});
+    QVERIFY2(run.failure.isEmpty(), qPrintable(run.failure));
+    QVERIFY(run.finishedBy.count("peer-a") && run.finishedBy.count("peer-b"));
+    const auto& a = run.rounds.at("peer-a");
+    const auto& b = run.rounds.at("peer-b");
+    QVERIFY(a.count(2) && b.count(2));
+    QCOMPARE(a.at(2).fingerprint, b.at(2).fingerprint);
+    QCOMPARE(a.at(2).peers, 3);  // its contribution was honest: only its outputs lied
+    for (const auto& peer : {"peer-a", "peer-b"}) {
+      const auto& notes = run.notes.at(peer);
+      QVERIFY2(notes.has("outputLiar", {{"round", 2}, {"peer", "peer-c"}}),
+               qPrintable(QString(peer) + ": " + notes.trail()));
+      QVERIFY(notes.has("ban", {{"peer", "peer-c"}}));
+      QVERIFY(!notes.has("ban", {{"peer", peer == std::string("peer-a") ? "peer-b" : "peer-a"}}));
+    }
   }
 };
 

@@ -1,9 +1,11 @@
 // Issue 38 between real processes: three `expertswarm --no-gui` clients on 127.0.0.1 (real
 // libtorrent sessions, v2 folder torrents) in a copy of the bundled run with int8 contributions
-// that shards from 3 senders with merged work, one reducer a shard (swarm.reduction). Round 1 is
-// all-to-all (nobody's work is merged yet); rounds 2-4 are sharded — each client fetches of the
-// others' folders only its shards' files, publishes its merged shards and its index, fetches the
-// rest — and after every round the three hold one state with every contribution merged.
+// that shards from 3 senders with merged work, one reducer a shard and one shard audited by each
+// client a round (swarm.reduction). Round 1 is all-to-all (nobody's work is merged yet); rounds
+// 2-4 are sharded — each client fetches of the others' folders only its shards' and its audit's
+// files, publishes its merged shards and its index, fetches the rest, and finds the audited
+// shard's reducer honest — and after every round the three hold one state with every
+// contribution merged.
 #include "support/swarm_clients.h"
 
 #include <QTemporaryDir>
@@ -42,7 +44,7 @@ class SwarmSharded : public QObject {
   void threeClientsMergeShardedRoundsIntoOneState() {
     const QString run = customRun(
         dir_.filePath("run"),
-        {{"compression", "int8"}, {"reduction", QJsonObject{{"replicas", 1}, {"audits", 0}, {"shard_from", 3}}}});
+        {{"compression", "int8"}, {"reduction", QJsonObject{{"replicas", 1}, {"audits", 1}, {"shard_from", 3}}}});
     QVERIFY(!run.isEmpty());
     const int port = freeLoopbackPort();
     QVERIFY(port > 0);
@@ -64,6 +66,7 @@ class SwarmSharded : public QObject {
       QVERIFY2(p->finishedWith(0), qPrintable(p->name()));
       QCOMPARE(int(p->rounds().size()), kRounds);
       QVERIFY2(p->events("recompute").empty(), qPrintable(p->name() + " recomputed a shard"));
+      QVERIFY2(p->events("outputLiar").empty(), qPrintable(p->name() + " found an honest reducer lying"));
       std::set<int> sharded;
       for (const auto& e : p->events("sharded")) {
         sharded.insert(e.value("round").toInt());

@@ -192,6 +192,9 @@ class Node : public QObject, private Agreement::Host {
   void applySharded();
   void onShardsRefused(qint64 round, const QString& error);
   void onShardsNameRefused(qint64 round, const ShardRefusals& refusals);
+  std::vector<std::string> drawAuditShards(const RoundTrained& trained);
+  void verifyOwn(const std::vector<std::string>& shards);
+  void banLiars();
   bool refusedHere(const PeerId& sender) const { return sharded_ && sharded_->refusedHere.count(sender); }
   bool shardedFetched(const ContentId& content, const std::string& path);
   bool shardedFetchFailed(const ContentId& content, const std::string& reason, bool refused);
@@ -211,6 +214,7 @@ class Node : public QObject, private Agreement::Host {
   std::optional<RoundGather> gather_;                    // the round being gathered
   std::optional<ShardedClose> sharded_;                  // gather_'s round, sharded, once closed (node_sharded.cpp)
   std::map<qint64, std::vector<ContentId>> ownOutputs_;  // what we published as a reducer, per round
+  std::map<qint64, std::vector<std::string>> audits_;    // a sharded round's shards we audit (drawn at its start)
   std::shared_ptr<const std::vector<std::uint16_t>> train_, val_;
   QThread trainerThread_;
   TrainerWorker* worker_ = nullptr;

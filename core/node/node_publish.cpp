@@ -55,8 +55,10 @@ void Node::startGathering(const RoundTrained& trained, const ContentId& id) {
   own_.contrib[trained.round] = id;
   own_.round = trained.round;
   announce();
-  auto sizesOf = [this, trained](const PeerId& sender, const std::set<int>& claims) {
-    if (trained.topology && trained.topology->sharded) return shardedContributionSizes(trained, sender, claims);
+  const bool sharded = trained.topology && trained.topology->sharded;
+  const auto audits = sharded ? drawAuditShards(trained) : std::vector<std::string>{};
+  auto sizesOf = [this, trained, audits](const PeerId& sender, const std::set<int>& claims) {
+    if (trained.topology && trained.topology->sharded) return shardedContributionSizes(trained, sender, claims, audits);
     return contributionSizes(sender, claims, trained.round, trained.contribution.baseHash);
   };
   gather_.emplace(swarm_, folder_, log_, trained, swarm_.selfId(), std::move(sizesOf),

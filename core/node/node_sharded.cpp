@@ -9,11 +9,15 @@
 #include "core/node/node.h"
 #include "core/node/node_util.h"
 #include "core/node/output_publisher.h"
+#include "core/node/rules/audit_draw.h"
 #include "core/node/rules/shard_refusals.h"
 #include "core/node/sharded_fetch.h"
 
 #include <QDir>
 #include <QPointer>
+
+#include <algorithm>
+#include <random>
 
 namespace es::node {
 
@@ -42,6 +46,23 @@ FetchLimits Node::shardedContributionSizes(const RoundTrained& trained, const Pe
   return shardedContributionLimits(trained.topology->plan, claims, header, {wanted.begin(), wanted.end()});
 }
 
+// Protocol step 7: the run's `audits` shards we do not reduce, drawn once a round from this
+// process's own entropy (no reducer can know who audits it); their files are fetched with ours.
+std::vector<std::string> Node::drawAuditShards(const RoundTrained& trained) {
+  auto& drawn = audits_[trained.round];
+  if (!drawn.empty() || config_.peer.reduction.audits <= 0) return drawn;
+  const auto& plan = trained.topology->plan;
+  const auto mine = shardsWeReduce(*trained.topology);
+  std::set<std::size_t> reduced;
+  for (std::size_t s = 0; s < plan.size(); ++s)
+    if (std::find(mine.begin(), mine.end(), plan[s].id) != mine.end()) reduced.insert(s);
+  std::random_device entropy;
+  const std::uint64_t seed = (std::uint64_t(entropy()) << 32) ^ entropy();
+  for (const auto s : drawAudits(plan.size(), reduced, config_.peer.reduction.audits, seed))
+    drawn.push_back(plan[s].id);
+  return drawn;
+}
+
 QString Node::ownOutputDir(qint64 round) const {
   return QDir(config_.contribDir).filePath(QStringLiteral("outputs-%1").arg(round));
 }
@@ -59,6 +80,7 @@ void Node::closeSharded(const std::vector<IncomingContribution>& list) {
   }
   c.spec.inputDigest = inputDigest(c.inputs, {});
   c.mine = shardsWeReduce(*c.topology);
+  c.audits = audits_[c.round];
   Q_EMIT message(QStringLiteral("Round %1: sharded over %2 shards; reducing %3 of them from %4 contributions")
                      .arg(c.round)
                      .arg(c.topology->plan.size())
@@ -73,7 +95,7 @@ void Node::closeSharded(const std::vector<IncomingContribution>& list) {
   // Half the round's shortest deadline: the peers whose outputs came merge that much sooner, and
   // their next round waits for ours at least the whole of it.
   outputDeadline_.start(static_cast<int>(config_.policy.deadlineMinSeconds * 1000 / 2));
-  reduceOn(sharded_->mine, QString::fromStdString(sharded_->outputDir));
+  reduceOn(sharded_->reduced(), QString::fromStdString(sharded_->outputDir));
 }
 
 void Node::reduceOn(const std::vector<std::string>& shards, const QString& dir) {
@@ -92,11 +114,15 @@ void Node::onShardsReduced(qint64 round, const std::vector<ReducedShard>& reduce
   }
   if (sharded_->phase == ShardedClose::Phase::Recomputing) {
     sharded_->phase = ShardedClose::Phase::Gathering;
+    verifyOwn(sharded_->recomputing);
     return passOutputs();
   }
   sharded_->phase = ShardedClose::Phase::Publishing;
-  std::vector<std::pair<std::string, std::string>> files;
-  for (const auto& r : reduced) files.emplace_back(r.shard, r.path);
+  verifyOwn(sharded_->audits);
+  std::vector<std::pair<std::string, std::string>> files;  // ours to publish: the audited are not
+  for (const auto& r : reduced)
+    if (std::find(sharded_->mine.begin(), sharded_->mine.end(), r.shard) != sharded_->mine.end())
+      files.emplace_back(r.shard, r.path);
   const ReducerIndexKey key{runIdForFiles(), round, gather_->own().contribution.baseHash, swarm_.selfId()};
   const QPointer<Node> self(this);
   publishOutputs(swarm_, key, sharded_->spec.inputDigest, files, sharded_->planShards(), sharded_->outputDir,
@@ -176,7 +202,9 @@ void Node::recomputeShards(const std::vector<std::string>& shards) {
     if (s.sender == swarm_.selfId()) continue;
     const ContentId id = sharded_->inputs.at(s.sender.str());
     swarm_.retire(id, false);
-    const auto limits = shardedContributionSizes(own, s.sender, s.claims, shards);
+    auto extra = shards;
+    extra.insert(extra.end(), sharded_->audits.begin(), sharded_->audits.end());
+    const auto limits = shardedContributionSizes(own, s.sender, s.claims, extra);
     if (auto started = swarm_.fetch(id, folder_.contributionFolder(sharded_->round, id), limits); !started)
       return Q_EMIT message(QStringLiteral("Round %1: cannot fetch %2 again: %3")
                                 .arg(sharded_->round)
@@ -192,9 +220,48 @@ void Node::refetchedAll() {
   reduceOn(sharded_->recomputing, QDir(QString::fromStdString(sharded_->outputDir)).filePath("recomputed"));
 }
 
+// What we computed ourselves of shards we do not reduce (audited, recomputed) is hashed as the
+// swarm names content — and seeded: it is the shard's output — so the reducers whose signed
+// output differs can be told (banLiars).
+void Node::verifyOwn(const std::vector<std::string>& shards) {
+  const QPointer<Node> self(this);
+  for (const auto& shard : shards) {
+    ++sharded_->verifying;
+    swarm_.publish(sharded_->ownPaths.at(shard),
+                   [self, round = sharded_->round, pass = sharded_->pass, shard](Expected<ContentId> id) {
+                     if (!self || !self->sharded_ || self->sharded_->round != round || self->sharded_->pass != pass)
+                       return;
+                     auto& c = *self->sharded_;
+                     --c.verifying;
+                     if (id) {
+                       c.ownRoots[shard] = *id;
+                       self->ownOutputs_[round].push_back(*id);  // retired with our outputs
+                     }
+                     self->passOutputs();
+                   });
+  }
+}
+
+// Protocol steps 4 and 7: a reducer whose signed output of a shard we computed ourselves is not
+// ours lied (or reduced another set than it signed); its index, named by its record, is the
+// proof anyone can check by the same computation.
+void Node::banLiars() {
+  for (const auto& [shard, root] : sharded_->ownRoots)
+    for (const auto& liar : sharded_->outputs->liarsAgainst(shard, root.str())) {
+      if (liar == swarm_.selfId().str() || peers_.isBanned(PeerId(liar))) continue;
+      banSender(PeerId(liar), "its merged shard " + shard + " of round " + std::to_string(sharded_->round) +
+                                  " is not what the shard's inputs give (recomputed here)");
+      Q_EMIT noted(QStringLiteral("outputLiar"),
+                   {{"round", qint64(sharded_->round)}, {"peer", q(liar)}, {"shard", q(shard)}});
+    }
+}
+
 // One merged file per shard, plan order: ours where we reduced or recomputed it, else the output
 // the rule chose — once all are here.
 void Node::applySharded() {
+  if (sharded_->verifying > 0) return;        // passOutputs comes again when they are hashed
+  for (const auto& shard : sharded_->audits)  // an audit checks the reducers: their word first
+    if (!sharded_->outputs->decided(shard)) return;
   std::vector<std::string> paths;
   for (std::size_t s = 0; s < sharded_->topology->plan.size(); ++s) {
     const auto& id = sharded_->topology->plan[s].id;
@@ -204,6 +271,7 @@ void Node::applySharded() {
     paths.push_back(path);
   }
   outputDeadline_.stop();
+  banLiars();
   sharded_->phase = ShardedClose::Phase::Applying;
   QMetaObject::invokeMethod(
       worker_,
@@ -255,10 +323,12 @@ void Node::onShardsNameRefused(qint64 round, const ShardRefusals& refusals) {
   sharded_->recomputing.clear();
   sharded_->recomputedAll = false;
   sharded_->phase = ShardedClose::Phase::Reducing;
+  sharded_->ownRoots.clear();
+  sharded_->verifying = 0;
   sharded_->outputDir = QDir(ownOutputDir(round)).filePath("pass-2").toStdString();
   QDir().mkpath(QString::fromStdString(sharded_->outputDir));
   outputDeadline_.start(static_cast<int>(config_.policy.deadlineMinSeconds * 1000 / 2));
-  reduceOn(sharded_->mine, QString::fromStdString(sharded_->outputDir));
+  reduceOn(sharded_->reduced(), QString::fromStdString(sharded_->outputDir));
 }
 
 // A sharded round's transfer events: true when the content was one of its.
@@ -292,6 +362,7 @@ bool Node::shardedFetchFailed(const ContentId& id, const std::string& reason, bo
 void Node::finishSharded() {
   if (!sharded_) return;
   outputDeadline_.stop();
+  audits_.erase(audits_.begin(), audits_.upper_bound(sharded_->round));
   if (sharded_->outputs)
     for (const auto& id : sharded_->outputs->contents()) folder_.noteFetched(sharded_->round, id);
   sharded_.reset();

@@ -193,6 +193,18 @@ std::string OutputGather::appliedPath(std::size_t shard) const {
   return path == outputPaths_.end() ? std::string() : path->second;
 }
 
+std::vector<std::string> OutputGather::liarsAgainst(const std::string& shard, const std::string& root) const {
+  for (std::size_t s = 0; s < spec_.plan.size(); ++s)
+    if (spec_.plan[s].id == shard) return outputLiars(spec_.orders[s], outputsFor(s), spec_.inputDigest, root);
+  return {};
+}
+
+bool OutputGather::decided(const std::string& shard) const {
+  for (std::size_t s = 0; s < spec_.plan.size(); ++s)
+    if (spec_.plan[s].id == shard) return !applied_[s].empty() || recompute_[s];
+  return false;
+}
+
 std::vector<ContentId> OutputGather::contents() const { return {fetches_.begin(), fetches_.end()}; }
 
 std::vector<std::string> OutputGather::toRecompute() const {

@@ -56,6 +56,10 @@ class OutputGather {
   std::vector<std::string> toRecompute() const;      // shards whose outputs disagree (or none is left)
   const std::map<std::string, std::string>& refusedReducers() const { return refused_; }  // reducer → why
   std::set<std::string> waitingOn() const;  // reducers whose index is awaited
+  // The reducers of `shard`'s order whose output for the set is not `root` (what we computed
+  // ourselves: an audit, a recomputation) — outputLiars over what we heard.
+  std::vector<std::string> liarsAgainst(const std::string& shard, const std::string& root) const;
+  bool decided(const std::string& shard) const;  // applied or to recompute: its reducers were heard
 
  private:
   void fetchIndex(const std::string& reducer, const ContentId& content);

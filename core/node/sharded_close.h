@@ -28,6 +28,9 @@ struct ShardedClose {
   ShardedRoundSpec spec;                        // what the trainer reduces and applies
   std::map<std::string, ContentId> inputs;      // the agreed set: sender → its contribution
   std::vector<std::string> mine;                // the shards we reduce (plan order)
+  std::vector<std::string> audits;              // the shards we recompute to check their reducers (step 7)
+  std::map<std::string, ContentId> ownRoots;    // shard → what we computed of it, audited or recomputed
+  int verifying = 0;                            // of those, still being hashed
   std::optional<OutputGather> outputs;          // the others' outputs, once ours are published
   std::map<std::string, std::string> ownPaths;  // shard → our merged file (reduced or recomputed)
   std::vector<std::string> recomputing;         // the shards being recomputed
@@ -38,6 +41,11 @@ struct ShardedClose {
   std::set<PeerId> refusedHere;  // senders our own reduce refused (we checked their bytes: we ban)
   bool recomputedAll = false;    // the chosen outputs could not be applied: all recomputed once
 
+  std::vector<std::string> reduced() const {  // ours and the audited
+    auto all = mine;
+    all.insert(all.end(), audits.begin(), audits.end());
+    return all;
+  }
   std::vector<std::string> planShards() const {
     std::vector<std::string> ids;
     for (const auto& s : topology->plan) ids.push_back(s.id);

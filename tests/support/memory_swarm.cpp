@@ -87,7 +87,10 @@ std::vector<SwarmPeer> MemorySwarm::peers() const {
 }
 
 void MemorySwarm::publish(const std::string& path, Published done) {
-  QTimer::singleShot(publishDelayMs_, &context_, [this, path, done] { done(publish(path)); });
+  QTimer::singleShot(publishDelayMs_, &context_, [this, path, done] {
+    if (publishTampered_) publishTampered_(path);
+    done(publish(path));
+  });
 }
 
 // Content ids name the bytes, as info-hashes do: two peers publishing identical snapshots get one

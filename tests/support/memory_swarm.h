@@ -70,6 +70,10 @@ class MemorySwarm : public Swarm {
   void tamperWithFolders(std::function<void(const ContentId& content, const std::string& copy)> tamper) {
     tampered_ = std::move(tamper);
   }
+  // Tests: `tamper` may change a file the node publishes before it is hashed (a lying publisher).
+  void tamperWithPublished(std::function<void(const std::string& path)> tamper) {
+    publishTampered_ = std::move(tamper);
+  }
   // Tests: the withheld fetches `withhold` now lets through are delivered (a partition healed).
   void deliverWithheld();
   // Tests: a cut link. While cut, this member sees the records it saw when cut, nobody sees its
@@ -85,6 +89,7 @@ class MemorySwarm : public Swarm {
   SwarmEvents events_;
   std::function<bool(const ContentId&)> withheld_, lost_;
   std::function<void(const ContentId&, const std::string&)> tampered_;
+  std::function<void(const std::string&)> publishTampered_;
   std::function<SwarmTraffic()> traffic_;
   std::set<ContentId> retired_;
   std::map<ContentId, std::string> copies_;  // content → the fetched copy
