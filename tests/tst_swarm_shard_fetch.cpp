@@ -128,6 +128,29 @@ class SwarmShardFetch : public QObject {
     QVERIFY(downloaded >= fileBytes + figuresBytes);
     QVERIFY2(downloaded <= itsPieces + (32 << 10), "more than its files' pieces: other shards' pieces came too");
     QVERIFY(partBytes <= itsPieces + (64 << 10));  // the pads' pieces and the part file's slot map
+
+    // A recomputation (Node::recomputeShards): the same folder asked again with one more shard's
+    // file, its transfer removed first with its files kept. The new file comes, the sender's bytes;
+    // the two already here are checked on disk, not downloaded again.
+    const sync::Shard& more = shards[4];
+    const QString moreName = QString::fromStdString(sync::shardFileName(more));
+    const qint64 moreBytes = QFileInfo(folder + "/" + moreName).size();
+    reducer->send(QString("more-files %1 %2 %3,%4,%5").arg(hash, dir_.filePath("reducer"), name, figures, moreName));
+    const auto finishedTwice = [&] {
+      int n = 0;
+      for (const auto& e : reducer->events()) n += isEvent(e, "finished") && e.value("hash").toString() == hash ? 1 : 0;
+      return n >= 2;
+    };
+    QVERIFY2(waitUntil(finishedTwice, 60000), "the folder asked again did not finish in 60 s");
+    QCOMPARE(sha256(dir_.filePath("reducer/round-7-peer-1/" + moreName)), sha256(folder + "/" + moreName));
+    QCOMPARE(sha256(got), sha256(folder + "/" + name));
+    qint64 again = -1;
+    for (const auto& t : ask(*reducer, "status", "status").value("transfers").toArray())
+      if (t.toObject().value("hash").toString() == hash) again = t.toObject().value("downloaded").toInteger();
+    const qint64 morePieces = (moreBytes + piece - 1) / piece * piece + piece;
+    qInfo("asked again with one more file of %lld bytes: downloaded %lld", moreBytes, again);
+    QVERIFY(again >= moreBytes);
+    QVERIFY2(again <= morePieces + (32 << 10), "the files already here were downloaded again");
   }
 
   void twoReducersOfAShardSeedOneSwarm() {

@@ -215,7 +215,10 @@ int main(int argc, char** argv) {
       if (words.size() == 4)
         for (const auto& size : words[3].split(',', Qt::SkipEmptyParts)) limits.sizes.push_back(size.toLongLong());
       if (auto s = swarm.fetch(words[1].toStdString(), words[2].toStdString(), limits); !s) fail(cmd, s.error());
-    } else if (cmd == "fetch-files" && words.size() == 4) {  // a folder torrent, only these files of it
+    } else if ((cmd == "fetch-files" || cmd == "more-files") && words.size() == 4) {
+      // A folder torrent, only these files of it. more-files: the transfer is removed first, its
+      // files kept (Node::recomputeShards asks a folder again with more of its files).
+      if (cmd == "more-files") swarm.retire(words[1].toStdString(), false);
       es::node::FetchLimits limits;
       limits.folder = [](const std::string&, const es::node::FetchLimits::FolderFiles&) { return std::string(); };
       std::set<std::string> wanted;
