@@ -37,7 +37,9 @@ QJsonObject roundEvent(const node::RoundSummary& s) {
                     {"state", QString::fromStdString(s.fingerprint)},
                     {"deadline", s.deadlineHit},
                     {"repaired", s.repaired},
-                    {"updated_experts", updated}};
+                    {"updated_experts", updated},
+                    {"session_bytes_sent", qint64(s.sessionBytesSent)},
+                    {"session_bytes_received", qint64(s.sessionBytesReceived)}};
   if (s.valLoss) event.insert("val_loss", *s.valLoss);
   return event;
 }

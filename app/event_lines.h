@@ -8,7 +8,8 @@
 //            outer_lr, outer_momentum, outer_on}
 //   round    round, peers, expected, loss, val_loss (eval rounds only), tok_s, merged (shared
 //            tensors' fingerprint), state (the whole merged state's), deadline, repaired,
-//            updated_experts
+//            updated_experts, session_bytes_sent / _received (the session's, since it started, read
+//            when the round merged)
 //   summary  rounds, trainer_busy_fraction, mean_round_seconds, bytes_sent_per_round,
 //            bytes_received_per_round, transfers, refused_fetches, transfer_files
 //   claims, ban, deadline, resync, snapshot, resumed, outOfStep, repair, … every decision the

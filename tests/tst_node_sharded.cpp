@@ -17,6 +17,7 @@
 #include <QTemporaryDir>
 
 #include <algorithm>
+#include <memory>
 #include <set>
 
 using namespace es::node;
@@ -159,6 +160,38 @@ class NodeSharded : public QObject {
       }
     }
     QVERIFY(!run.notes.at("peer-c").has("recompute"));
+  }
+
+  // peer-c's outputs never reach the others, nor its round-2 contribution once more (a reducer and
+  // sender gone with the only copy of its inputs): peer-a and peer-b cannot recompute its shards
+  // and give the round up to a resync (here: round 1's snapshot, which all three hold; they train
+  // round 2 again and merge it without peer-c), peer-c — the odd one out — takes their state, and
+  // at round 4 the three are in one state.
+  void aShardThatCannotBeRecomputedEndsInTheSwarmsSnapshot() {
+    const Run run = runThree("unrecomputable", [](std::vector<MemorySwarm*>& swarms) {
+      for (int k = 0; k < 2; ++k) {
+        MemorySwarm* self = swarms[k];
+        auto fetchedOnce = std::make_shared<std::set<es::ContentId>>();
+        self->withhold([self, fetchedOnce](const es::ContentId& id) {
+          for (const auto& p : self->peers()) {
+            if (p.id.str() != "peer-c") continue;
+            for (const auto& [round, index] : p.announced.outputs)
+              if (index == id) return true;
+            if (p.announced.contrib.count(2) && p.announced.contrib.at(2) == id) return !fetchedOnce->insert(id).second;
+          }
+          return false;
+        });
+      }
+    });
+    QVERIFY2(run.failure.isEmpty(), qPrintable(run.failure));
+    QCOMPARE(run.finished, 3);
+    for (const auto& peer : {"peer-a", "peer-b"}) {
+      const auto& notes = run.notes.at(peer);
+      QVERIFY2(notes.has("recomputeGivenUp", {{"round", 2}}), qPrintable(QString(peer) + ": " + notes.trail()));
+      QVERIFY2(notes.has("snapshot"), qPrintable(QString(peer) + ": " + notes.trail()));
+    }
+    const auto& c = run.rounds.at("peer-c");
+    for (const auto& peer : {"peer-a", "peer-b"}) QCOMPARE(run.rounds.at(peer).at(4).fingerprint, c.at(4).fingerprint);
   }
 
   // What peer-a fetches of peer-c's round-2 folder arrives with one byte changed in each shard

@@ -189,6 +189,7 @@ class Node : public QObject, private Agreement::Host {
   void onOutputDeadline();
   void recomputeShards(const std::vector<std::string>& shards);
   void refetchedAll();
+  void giveUpRecomputing(const QString& why);
   void applySharded();
   void onShardsRefused(qint64 round, const QString& error);
   void onShardsNameRefused(qint64 round, const ShardRefusals& refusals);

@@ -85,6 +85,9 @@ RoundSummary Node::summarize(const RoundMerged& merged) const {
   s.alpha = merged.result.alpha;
   s.sample = merged.result.sample;
   s.step = merged.step;
+  const auto traffic = swarm_.traffic();
+  s.sessionBytesSent = traffic.bytesSent;
+  s.sessionBytesReceived = traffic.bytesReceived;
   if (!gather_) return s;
   std::set<int> updated;
   for (const auto& v : merged.result.verdicts) {

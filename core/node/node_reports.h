@@ -93,6 +93,9 @@ struct RoundSummary {
   std::string sharedFingerprint;  // of its shared tensors only
   double alpha = 0;               // merging warm-up applied
   std::optional<ModelSample> sample;
+  // Everything the session sent and received since it started, read when the round merged (a
+  // round's bytes are the difference to the round before; bench/reduction_processes).
+  std::int64_t sessionBytesSent = 0, sessionBytesReceived = 0;
 };
 
 // A peer of the run as this peer sees it (from its signed record; ourselves included).

@@ -171,6 +171,9 @@ void Node::passOutputs() {
 // after them: a replacement reduces nothing unless it was asked, which is not built yet), so each
 // shard they left is recomputed here.
 void Node::onOutputDeadline() {
+  if (sharded_ && sharded_->phase == ShardedClose::Phase::Refetching)
+    return giveUpRecomputing(
+        QStringLiteral("their inputs did not come again in %1 s").arg(config_.policy.deadlineMinSeconds / 2));
   if (!sharded_ || sharded_->phase != ShardedClose::Phase::Gathering) return;
   const auto waiting = sharded_->outputs->waitingOn();
   const auto gaveUp = sharded_->outputs->giveUpOnUndelivered();
@@ -197,6 +200,7 @@ void Node::recomputeShards(const std::vector<std::string>& shards) {
   Q_EMIT message(
       QStringLiteral("Round %1: recomputing shards %2 from their inputs").arg(sharded_->round).arg(joined(shards)));
   Q_EMIT noted(QStringLiteral("recompute"), {{"round", qint64(sharded_->round)}, {"shards", int(shards.size())}});
+  outputDeadline_.start(static_cast<int>(config_.policy.deadlineMinSeconds * 1000 / 2));
   const auto& own = gather_->own();
   for (const auto& s : sharded_->spec.senders) {
     if (s.sender == swarm_.selfId()) continue;
@@ -331,6 +335,20 @@ void Node::onShardsNameRefused(qint64 round, const ShardRefusals& refusals) {
   reduceOn(sharded_->reduced(), QString::fromStdString(sharded_->outputDir));
 }
 
+// A shard can be neither applied nor recomputed (its sender left with the only copy of its inputs:
+// a reducer and sender gone mid-round): the round is the swarm's to give us, as a snapshot — the
+// agreement chooses it (never keeping ours), and tookSnapshot ends this close
+// (tst_node_sharded aShardThatCannotBeRecomputedEndsInTheSwarmsSnapshot).
+void Node::giveUpRecomputing(const QString& why) {
+  Q_EMIT message(QStringLiteral("Round %1: cannot recompute shards %2: %3; waiting for the swarm's snapshot")
+                     .arg(sharded_->round)
+                     .arg(joined(sharded_->recomputing), why));
+  Q_EMIT noted(QStringLiteral("recomputeGivenUp"), {{"round", qint64(sharded_->round)}});
+  outputDeadline_.stop();
+  agreement_.wantResync(true);
+  agreement_.tryResync();
+}
+
 // A sharded round's transfer events: true when the content was one of its.
 bool Node::shardedFetched(const ContentId& id, const std::string& path) {
   if (!sharded_) return false;
@@ -348,8 +366,7 @@ bool Node::shardedFetched(const ContentId& id, const std::string& path) {
 bool Node::shardedFetchFailed(const ContentId& id, const std::string& reason, bool refused) {
   if (!sharded_) return false;
   if (sharded_->refetching.count(id)) {  // a sender of the set no longer serves it: nothing else has those bytes
-    Q_EMIT message(
-        QStringLiteral("Round %1: fetching %2 again failed (%3)").arg(sharded_->round).arg(q(id).left(16), q(reason)));
+    giveUpRecomputing(QStringLiteral("fetching %1 again failed (%2)").arg(q(id).left(16), q(reason)));
     return true;
   }
   if (!sharded_->outputs || !sharded_->outputs->failed(id, reason, refused)) return false;

@@ -1,0 +1,145 @@
+// Issue 38: per-peer bytes per round between real client processes, all-to-all against sharded.
+// N `expertswarm --no-gui` peers on 127.0.0.1 train a copy of the bundled run with int8
+// contributions (the default model; light steps: the bytes depend on the model, not the batch),
+// once all-to-all and once sharded from N senders (swarm.reduction: 3 reducers a shard, 1 audit
+// each — the client's defaults; `--replicas`, `--audits`). Each peer's round events carry its
+// session's byte counters read when the round merged (everything the session moved: payload,
+// protocol, the DHT), so a round's bytes are the difference to the round before. Round 1 is
+// all-to-all in both (nobody's work is merged yet) and is not counted; from round 2 it prints per
+// round the busiest peer's received and sent MiB and the mean, and the rounds' mean of each, for
+// both topologies — what bench/reduction_scale's byte model predicts for real processes.
+//   reduction_processes [--peers N (4)] [--rounds R (4)] [--sync-every S (3)] [--replicas R (3)]
+//                       [--audits A (1)] [--only all-to-all|sharded]
+// Loopback only; ~3 min for 4 peers on 2 cores, ~8 for 8.
+#include "support/swarm_clients.h"
+
+#include <QCoreApplication>
+#include <QTemporaryDir>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+using namespace es::test;
+
+namespace {
+
+struct Options {
+  int peers = 4, rounds = 4, syncEvery = 3, replicas = 3, audits = 1;
+  QString only;
+};
+
+struct RoundBytes {
+  double busiestReceived = 0, busiestSent = 0, meanReceived = 0, meanSent = 0;
+};
+
+// Runs the swarm once; → per round from 2 on, the peers' bytes (empty: it failed, said why).
+std::map<int, RoundBytes> runSwarm(const Options& o, bool sharded, const QString& dir) {
+  QJsonObject swarm{{"compression", "int8"}};
+  if (sharded)
+    swarm.insert("reduction", QJsonObject{{"replicas", o.replicas}, {"audits", o.audits}, {"shard_from", o.peers}});
+  const QString run = customRun(dir + "/run", swarm);
+  const QString bootstrap = QString("127.0.0.1:%1").arg(freeLoopbackPort());
+  std::vector<std::unique_ptr<SwarmClient>> clients;
+  for (int i = 0; i < o.peers; ++i) {
+    QStringList a{"--no-gui",
+                  "--run",
+                  run,
+                  "--data-dir",
+                  dir + QString("/peer%1").arg(i),
+                  "--listen",
+                  i == 0 ? bootstrap : QString("127.0.0.1:0"),
+                  "--sync-every",
+                  QString::number(o.syncEvery),
+                  "--rounds",
+                  QString::number(o.rounds),
+                  "--threads",
+                  "1",
+                  "--events"};
+    if (i > 0) a << "--bootstrap" << bootstrap;
+    clients.push_back(std::make_unique<SwarmClient>(QString("peer%1").arg(i), a));
+  }
+  const bool done = waitUntil(
+      [&] { return std::none_of(clients.begin(), clients.end(), [](const auto& c) { return c->running(); }); },
+      1800000);
+  std::map<int, RoundBytes> out;
+  for (const auto& c : clients)
+    if (!done || !c->finishedWith(0)) {
+      std::fprintf(stderr, "%s did not finish its rounds:\n  %s\n", qPrintable(c->name()),
+                   qPrintable(c->log().mid(std::max(0, int(c->log().size()) - 30)).join("\n  ")));
+      return {};
+    }
+  for (int r = 2; r <= o.rounds; ++r) {
+    RoundBytes b;
+    for (const auto& c : clients) {
+      const auto events = c->events("round");
+      const auto at = [&](int round, const char* field) {
+        for (const auto& e : events)
+          if (e.value("round").toInt() == round) return e.value(field).toDouble();
+        return 0.0;
+      };
+      const double received = (at(r, "session_bytes_received") - at(r - 1, "session_bytes_received")) / (1 << 20);
+      const double sent = (at(r, "session_bytes_sent") - at(r - 1, "session_bytes_sent")) / (1 << 20);
+      b.busiestReceived = std::max(b.busiestReceived, received);
+      b.busiestSent = std::max(b.busiestSent, sent);
+      b.meanReceived += received / o.peers;
+      b.meanSent += sent / o.peers;
+    }
+    out[r] = b;
+  }
+  return out;
+}
+
+void print(const char* topology, const std::map<int, RoundBytes>& rounds) {
+  RoundBytes mean;
+  for (const auto& [r, b] : rounds) {
+    std::printf("| %s | %d | %.1f | %.1f | %.1f | %.1f |\n", topology, r, b.busiestReceived, b.meanReceived,
+                b.busiestSent, b.meanSent);
+    mean.busiestReceived += b.busiestReceived / rounds.size();
+    mean.meanReceived += b.meanReceived / rounds.size();
+    mean.busiestSent += b.busiestSent / rounds.size();
+    mean.meanSent += b.meanSent / rounds.size();
+  }
+  std::printf("| %s | mean | %.1f | %.1f | %.1f | %.1f |\n", topology, mean.busiestReceived, mean.meanReceived,
+              mean.busiestSent, mean.meanSent);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QCoreApplication app(argc, argv);
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const QString flag = argv[i], value = argv[i + 1];
+    if (flag == "--peers")
+      o.peers = value.toInt();
+    else if (flag == "--rounds")
+      o.rounds = value.toInt();
+    else if (flag == "--sync-every")
+      o.syncEvery = value.toInt();
+    else if (flag == "--replicas")
+      o.replicas = value.toInt();
+    else if (flag == "--audits")
+      o.audits = value.toInt();
+    else if (flag == "--only")
+      o.only = value;
+    else
+      return std::fprintf(stderr, "reduction_processes: unknown flag %s\n", argv[i]), 2;
+  }
+  if (o.peers <= o.replicas || o.rounds < 2)
+    return std::fprintf(stderr, "reduction_processes: needs more peers than replicas, and 2 rounds\n"), 2;
+  std::printf("%d peers, default model, int8, %d rounds of %d steps; sharded: %d reducers a shard, %d audits\n",
+              o.peers, o.rounds, o.syncEvery, o.replicas, o.audits);
+  std::printf("| topology | round | busiest recv MiB | mean recv MiB | busiest sent MiB | mean sent MiB |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  int status = 0;
+  for (const bool sharded : {false, true}) {
+    if (!o.only.isEmpty() && o.only != (sharded ? "sharded" : "all-to-all")) continue;
+    QTemporaryDir dir;
+    const auto rounds = runSwarm(o, sharded, dir.path());
+    if (rounds.empty()) status = 1;
+    print(sharded ? "sharded" : "all-to-all", rounds);
+    std::fflush(stdout);
+  }
+  return status;
+}
