@@ -9,7 +9,7 @@
 // round the busiest peer's received and sent MiB and the mean, and the rounds' mean of each, for
 // both topologies — what bench/reduction_scale's byte model predicts for real processes.
 //   reduction_processes [--peers N (4)] [--rounds R (4)] [--sync-every S (3)] [--replicas R (3)]
-//                       [--audits A (1)] [--only all-to-all|sharded]
+//                       [--audits A (1)] [--only all-to-all|sharded] [--give-up-after S (1800)]
 // Loopback only; ~3 min for 4 peers on 2 cores, ~8 for 8.
 #include "support/swarm_clients.h"
 
@@ -26,6 +26,7 @@ namespace {
 
 struct Options {
   int peers = 4, rounds = 4, syncEvery = 3, replicas = 3, audits = 1;
+  int giveUpSeconds = 1800;  // a swarm not done by then: each client's log tail, and no figures
   QString only;
 };
 
@@ -61,7 +62,7 @@ std::map<int, RoundBytes> runSwarm(const Options& o, bool sharded, const QString
   }
   const bool done = waitUntil(
       [&] { return std::none_of(clients.begin(), clients.end(), [](const auto& c) { return c->running(); }); },
-      1800000);
+      qint64(o.giveUpSeconds) * 1000);
   std::map<int, RoundBytes> out;
   for (const auto& c : clients)
     if (!done || !c->finishedWith(0)) {
@@ -123,6 +124,8 @@ int main(int argc, char** argv) {
       o.audits = value.toInt();
     else if (flag == "--only")
       o.only = value;
+    else if (flag == "--give-up-after")
+      o.giveUpSeconds = value.toInt();
     else
       return std::fprintf(stderr, "reduction_processes: unknown flag %s\n", argv[i]), 2;
   }
