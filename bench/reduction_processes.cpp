@@ -10,10 +10,13 @@
 // both topologies — what bench/reduction_scale's byte model predicts for real processes.
 //   reduction_processes [--peers N (4)] [--rounds R (4)] [--sync-every S (3)] [--replicas R (3)]
 //                       [--audits A (1)] [--only all-to-all|sharded] [--give-up-after S (1800)]
+//                       [--log-dir DIR]  (each client's whole log, DIR/<topology>/peerN.log)
 // Loopback only; ~3 min for 4 peers on 2 cores, ~8 for 8.
 #include "support/swarm_clients.h"
 
 #include <QCoreApplication>
+#include <QDir>
+#include <QFile>
 #include <QTemporaryDir>
 
 #include <algorithm>
@@ -27,6 +30,7 @@ namespace {
 struct Options {
   int peers = 4, rounds = 4, syncEvery = 3, replicas = 3, audits = 1;
   int giveUpSeconds = 1800;  // a swarm not done by then: each client's log tail, and no figures
+  QString logDir;            // each client's whole log written there at the end
   QString only;
 };
 
@@ -63,6 +67,14 @@ std::map<int, RoundBytes> runSwarm(const Options& o, bool sharded, const QString
   const bool done = waitUntil(
       [&] { return std::none_of(clients.begin(), clients.end(), [](const auto& c) { return c->running(); }); },
       qint64(o.giveUpSeconds) * 1000);
+  if (!o.logDir.isEmpty()) {
+    const QString into = o.logDir + (sharded ? "/sharded" : "/all-to-all");
+    QDir().mkpath(into);
+    for (const auto& c : clients) {
+      QFile file(into + "/" + c->name() + ".log");
+      if (file.open(QIODevice::WriteOnly)) file.write(c->log().join("\n").toUtf8());
+    }
+  }
   std::map<int, RoundBytes> out;
   for (const auto& c : clients)
     if (!done || !c->finishedWith(0)) {
@@ -126,6 +138,8 @@ int main(int argc, char** argv) {
       o.only = value;
     else if (flag == "--give-up-after")
       o.giveUpSeconds = value.toInt();
+    else if (flag == "--log-dir")
+      o.logDir = value;
     else
       return std::fprintf(stderr, "reduction_processes: unknown flag %s\n", argv[i]), 2;
   }
