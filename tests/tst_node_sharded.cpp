@@ -199,12 +199,21 @@ class NodeSharded : public QObject {
   // peer-c in its shards, the others apply peer-a's outputs, see the refusal, and all three reduce
   // round 2 again without peer-c — one state of two contributions. Only peer-a, which checked the
   // bytes, bans peer-c.
+  // The same with peer-c's figures file changed instead (it no longer reads): every peer that
+  // fetched it refuses peer-c wherever it sends — before, applyShards then failed without naming
+  // the refusal and the round stalled on every peer.
+  void aSenderRefusedInOneShardIsOutAfterASecondPass_data() {
+    QTest::addColumn<bool>("figures");
+    QTest::newRow("a shard file") << false;
+    QTest::newRow("the figures file") << true;
+  }
   void aSenderRefusedInOneShardIsOutAfterASecondPass() {
+    QFETCH(bool, figures);
     const Run run = runThree(
-        "refused",
-        [](std::vector<MemorySwarm*>& swarms) {
+        figures ? "refused-figures" : "refused",
+        [figures](std::vector<MemorySwarm*>& swarms) {
           MemorySwarm* a = swarms[0];
-          a->tamperWithFolders([a](const es::ContentId& id, const std::string& copy) {
+          a->tamperWithFolders([a, figures](const es::ContentId& id, const std::string& copy) {
             bool roundTwoOfC = false;
             for (const auto& p : a->peers())
               roundTwoOfC = roundTwoOfC ||
@@ -212,7 +221,7 @@ class NodeSharded : public QObject {
             if (!roundTwoOfC) return;
             for (QDirIterator it(QString::fromStdString(copy), QDir::Files); it.hasNext();) {
               QFile file(it.next());
-              if (file.fileName().endsWith(QString::fromStdString(es::sync::kFiguresFileName))) continue;
+              if (file.fileName().endsWith(QString::fromStdString(es::sync::kFiguresFileName)) != figures) continue;
               QVERIFY(file.open(QIODevice::ReadWrite));
               QVERIFY(file.seek(file.size() - 1));
               const char last = file.read(1).at(0);

@@ -129,7 +129,13 @@ Expected<MergeResult> SpesPeer::applyShards(const ShardedRoundSpec& spec, const 
     return makeError("merge of round " + std::to_string(spec.round) + " without a contribution of ours");
   auto r = prepare(d.config, d.fingerprint(), d.ledger, spec);
   if (!r) return r.failure();
-  if (!r->unreadable.empty()) return makeError("the figures of " + *r->unreadable.begin() + " did not read here");
+  if (!r->unreadable.empty()) {
+    // Refused wherever they send (reduceShards names them so): a second pass without them, as for
+    // any refusal — an error alone left every peer's round stalled on one key's bad figures file.
+    if (refusals)
+      for (const auto& shard : r->plan) (*refusals)[shard.id] = r->unreadable;
+    return makeError("the figures of " + *r->unreadable.begin() + " did not read here");
+  }
   if (mergedPaths.size() != r->plan.size()) return makeError("not one merged shard per shard of the plan");
   std::vector<sync::MergedShard> merged;
   for (std::size_t k = 0; k < r->plan.size(); ++k) {
