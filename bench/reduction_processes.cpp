@@ -76,12 +76,15 @@ std::map<int, RoundBytes> runSwarm(const Options& o, bool sharded, const QString
     }
   }
   std::map<int, RoundBytes> out;
+  bool allFinished = true;  // every client that did not (still running, or another exit) says so
   for (const auto& c : clients)
-    if (!done || !c->finishedWith(0)) {
-      std::fprintf(stderr, "%s did not finish its rounds:\n  %s\n", qPrintable(c->name()),
+    if (c->running() || !c->finishedWith(0)) {
+      allFinished = false;
+      std::fprintf(stderr, "%s did not finish its rounds%s:\n  %s\n", qPrintable(c->name()),
+                   c->running() ? " (still running)" : "",
                    qPrintable(c->log().mid(std::max(0, int(c->log().size()) - 30)).join("\n  ")));
-      return {};
     }
+  if (!done || !allFinished) return {};
   for (int r = 2; r <= o.rounds; ++r) {
     RoundBytes b;
     for (const auto& c : clients) {
@@ -122,7 +125,13 @@ void print(const char* topology, const std::map<int, RoundBytes>& rounds) {
 int main(int argc, char** argv) {
   QCoreApplication app(argc, argv);
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
+    if (i + 1 == argc)  // a lone flag (--help among them) is not a run: say what the flags are
+      return std::fprintf(stderr,
+                          "reduction_processes: %s needs a value; flags: --peers --rounds --sync-every "
+                          "--replicas --audits --only --give-up-after --log-dir\n",
+                          argv[i]),
+             2;
     const QString flag = argv[i], value = argv[i + 1];
     if (flag == "--peers")
       o.peers = value.toInt();

@@ -194,6 +194,42 @@ class NodeSharded : public QObject {
     for (const auto& peer : {"peer-a", "peer-b"}) QCOMPARE(run.rounds.at(peer).at(4).fingerprint, c.at(4).fingerprint);
   }
 
+  // peer-a's fetches of round 2's indexes and outputs fail (a transfer's error, not a refusal;
+  // the failed transfer stays in the swarm, as libtorrent's does): each is dropped and asked
+  // again, and all three merge one state (before: the second ask was never answered — the
+  // 8-process bench's stall). One output that fails every time is recomputed after three tries.
+  void aFetchThatFailsIsAskedAgain_data() {
+    QTest::addColumn<bool>("always");
+    QTest::newRow("each fails once") << false;
+    QTest::newRow("one output always fails") << true;
+  }
+  void aFetchThatFailsIsAskedAgain() {
+    QFETCH(bool, always);
+    auto failedOnce = std::make_shared<std::set<es::ContentId>>();
+    auto broken = std::make_shared<es::ContentId>();
+    const Run run = runThree(
+        always ? "fails-always" : "fails-once",
+        [&](std::vector<MemorySwarm*>& swarms) {
+          MemorySwarm* a = swarms[0];
+          a->failFetches([a, always, failedOnce, broken](const es::ContentId& id, const std::string& dir) {
+            if (dir.find("/outputs-2/") == std::string::npos) return false;
+            if (!always) return failedOnce->insert(id).second;
+            for (const auto& p : a->peers())
+              if (p.announced.outputs.count(2) && p.announced.outputs.at(2) == id) return false;  // an index
+            if (broken->str().empty()) *broken = id;
+            return *broken == id;
+          });
+        },
+        3);
+    QVERIFY2(run.failure.isEmpty(), qPrintable(run.failure));
+    QCOMPARE(run.finished, 3);
+    checkOneState(run, 3);
+    const auto& notes = run.notes.at("peer-a");
+    QVERIFY2(notes.has("fetchFailed"), qPrintable(notes.trail()));
+    QCOMPARE(notes.has("recompute", {{"round", 2}}), always);
+    if (!always) QVERIFY(failedOnce->size() >= 2);  // peer-b's and peer-c's indexes at least
+  }
+
   // What peer-a fetches of peer-c's round-2 folder arrives with one byte changed in each shard
   // file (as if peer-c's files did not give the figures it signed): peer-a's reduce refuses
   // peer-c in its shards, the others apply peer-a's outputs, see the refusal, and all three reduce

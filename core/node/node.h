@@ -188,6 +188,7 @@ class Node : public QObject, private Agreement::Host {
   void passOutputs();
   void onOutputDeadline();
   void recomputeShards(const std::vector<std::string>& shards);
+  bool refetchInput(const ShardedSenderFiles& sender);
   void refetchedAll();
   void giveUpRecomputing(const QString& why);
   void applySharded();

@@ -201,21 +201,30 @@ void Node::recomputeShards(const std::vector<std::string>& shards) {
       QStringLiteral("Round %1: recomputing shards %2 from their inputs").arg(sharded_->round).arg(joined(shards)));
   Q_EMIT noted(QStringLiteral("recompute"), {{"round", qint64(sharded_->round)}, {"shards", int(shards.size())}});
   outputDeadline_.start(static_cast<int>(config_.policy.deadlineMinSeconds * 1000 / 2));
-  const auto& own = gather_->own();
   for (const auto& s : sharded_->spec.senders) {
     if (s.sender == swarm_.selfId()) continue;
     const ContentId id = sharded_->inputs.at(s.sender.str());
     swarm_.retire(id, false);
-    auto extra = shards;
-    extra.insert(extra.end(), sharded_->audits.begin(), sharded_->audits.end());
-    const auto limits = shardedContributionSizes(own, s.sender, s.claims, extra);
-    if (auto started = swarm_.fetch(id, folder_.contributionFolder(sharded_->round, id), limits); !started)
-      return Q_EMIT message(QStringLiteral("Round %1: cannot fetch %2 again: %3")
-                                .arg(sharded_->round)
-                                .arg(q(id).left(16), q(started.error())));
+    if (!refetchInput(s)) return;
     sharded_->refetching.insert(id);
   }
   refetchedAll();
+}
+
+// One sender's folder asked for again with the shards being recomputed (and the audited); false
+// (and said) when the swarm would not start it.
+bool Node::refetchInput(const ShardedSenderFiles& sender) {
+  const ContentId id = sharded_->inputs.at(sender.sender.str());
+  auto extra = sharded_->recomputing;
+  extra.insert(extra.end(), sharded_->audits.begin(), sharded_->audits.end());
+  const auto limits = shardedContributionSizes(gather_->own(), sender.sender, sender.claims, extra);
+  if (auto started = swarm_.fetch(id, folder_.contributionFolder(sharded_->round, id), limits); !started) {
+    Q_EMIT message(QStringLiteral("Round %1: cannot fetch %2 again: %3")
+                       .arg(sharded_->round)
+                       .arg(q(id).left(16), q(started.error())));
+    return false;
+  }
+  return true;
 }
 
 void Node::refetchedAll() {
@@ -365,7 +374,17 @@ bool Node::shardedFetched(const ContentId& id, const std::string& path) {
 
 bool Node::shardedFetchFailed(const ContentId& id, const std::string& reason, bool refused) {
   if (!sharded_) return false;
-  if (sharded_->refetching.count(id)) {  // a sender of the set no longer serves it: nothing else has those bytes
+  if (sharded_->refetching.count(id)) {
+    // A failed transfer (not refused) is asked once more, its files kept (v2 checks them); then,
+    // or when refused, the sender no longer serves it: nothing else has those bytes.
+    const auto sender = std::find_if(sharded_->spec.senders.begin(), sharded_->spec.senders.end(), [&](const auto& s) {
+      const auto input = sharded_->inputs.find(s.sender.str());
+      return input != sharded_->inputs.end() && input->second == id;
+    });
+    if (!refused && folder_.failedAgain(id) < OutputGather::kFetchTries && sender != sharded_->spec.senders.end()) {
+      swarm_.retire(id, false);
+      if (refetchInput(*sender)) return true;
+    }
     giveUpRecomputing(QStringLiteral("fetching %1 again failed (%2)").arg(q(id).left(16), q(reason)));
     return true;
   }

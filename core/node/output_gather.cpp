@@ -96,8 +96,10 @@ void OutputGather::decide() {
   for (std::size_t s = 0; s < spec_.plan.size(); ++s) {
     if (!applied_[s].empty()) continue;  // decided: its output is here or on its way
     const auto d = decideShard(spec_.orders[s], spec_.replicas, gaveUp_, outputsFor(s), spec_.inputDigest);
-    recompute_[s] = d.verdict == ShardVerdict::Recompute;
-    if (d.verdict == ShardVerdict::Apply) {
+    // An agreed output that would not come in kFetchTries is recomputed as a disagreement is.
+    recompute_[s] =
+        d.verdict == ShardVerdict::Recompute || (d.verdict == ShardVerdict::Apply && unfetchable_.count(d.outputRoot));
+    if (d.verdict == ShardVerdict::Apply && !recompute_[s]) {
       applied_[s] = d.outputRoot;
       fetchOutput(s, d.outputRoot);
     }
@@ -132,24 +134,33 @@ bool OutputGather::fetched(const ContentId& content, const std::string& path) {
   return true;
 }
 
-// A refused output (its metadata broke the sizes its input set allows) was named by every reducer
-// that published it: each is refused and replaced, and the shard decided again.
+// A refused index or output (its metadata broke the limits the set allows) was named by the
+// reducers that published it: each is refused and replaced, and the shard decided again. A fetch
+// that failed otherwise (the disk; libtorrent 2.0.8's hybrid "v1 and v2 hashes do not describe the
+// same data", seen on 8 peers) is dropped with its partial file and asked again, as RoundGather
+// does — a transfer the swarm still holds would never report again (SwarmSession::fetch). After
+// kFetchTries an index's reducer is given up, an output's shard recomputed from its inputs.
 bool OutputGather::failed(const ContentId& content, const std::string& reason, bool refused) {
-  for (auto it = indexFetches_.begin(); it != indexFetches_.end(); ++it) {
-    if (it->second != content) continue;
-    if (refused) refused_[it->first] = reason, gaveUp_.insert(it->first);
-    indexFetches_.erase(it);  // not refused: fetched again on the next pass
+  const auto index = std::find_if(indexFetches_.begin(), indexFetches_.end(),
+                                  [&](const auto& fetch) { return fetch.second == content; });
+  const auto output = outputFetches_.find(content.str());
+  if (index == indexFetches_.end() && output == outputFetches_.end()) return false;
+  if (!refused) swarm_.retire(content, true);
+  const bool exhausted = !refused && ++failures_[content.str()] >= kFetchTries;
+  if (index != indexFetches_.end()) {
+    if (refused) refused_[index->first] = reason;
+    if (refused || exhausted) gaveUp_.insert(index->first);
+    indexFetches_.erase(index);  // otherwise fetched again on the next pass
     decide();
     return true;
   }
-  const auto output = outputFetches_.find(content.str());
-  if (output == outputFetches_.end()) return false;
   const std::size_t s = output->second;
   outputFetches_.erase(output);
   if (refused)
     for (const auto& [reducer, listed] : heard_)
       for (const auto& out : listed)
         if (out.shard == spec_.plan[s].id && out.output == content) refused_[reducer] = reason, gaveUp_.insert(reducer);
+  if (exhausted) unfetchable_.insert(content.str());
   applied_[s].clear();
   decide();
   return true;

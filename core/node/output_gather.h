@@ -25,6 +25,7 @@ namespace es::node {
 
 class OutputGather {
  public:
+  static constexpr int kFetchTries = 3;  // an index or output that fails (not refused) this often is given up
   struct Spec {
     ReducerIndexKey key;                          // run, round, base (reducer: set per index)
     std::string inputDigest;                      // the agreed input set's (shard_refusals.h)
@@ -40,7 +41,8 @@ class OutputGather {
   // A pass over the reducers' records: fetches each waited-for reducer's named index, then
   // decides every shard and fetches the outputs to apply.
   void pass(const std::vector<SwarmPeer>& peers);
-  // Transfer events: false when the content is not one of this gather's.
+  // Transfer events: false when the content is not one of this gather's. A failed fetch that was
+  // not refused is dropped and asked again (kFetchTries in all).
   bool fetched(const ContentId& content, const std::string& path);
   bool failed(const ContentId& content, const std::string& reason, bool refused);
   // A reducer not waited for any more (the node's deadline): the next of each order replaces it.
@@ -80,6 +82,8 @@ class OutputGather {
   std::map<std::string, std::string> outputPaths_;           // output content id → its file here
   std::map<std::string, std::size_t> outputFetches_;         // output content id → a shard it is for
   std::set<ContentId> fetches_;                              // every fetch started
+  std::map<std::string, int> failures_;                      // content id → its fetches that failed
+  std::set<std::string> unfetchable_;                        // outputs that failed kFetchTries times
   std::vector<std::string> applied_;                         // per plan shard: the output to apply
   std::vector<bool> recompute_;                              // per plan shard
 };

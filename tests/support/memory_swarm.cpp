@@ -118,6 +118,14 @@ Status MemorySwarm::fetch(const ContentId& contentId, const std::string& dir, co
     return makeError("unknown content " + contentId.str());
   const auto it = published->second.begin();
   limits_[contentId] = limits;
+  if (failedHeld_.count(contentId)) return {};  // the session holds the failed transfer: no event again
+  if (failing_ && failing_(contentId, dir)) {
+    failedHeld_.insert(contentId);
+    QTimer::singleShot(0, &context_, [this, contentId] {
+      if (events_.fetchFailed) events_.fetchFailed(contentId, "v1 and v2 hashes do not describe the same data", false);
+    });
+    return {};
+  }
   if ((withheld_ && withheld_(contentId)) || !reachable(contentId)) {
     withheldFetches_[contentId] = dir;
     return {};
@@ -192,6 +200,7 @@ void MemorySwarm::deliverWithheld() {
 void MemorySwarm::retire(const ContentId& contentId, bool deleteFile) {
   retired_.insert(contentId);
   withheldFetches_.erase(contentId);
+  failedHeld_.erase(contentId);
   if (const auto copy = copies_.find(contentId); copy != copies_.end()) {
     if (deleteFile) removePath(copy->second);
     copies_.erase(copy);

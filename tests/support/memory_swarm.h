@@ -65,6 +65,12 @@ class MemorySwarm : public Swarm {
   // Tests: fetches of content for which `lose` says true are reported fetched, but their copy is
   // not on disk (removed under the transfer: the disk's fault, not the content's).
   void loseCopies(std::function<bool(const ContentId& content)> lose) { lost_ = std::move(lose); }
+  // Tests: fetches for which `fail` says true fail (not refused: a transfer's error, as libtorrent
+  // 2.0.8's hybrid "v1 and v2 hashes do not describe the same data"). As with the p2p session, the
+  // failed transfer stays until retired: asked again before that, it never reports anything.
+  void failFetches(std::function<bool(const ContentId& content, const std::string& dir)> fail) {
+    failing_ = std::move(fail);
+  }
   // Tests: `tamper` may change a fetched folder's copy before the node hears of it (bytes that do
   // not match what their sender signed, as a lying sender's would).
   void tamperWithFolders(std::function<void(const ContentId& content, const std::string& copy)> tamper) {
@@ -91,6 +97,8 @@ class MemorySwarm : public Swarm {
   std::function<void(const ContentId&, const std::string&)> tampered_;
   std::function<void(const std::string&)> publishTampered_;
   std::function<SwarmTraffic()> traffic_;
+  std::function<bool(const ContentId&, const std::string&)> failing_;
+  std::set<ContentId> failedHeld_;  // failed transfers not retired yet
   std::set<ContentId> retired_;
   std::map<ContentId, std::string> copies_;  // content → the fetched copy
   std::map<ContentId, FetchLimits> limits_;
