@@ -10,7 +10,8 @@
 // both topologies — what bench/reduction_scale's byte model predicts for real processes.
 //   reduction_processes [--peers N (4)] [--rounds R (4)] [--sync-every S (3)] [--replicas R (3)]
 //                       [--audits A (1)] [--only all-to-all|sharded] [--give-up-after S (1800)]
-//                       [--log-dir DIR]  (each client's whole log, DIR/<topology>/peerN.log)
+//                       [--log-dir DIR]  (each client's whole log, each line's arrival time first,
+//                                         DIR/<topology>/peerN.log)
 // Loopback only; ~3 min for 4 peers on 2 cores, ~8 for 8.
 #include "support/swarm_clients.h"
 
@@ -72,7 +73,7 @@ std::map<int, RoundBytes> runSwarm(const Options& o, bool sharded, const QString
     QDir().mkpath(into);
     for (const auto& c : clients) {
       QFile file(into + "/" + c->name() + ".log");
-      if (file.open(QIODevice::WriteOnly)) file.write(c->log().join("\n").toUtf8());
+      if (file.open(QIODevice::WriteOnly)) file.write(c->timedLog().join("\n").toUtf8());  // one timeline
     }
   }
   std::map<int, RoundBytes> out;

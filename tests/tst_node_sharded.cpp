@@ -117,6 +117,7 @@ class NodeSharded : public QObject {
         QVERIFY(reducing > 0 && reducing < sharded.front().fields.value("shards").toInt());
       }
       QVERIFY2(!notes.has("recompute"), qPrintable(QString::fromStdString(peer) + ": " + notes.trail()));
+      QVERIFY2(notes.has("topology", {{"round", 2}, {"sharded", true}}), qPrintable(notes.trail()));
     }
     // What a peer holds of another's round-4 contribution: the figures file and its own shards'
     // files, not the whole folder.
@@ -130,6 +131,18 @@ class NodeSharded : public QObject {
     }
     QCOMPARE(figures, 2);  // peer-b's and peer-c's
     QVERIFY2(files > 2, "no shard file fetched");
+  }
+
+  // A run that names no shard_from: the switch is the byte model's, and for the tiny model three
+  // senders stay all-to-all (tst_round_topology flips it both ways for the bundled model).
+  void withoutShardFromTheByteModelKeepsThreeAllToAll() {
+    const Run run = runThree("automatic", {}, 2, {1, 0, 0});
+    QVERIFY2(run.failure.isEmpty(), qPrintable(run.failure));
+    checkOneState(run, 2);
+    for (const auto& [peer, notes] : run.notes) {
+      QVERIFY2(notes.has("topology", {{"round", 2}, {"sharded", false}}), qPrintable(notes.trail()));
+      QVERIFY2(!notes.has("sharded"), qPrintable(notes.trail()));
+    }
   }
 
   // peer-c's outputs never reach peer-a and peer-b: at the outputs' deadline they give peer-c

@@ -18,6 +18,7 @@
 #include "support/wait_until.h"
 #endif
 
+#include <QCryptographicHash>
 #include <QDir>
 #include <QFile>
 #include <QTemporaryDir>
@@ -185,6 +186,34 @@ class OutputGatherTest : public QObject {
     QVERIFY(!gather->complete());
     gather->giveUp("r3");
     QVERIFY(passUntil(*gather, "peer", [&] { return gather->complete(); }));
+  }
+
+  // The outputs' deadlines: a reducer that named no index is given up at the first, one whose
+  // named index is on its way (withheld here) only at the last — and then a chosen output that
+  // never comes is abandoned and its shard recomputed.
+  void aNamedIndexOnItsWayGetsTheSecondDeadline() {
+    const auto r3 = reduce("r3", 7);
+    auto gather = gatherOf("peer");
+    swarm("peer").withhold([r3](const ContentId& id) { return id == r3; });
+    QVERIFY(passUntil(*gather, "peer", [&] { return gather->waitingOn().count("r1"); }));
+    QCOMPARE(gather->giveUpOnUndelivered(false), (std::set<std::string>{"r1", "r2", "r4"}));  // named nothing
+    QCOMPARE(gather->waitingOn(), std::set<std::string>{"r3"});
+    QVERIFY(gather->toRecompute().empty());
+    QCOMPARE(gather->giveUpOnUndelivered(true), std::set<std::string>{"r3"});
+    QCOMPARE(gather->toRecompute().size(), plan_.size());
+  }
+  void aChosenOutputThatNeverComesIsAbandonedAtTheLastDeadline() {
+    for (const auto& r : {"r1", "r2", "r3"}) reduce(r, 7);
+    const std::string shard = plan_[1].id;
+    QFile file(dir_.filePath("r1/") + QString::fromStdString(sync::mergedShardFileName(5, shard)));
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const ContentId output(QCryptographicHash::hash(file.readAll(), QCryptographicHash::Sha256).toHex().toStdString());
+    auto gather = gatherOf("peer");
+    swarm("peer").withhold([output](const ContentId& id) { return id == output; });  // MemorySwarm's ids: sha-256
+    QVERIFY(passUntil(*gather, "peer", [&] { return !gather->appliedPath(0).empty() && gather->decided(shard); }));
+    QVERIFY(gather->appliedPath(1).empty() && gather->toRecompute().empty());
+    QCOMPARE(gather->abandonUnarrived(), 1);
+    QCOMPARE(gather->toRecompute(), std::vector<std::string>{shard});
   }
 
   void aMalformedIndexIsRefusedAndItsReducerReplaced() {

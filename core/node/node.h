@@ -149,6 +149,7 @@ class Node : public QObject, private Agreement::Host {
   void onMerged(const RoundMerged& merged);
   void reportExpertCuts(qint64 round, const MergeResult& result);
   void reportUncredited(qint64 round, const MergeResult& result);
+  void reportTopology(qint64 round, const sync::RoundTopology* next);
   RoundSummary summarize(const RoundMerged& merged) const;
   UnrecordedRound captureForLedger(const RoundSummary& summary, qint64 step) const;
   void noteMergedSet(const MergeResult& result);
@@ -217,6 +218,7 @@ class Node : public QObject, private Agreement::Host {
   std::optional<ShardedClose> sharded_;                  // gather_'s round, sharded, once closed (node_sharded.cpp)
   std::map<qint64, std::vector<ContentId>> ownOutputs_;  // what we published as a reducer, per round
   std::map<qint64, std::vector<std::string>> audits_;    // a sharded round's shards we audit (drawn at its start)
+  std::optional<bool> reportedSharded_;                  // the topology last told (reportTopology)
   std::shared_ptr<const std::vector<std::uint16_t>> train_, val_;
   QThread trainerThread_;
   TrainerWorker* worker_ = nullptr;

@@ -24,6 +24,7 @@ void Node::onMerged(const RoundMerged& merged) {
       banSender(v.sender, v.reason);
   reportExpertCuts(s.round, merged.result);
   reportUncredited(s.round, merged.result);
+  reportTopology(s.round + 1, merged.nextTopology.get());
   recorder_.merged(captureForLedger(s, merged.step));  // committed once its state is durable
   peers_.noteAccepted(s.round, merged.result.verdicts);
   noteMergedSet(merged.result);
@@ -57,6 +58,15 @@ void Node::reportExpertCuts(qint64 round, const MergeResult& result) {
       Q_EMIT noted(QStringLiteral("expertCut"),
                    {{"round", round}, {"sender", q(v.sender.str())}, {"expert", expert}, {"factor", factor}});
     }
+}
+
+// Issue 38's switch: how the next round is reduced, told the first time and whenever it flips
+// (the trainer derives it from the merged ledger at every merge: it follows the swarm both ways).
+void Node::reportTopology(qint64 round, const sync::RoundTopology* next) {
+  if (!next || reportedSharded_ == next->sharded) return;
+  reportedSharded_ = next->sharded;
+  Q_EMIT message(QStringLiteral("Round %1 is reduced %2").arg(round).arg(q(next->why)));
+  Q_EMIT noted(QStringLiteral("topology"), {{"round", round}, {"sharded", next->sharded}, {"why", q(next->why)}});
 }
 
 // An accepted contribution that did not point along the merged update was merged but earned no

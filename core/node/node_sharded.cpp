@@ -139,6 +139,9 @@ void Node::onOutputsPublished(qint64 round, Expected<PublishedOutputs> published
   if (!sharded_ || sharded_->round != round) return;
   own_.outputs[round] = published->indexContent;
   announce();
+  Q_EMIT message(QStringLiteral("Round %1: our merged shards published (%2 of them)")
+                     .arg(round)
+                     .arg(published->index.outputs.size()));
   OutputGather::Spec spec;
   spec.key = published->index.key;
   spec.inputDigest = sharded_->spec.inputDigest;
@@ -167,27 +170,38 @@ void Node::passOutputs() {
   applySharded();  // once every shard's file is here
 }
 
-// Past the outputs' deadline, the reducers still awaited are given up on (and every replacement
-// after them: a replacement reduces nothing unless it was asked, which is not built yet), so each
-// shard they left is recomputed here.
+// Past the outputs' first deadline (half the round's shortest), the reducers still awaited that
+// named no index are given up (and every replacement after them: a replacement reduces nothing
+// unless it was asked, which is not built yet), so each shard they left is recomputed here; those
+// whose named index is on its way get a second half, after which everything still missing —
+// indexes and chosen outputs — is given up and recomputed (nothing after close waits longer).
 void Node::onOutputDeadline() {
+  const double half = config_.policy.deadlineMinSeconds / 2;
   if (sharded_ && sharded_->phase == ShardedClose::Phase::Refetching)
-    return giveUpRecomputing(
-        QStringLiteral("their inputs did not come again in %1 s").arg(config_.policy.deadlineMinSeconds / 2));
+    return giveUpRecomputing(QStringLiteral("their inputs did not come again in %1 s").arg(half));
   if (!sharded_ || sharded_->phase != ShardedClose::Phase::Gathering) return;
+  const bool last = ++sharded_->outputDeadlines >= 2;
   const auto waiting = sharded_->outputs->waitingOn();
-  const auto gaveUp = sharded_->outputs->giveUpOnUndelivered();
-  if (!waiting.empty()) {
-    Q_EMIT message(QStringLiteral("Round %1: %2 reducers published no outputs in %3 s (%4 given up with their "
-                                  "replacements); recomputing their shards")
+  const auto gaveUp = sharded_->outputs->giveUpOnUndelivered(last);
+  const int abandoned = last ? sharded_->outputs->abandonUnarrived() : 0;
+  std::vector<std::string> silent;
+  for (const auto& reducer : waiting)
+    if (gaveUp.count(reducer)) silent.push_back(reducer);
+  if (!silent.empty() || abandoned > 0) {
+    Q_EMIT message(QStringLiteral("Round %1: reducers %2 delivered no outputs in %3 s (%4 given up with their "
+                                  "replacements, %5 chosen outputs not here); recomputing their shards")
                        .arg(sharded_->round)
-                       .arg(waiting.size())
-                       .arg(config_.policy.deadlineMinSeconds / 2)
-                       .arg(gaveUp.size()));
+                       .arg(joined(silent))
+                       .arg(last ? 2 * half : half)
+                       .arg(gaveUp.size())
+                       .arg(abandoned));
     Q_EMIT noted(QStringLiteral("reducersGivenUp"), {{"round", qint64(sharded_->round)},
-                                                     {"reducers", int(waiting.size())},
-                                                     {"withReplacements", int(gaveUp.size())}});
+                                                     {"reducers", int(silent.size())},
+                                                     {"withReplacements", int(gaveUp.size())},
+                                                     {"outputsAbandoned", abandoned},
+                                                     {"last", last}});
   }
+  if (!last) outputDeadline_.start(static_cast<int>(half * 1000));  // the named indexes' second half
   passOutputs();
 }
 
@@ -338,6 +352,7 @@ void Node::onShardsNameRefused(qint64 round, const ShardRefusals& refusals) {
   sharded_->phase = ShardedClose::Phase::Reducing;
   sharded_->ownRoots.clear();
   sharded_->verifying = 0;
+  sharded_->outputDeadlines = 0;
   sharded_->outputDir = QDir(ownOutputDir(round)).filePath("pass-2").toStdString();
   QDir().mkpath(QString::fromStdString(sharded_->outputDir));
   outputDeadline_.start(static_cast<int>(config_.policy.deadlineMinSeconds * 1000 / 2));

@@ -43,12 +43,11 @@ void Node::startTrainer() {
     QMetaObject::invokeMethod(
         worker_, [w = worker_, now = paused_] { now ? w->setPaused(true) : w->pauseAfterRound(); },
         Qt::QueuedConnection);
-  // Issue 38: sharded rounds only in a run that names when they start (swarm.reduction.shard_from):
-  // the byte model's automatic switch waits for the second pass over refusals and for replacement
-  // reducers (docs/ROADMAP.md).
-  if (config_.peer.reduction.shardFrom > 0)
-    QMetaObject::invokeMethod(
-        worker_, [w = worker_] { w->allowShardedRounds(true); }, Qt::QueuedConnection);
+  // Issue 38: each merge derives the next round's topology (sync/round_topology.h): all-to-all for
+  // a sparse codec, sharded from the run's shard_from when it names one, else where the byte model
+  // says sharding pays (15 senders with merged work for the bundled model, int8, R = 3).
+  QMetaObject::invokeMethod(
+      worker_, [w = worker_] { w->allowShardedRounds(true); }, Qt::QueuedConnection);
   trainerThread_.start();
   QMetaObject::invokeMethod(
       worker_, [w = worker_] { w->start(); }, Qt::QueuedConnection);

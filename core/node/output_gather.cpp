@@ -171,19 +171,35 @@ void OutputGather::giveUp(const std::string& reducer) {
   decide();
 }
 
-std::set<std::string> OutputGather::giveUpOnUndelivered() {
+std::set<std::string> OutputGather::giveUpOnUndelivered(bool evenNamed) {
   std::set<std::string> gaveUp;
   for (bool more = true; more;) {
     more = false;
     for (std::size_t s = 0; s < spec_.plan.size(); ++s) {
       if (!applied_[s].empty() || recompute_[s]) continue;
       const auto d = decideShard(spec_.orders[s], spec_.replicas, gaveUp_, outputsFor(s), spec_.inputDigest);
-      for (const auto& reducer : d.waitingOn)
+      for (const auto& reducer : d.waitingOn) {
+        if (!evenNamed && indexFetches_.count(reducer)) continue;
         if (gaveUp_.insert(reducer).second) more = gaveUp.insert(reducer).second || more;
+      }
     }
     decide();
   }
   return gaveUp;
+}
+
+int OutputGather::abandonUnarrived() {
+  int abandoned = 0;
+  for (std::size_t s = 0; s < spec_.plan.size(); ++s) {
+    if (applied_[s].empty() || outputPaths_.count(applied_[s])) continue;
+    swarm_.retire(ContentId(applied_[s]), true);
+    outputFetches_.erase(applied_[s]);
+    unfetchable_.insert(applied_[s]);
+    applied_[s].clear();
+    ++abandoned;
+  }
+  decide();
+  return abandoned;
 }
 
 bool OutputGather::complete() const {

@@ -48,8 +48,14 @@ class OutputGather {
   // A reducer not waited for any more (the node's deadline): the next of each order replaces it.
   void giveUp(const std::string& reducer);
   // Past the outputs' deadline: every reducer an undecided shard still waits on is given up, and
-  // the replacements after it in turn, so each shard ends applied or to recompute. → those given up.
-  std::set<std::string> giveUpOnUndelivered();
+  // the replacements after it in turn, so each shard ends applied or to recompute — except, unless
+  // `evenNamed`, one whose named index is on its way (published, not here yet: on 8 loaded
+  // processes an index named at +10 s was not here at +15 s, and every peer recomputed its shards).
+  // → those given up.
+  std::set<std::string> giveUpOnUndelivered(bool evenNamed);
+  // Past the last deadline: the chosen outputs not here yet are dropped and their shards
+  // recomputed (a transfer that stalls must not hold the round). → how many.
+  int abandonUnarrived();
 
   bool complete() const;                             // every shard's applied output is here
   std::vector<std::string> appliedPaths() const;     // plan order, when complete

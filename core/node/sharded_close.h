@@ -36,6 +36,7 @@ struct ShardedClose {
   std::vector<std::string> recomputing;         // the shards being recomputed
   std::set<ContentId> refetching;               // inputs fetched again with those shards' files
   Phase phase = Phase::Reducing;
+  int outputDeadlines = 0;       // the outputs' deadlines passed this pass (two: named indexes get the second)
   int pass = 1;                  // a second one reduces the set without the refused (shard_refusals.h)
   std::string outputDir;         // this pass's merged files and index
   std::set<PeerId> refusedHere;  // senders our own reduce refused (we checked their bytes: we ban)
