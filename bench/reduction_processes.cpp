@@ -12,17 +12,24 @@
 //                       [--audits A (1)] [--only all-to-all|sharded] [--give-up-after S (1800)]
 //                       [--log-dir DIR]  (each client's whole log, each line's arrival time first,
 //                                         DIR/<topology>/peerN.log)
+//                       [--kill K] [--kill-round R (3)]  (churn: below)
+// Churn (`--kill K`, sharded only): the last K clients are killed (SIGKILL) when another first
+// closes round R as sharded ("Round R: sharded over"): senders of that round and reducers of its
+// shards gone before they publish. Only the survivors are counted; for each round it prints when
+// the first and the last survivor merged it (seconds from the start) and into how many states.
 // Loopback only; ~3 min for 4 peers on 2 cores, ~8 for 8.
 #include "support/swarm_clients.h"
 
 #include <QCoreApplication>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QTemporaryDir>
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 
 using namespace es::test;
 
@@ -33,7 +40,59 @@ struct Options {
   int giveUpSeconds = 1800;  // a swarm not done by then: each client's log tail, and no figures
   QString logDir;            // each client's whole log written there at the end
   QString only;
+  int kill = 0, killRound = 3;
 };
+
+// Per survivor, when each of its round events arrived (ms from the start).
+using MergeTimes = std::vector<std::map<int, qint64>>;
+
+// The wait's poll (every 250 ms): notes new round events' times, and kills the churned clients
+// once a survivor logs round `killRound`'s sharded close.
+struct Churn {
+  const Options& o;
+  std::vector<std::unique_ptr<SwarmClient>>& clients;
+  MergeTimes merged;
+  QElapsedTimer clock;
+  qint64 lastPoll = -1000, killedAt = -1;
+
+  int survivors() const { return int(clients.size()) - o.kill; }
+  void poll() {
+    if (clock.elapsed() - lastPoll < 250) return;
+    lastPoll = clock.elapsed();
+    for (int i = 0; i < survivors(); ++i)
+      for (const auto& e : clients[i]->events("round")) merged[i].emplace(e.value("round").toInt(), lastPoll);
+    if (o.kill == 0 || killedAt >= 0) return;
+    for (int i = 0; i < survivors(); ++i)
+      if (clients[i]->logContains(QString("Round %1: sharded over").arg(o.killRound))) {
+        for (int k = survivors(); k < int(clients.size()); ++k) clients[k]->kill();
+        killedAt = lastPoll;
+        std::printf("killed %d of %d clients at %.1f s (round %d's close)\n", o.kill, int(clients.size()),
+                    killedAt / 1000.0, o.killRound);
+        return;
+      }
+  }
+};
+
+void printMergeTimes(const Churn& churn, int rounds) {
+  std::printf("| round | first survivor merged (s) | last survivor merged (s) | survivors merged | states |\n");
+  std::printf("|---|---|---|---|---|\n");
+  for (int r = 1; r <= rounds; ++r) {
+    qint64 first = -1, last = -1;
+    int count = 0;
+    for (const auto& times : churn.merged)
+      if (const auto at = times.find(r); at != times.end()) {
+        first = first < 0 ? at->second : std::min(first, at->second);
+        last = std::max(last, at->second);
+        ++count;
+      }
+    std::set<QString> states;
+    for (int i = 0; i < churn.survivors(); ++i)
+      for (const auto& e : churn.clients[i]->events("round"))
+        if (e.value("round").toInt() == r) states.insert(e.value("state").toString());
+    std::printf("| %d | %.1f | %.1f | %d of %d | %zu |\n", r, first / 1000.0, last / 1000.0, count, churn.survivors(),
+                states.size());
+  }
+}
 
 struct RoundBytes {
   double busiestReceived = 0, busiestSent = 0, meanReceived = 0, meanSent = 0;
@@ -65,9 +124,17 @@ std::map<int, RoundBytes> runSwarm(const Options& o, bool sharded, const QString
     if (i > 0) a << "--bootstrap" << bootstrap;
     clients.push_back(std::make_unique<SwarmClient>(QString("peer%1").arg(i), a));
   }
+  Churn churn{o, clients, MergeTimes(clients.size() - o.kill), {}};
+  churn.clock.start();
   const bool done = waitUntil(
-      [&] { return std::none_of(clients.begin(), clients.end(), [](const auto& c) { return c->running(); }); },
+      [&] {
+        churn.poll();
+        return std::none_of(clients.begin(), clients.end(), [](const auto& c) { return c->running(); });
+      },
       qint64(o.giveUpSeconds) * 1000);
+  churn.lastPoll = -1000;
+  churn.poll();  // the last events
+  if (o.kill > 0) printMergeTimes(churn, o.rounds);
   if (!o.logDir.isEmpty()) {
     const QString into = o.logDir + (sharded ? "/sharded" : "/all-to-all");
     QDir().mkpath(into);
@@ -77,7 +144,8 @@ std::map<int, RoundBytes> runSwarm(const Options& o, bool sharded, const QString
     }
   }
   std::map<int, RoundBytes> out;
-  bool allFinished = true;  // every client that did not (still running, or another exit) says so
+  bool allFinished = true;            // every client that did not (still running, or another exit) says so
+  clients.resize(churn.survivors());  // the killed are not counted
   for (const auto& c : clients)
     if (c->running() || !c->finishedWith(0)) {
       allFinished = false;
@@ -99,8 +167,8 @@ std::map<int, RoundBytes> runSwarm(const Options& o, bool sharded, const QString
       const double sent = (at(r, "session_bytes_sent") - at(r - 1, "session_bytes_sent")) / (1 << 20);
       b.busiestReceived = std::max(b.busiestReceived, received);
       b.busiestSent = std::max(b.busiestSent, sent);
-      b.meanReceived += received / o.peers;
-      b.meanSent += sent / o.peers;
+      b.meanReceived += received / clients.size();
+      b.meanSent += sent / clients.size();
     }
     out[r] = b;
   }
@@ -130,7 +198,7 @@ int main(int argc, char** argv) {
     if (i + 1 == argc)  // a lone flag (--help among them) is not a run: say what the flags are
       return std::fprintf(stderr,
                           "reduction_processes: %s needs a value; flags: --peers --rounds --sync-every "
-                          "--replicas --audits --only --give-up-after --log-dir\n",
+                          "--replicas --audits --only --give-up-after --log-dir --kill --kill-round\n",
                           argv[i]),
              2;
     const QString flag = argv[i], value = argv[i + 1];
@@ -150,11 +218,21 @@ int main(int argc, char** argv) {
       o.giveUpSeconds = value.toInt();
     else if (flag == "--log-dir")
       o.logDir = value;
+    else if (flag == "--kill")
+      o.kill = value.toInt();
+    else if (flag == "--kill-round")
+      o.killRound = value.toInt();
     else
       return std::fprintf(stderr, "reduction_processes: unknown flag %s\n", argv[i]), 2;
   }
   if (o.peers <= o.replicas || o.rounds < 2)
     return std::fprintf(stderr, "reduction_processes: needs more peers than replicas, and 2 rounds\n"), 2;
+  if (o.kill < 0 || o.peers - o.kill <= o.replicas || (o.kill > 0 && o.only != "sharded") || o.killRound < 2 ||
+      o.killRound > o.rounds)
+    return std::fprintf(stderr,
+                        "reduction_processes: --kill K needs --only sharded, more survivors than replicas "
+                        "and a --kill-round from 2 to --rounds\n"),
+           2;
   std::printf("%d peers, default model, int8, %d rounds of %d steps; sharded: %d reducers a shard, %d audits\n",
               o.peers, o.rounds, o.syncEvery, o.replicas, o.audits);
   std::printf("| topology | round | busiest recv MiB | mean recv MiB | busiest sent MiB | mean sent MiB |\n");

@@ -76,6 +76,10 @@ class ReductionPlanTest : public QObject {
     const auto ledger = sync::WorkLedger{}.after(1, {"veteran-a", "veteran-b"});
     QCOMPARE(sync::reducerCandidates(ledger), (std::vector<std::string>{"veteran-a", "veteran-b"}));
     QVERIFY(sync::reducerCandidates({}).empty());
+    // One merged in neither of the ledger's latest two rounds (it left) reduces nothing next round.
+    const auto later = ledger.after(2, {"veteran-b"});
+    QCOMPARE(sync::reducerCandidates(later).size(), std::size_t(2));
+    QCOMPARE(sync::reducerCandidates(later.after(3, {"veteran-b"})), std::vector<std::string>{"veteran-b"});
   }
 
   void reducersAreEvenOwnersFirstAndSeeded() {

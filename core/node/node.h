@@ -214,11 +214,12 @@ class Node : public QObject, private Agreement::Host {
   RunFolder folder_;
   RoundRecorder recorder_;
   Agreement agreement_;
-  std::optional<RoundGather> gather_;                    // the round being gathered
-  std::optional<ShardedClose> sharded_;                  // gather_'s round, sharded, once closed (node_sharded.cpp)
-  std::map<qint64, std::vector<ContentId>> ownOutputs_;  // what we published as a reducer, per round
-  std::map<qint64, std::vector<std::string>> audits_;    // a sharded round's shards we audit (drawn at its start)
-  std::optional<bool> reportedSharded_;                  // the topology last told (reportTopology)
+  std::optional<RoundGather> gather_;                        // the round being gathered
+  std::optional<ShardedClose> sharded_;                      // gather_'s round, sharded, once closed (node_sharded.cpp)
+  std::map<qint64, std::vector<ContentId>> ownOutputs_;      // what we published as a reducer, per round
+  std::map<qint64, std::vector<ContentId>> fetchedOutputs_;  // the others' indexes and outputs we fetched
+  std::map<qint64, std::vector<std::string>> audits_;        // a sharded round's shards we audit (drawn at its start)
+  std::optional<bool> reportedSharded_;                      // the topology last told (reportTopology)
   std::shared_ptr<const std::vector<std::uint16_t>> train_, val_;
   QThread trainerThread_;
   TrainerWorker* worker_ = nullptr;

@@ -191,11 +191,17 @@ void Node::retireOldContent(qint64 mergedRound) {
     swarm_.retire(it->second, true);
     it = own_.contrib.erase(it);
   }
-  for (auto it = ownOutputs_.begin(); it != ownOutputs_.end() && it->first + 2 <= mergedRound;) {
-    for (const auto& id : it->second) swarm_.retire(id, true);
-    own_.outputs.erase(it->first);
-    it = ownOutputs_.erase(it);
-  }
+  // A sharded round's outputs (ours and those fetched) go one round sooner than contributions:
+  // a round has dozens per peer (a torrent per merged shard: at 8 peers ~16 ours, ~30 fetched),
+  // and a peer that merged round r + 1 merged it with senders that had all applied r. Kept as
+  // long as contributions (3 rounds' worth), the fourth round's contributions of 8 loaded
+  // processes no longer came by its deadline (bench/reduction_processes: 1–4 of 8 everywhere).
+  for (auto* outputs : {&ownOutputs_, &fetchedOutputs_})
+    for (auto it = outputs->begin(); it != outputs->end() && it->first + 1 <= mergedRound;) {
+      for (const auto& id : it->second) swarm_.retire(id, true);
+      own_.outputs.erase(it->first);
+      it = outputs->erase(it);
+    }
   folder_.retireFetchedBefore(mergedRound);
 }
 

@@ -188,13 +188,16 @@ void Node::onOutputDeadline() {
   for (const auto& reducer : waiting)
     if (gaveUp.count(reducer)) silent.push_back(reducer);
   if (!silent.empty() || abandoned > 0) {
-    Q_EMIT message(QStringLiteral("Round %1: reducers %2 delivered no outputs in %3 s (%4 given up with their "
-                                  "replacements, %5 chosen outputs not here); recomputing their shards")
+    QStringList what;
+    if (!silent.empty())
+      what << QStringLiteral("reducers %1 delivered no outputs (%2 given up with their replacements)")
+                  .arg(joined(silent))
+                  .arg(gaveUp.size());
+    if (abandoned > 0) what << QStringLiteral("%1 chosen outputs did not arrive").arg(abandoned);
+    Q_EMIT message(QStringLiteral("Round %1, %2 s after its close: %3; recomputing their shards")
                        .arg(sharded_->round)
-                       .arg(joined(silent))
                        .arg(last ? 2 * half : half)
-                       .arg(gaveUp.size())
-                       .arg(abandoned));
+                       .arg(what.join(QStringLiteral(", "))));
     Q_EMIT noted(QStringLiteral("reducersGivenUp"), {{"round", qint64(sharded_->round)},
                                                      {"reducers", int(silent.size())},
                                                      {"withReplacements", int(gaveUp.size())},
@@ -344,7 +347,7 @@ void Node::onShardsNameRefused(qint64 round, const ShardRefusals& refusals) {
   sharded_->spec.out.clear();
   for (const auto& id : verdict.refused) sharded_->spec.out.insert(PeerId(id));
   sharded_->spec.inputDigest = verdict.digest;
-  for (const auto& id : sharded_->outputs->contents()) folder_.noteFetched(round, id);  // retired with the round's
+  for (const auto& id : sharded_->outputs->contents()) fetchedOutputs_[round].push_back(id);  // retireOldContent
   sharded_->outputs.reset();
   sharded_->ownPaths.clear();
   sharded_->recomputing.clear();
@@ -408,14 +411,13 @@ bool Node::shardedFetchFailed(const ContentId& id, const std::string& reason, bo
   return true;
 }
 
-// The round merged: what we fetched of its outputs goes with its contributions (RunFolder retires
-// both two rounds later); our own outputs are retired by retireOldContent.
+// The round merged: what we fetched of its outputs is retired with our own (retireOldContent).
 void Node::finishSharded() {
   if (!sharded_) return;
   outputDeadline_.stop();
   audits_.erase(audits_.begin(), audits_.upper_bound(sharded_->round));
   if (sharded_->outputs)
-    for (const auto& id : sharded_->outputs->contents()) folder_.noteFetched(sharded_->round, id);
+    for (const auto& id : sharded_->outputs->contents()) fetchedOutputs_[sharded_->round].push_back(id);
   sharded_.reset();
 }
 

@@ -25,6 +25,7 @@ void TrainerWorker::start() {
   auto peer = SpesPeer::create(config_, train_, val_);
   if (!peer) return Q_EMIT failed(QString::fromStdString(peer.error()));
   peer_ = std::move(*peer);
+  deriveTopology();  // resumed from a saved state: the round after it
   peer_->setPersistedCallback([this](std::int64_t round, std::string error) {  // on the writer thread
     {
       std::lock_guard lock(persistMutex_);
@@ -132,10 +133,8 @@ void TrainerWorker::finishMerge(qint64 round, MergeResult result, const std::vec
   RoundMerged out;
   out.result = std::move(result);
   out.step = peer_->stepCount();
-  if (shardedRounds_) {
-    nextTopology_ = std::make_shared<const sync::RoundTopology>(peer_->nextTopology({}, config_.reduction));
-    out.nextTopology = nextTopology_;
-  }
+  deriveTopology();
+  out.nextTopology = nextTopology_;
   // Validation costs about a twentieth of a 50-step round here: only at the run's eval interval
   // (and the first round), on the merged state (SpesPeer::merge), nothing in between.
   if (snapshotEvery_ > 0 && round % snapshotEvery_ == 0) {
@@ -159,6 +158,7 @@ void TrainerWorker::adoptSnapshot(const QString& path, qint64 expectedRound, int
   if (!round) return Q_EMIT snapshotAdopted(0, {}, QString::fromStdString(round.error()), true);
   awaitingMerge_ = 0;
   contributionDue_ = false;
+  deriveTopology();
   roundLoss_ = roundSeconds_ = 0;
   roundTokens_ = roundSteps_ = 0;
   Q_EMIT snapshotAdopted(*round, QString::fromStdString(peer_->baseFingerprint()), {}, false);
@@ -174,6 +174,7 @@ void TrainerWorker::remerge(qint64 round, const std::vector<IncomingContribution
   const qint64 pending = awaitingMerge_ == round + 1 ? round + 1 : 0;
   auto done = peer_->remerge(round, contributions, fingerprint.toStdString(), contributionPath(pending).toStdString());
   if (!done) return Q_EMIT remerged(round, {}, {}, 0, QString::fromStdString(done.error()));
+  deriveTopology();  // a round already written again (below) keeps the topology it was written with
   Q_EMIT remerged(round, QString::fromStdString(done->fingerprint), QString::fromStdString(done->sharedFingerprint),
                   done->accepted, {});
   if (done->rewritten.round > 0) {
@@ -184,7 +185,17 @@ void TrainerWorker::remerge(qint64 round, const std::vector<IncomingContribution
 
 void TrainerWorker::allowShardedRounds(bool allowed) {
   shardedRounds_ = allowed;
-  nextTopology_.reset();  // derived at the next merge
+  deriveTopology();
+}
+
+// The next round's topology from the state held now — after a merge, and as much after a resume,
+// a snapshot or a repair: every peer derives it from the same agreed state, so one that took the
+// swarm's state another way must not keep what it derived from its own (a peer that took round
+// 2's snapshot wrote a sharded folder for round 3, which the others, all-to-all, refused and
+// banned it for: tst_node_sharded aShardThatCannotBeRecomputedEndsInTheSwarmsSnapshot).
+void TrainerWorker::deriveTopology() {
+  if (!peer_ || !shardedRounds_) return nextTopology_.reset();
+  nextTopology_ = std::make_shared<const sync::RoundTopology>(peer_->nextTopology({}, config_.reduction));
 }
 
 void TrainerWorker::reduceShards(qint64 round, const ShardedRoundSpec& spec, const std::vector<std::string>& shards,

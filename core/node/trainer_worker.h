@@ -129,6 +129,7 @@ class TrainerWorker : public QObject {
   std::vector<std::pair<qint64, QString>> persistReports_;
   RoundTrained lastTrained_;  // the last contribution's report (remerge sends it again, rewritten)
   bool shardedRounds_ = false;
+  void deriveTopology();
   std::shared_ptr<const sync::RoundTopology> nextTopology_;  // of round mergedRound() + 1
   double roundLoss_ = 0, roundSeconds_ = 0;
   qint64 roundTokens_ = 0, roundSteps_ = 0;

@@ -7,9 +7,11 @@
 namespace es::sync {
 
 std::vector<std::string> reducerCandidates(const WorkLedger& ledger) {
+  std::int64_t latest = 0;
+  for (const auto& [sender, entry] : ledger.entries()) latest = std::max(latest, entry.lastRound);
   std::vector<std::string> out;
   for (const auto& [sender, entry] : ledger.entries())
-    if (ledger.weightOf(sender) > 0.0) out.push_back(sender);
+    if (ledger.weightOf(sender) > 0.0 && entry.lastRound + 1 >= latest) out.push_back(sender);
   return out;
 }
 

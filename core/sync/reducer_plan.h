@@ -1,7 +1,7 @@
 // Issue 38, step 1: which peers reduce which shard (shard_plan.h) in a round. Every peer computes
-// the same plan from what every peer holds: the candidates are the senders of the work ledger with
-// merged work (work_ledger.h, part of the agreed state — so a fresh key cannot make itself a
-// reducer), the seed is the previous round's agreed fingerprint (not known before that round
+// the same plan from what every peer holds: the candidates are the senders the work ledger's
+// latest two rounds merged (work_ledger.h, part of the agreed state — so a fresh key cannot make itself
+// a reducer), the seed is the previous round's agreed fingerprint (not known before that round
 // closed, so nobody picks its shards in advance).
 //
 // Why not plain rendezvous hashing (each shard's R highest-scoring peers): its busiest peer
@@ -26,7 +26,14 @@
 
 namespace es::sync {
 
-// Senders with merged work, in id order.
+// The senders one of the ledger's latest two rounds merged (merged work, and here lately), in id
+// order. Not every sender with merged work: a peer that left stays in the ledger for
+// kForgetRounds, and as a reducer it was given up and its shards recomputed by every peer, every
+// round (bench/reduction_processes --kill 2: rounds 3, 4 and 5 alike); nor should the switch wait
+// that long to go back to all-to-all when the swarm shrinks. Two rounds, not one: a peer one round
+// out of step (its contribution of the other state, a snapshot taken) still counts, so the
+// topology does not flip under it — one that differs from the swarm's has its contribution refused
+// for its shape, as a lie (not told apart from one yet).
 std::vector<std::string> reducerCandidates(const WorkLedger& ledger);
 
 // For each shard (plan order) every candidate, the `replicas` reducers first (fewer when there are
