@@ -152,6 +152,7 @@ void Node::onOutputsPublished(qint64 round, Expected<PublishedOutputs> published
   spec.replicas = config_.peer.reduction.replicas;
   sharded_->outputs.emplace(swarm_, QDir(config_.fetchDir).filePath(QString::number(round)).toStdString(), spec);
   sharded_->outputs->ownOutputs(published->index, published->pathsByShard);
+  for (const auto& [shard, root] : sharded_->ownRoots) sharded_->outputs->ownCopy(root, sharded_->ownPaths.at(shard));
   sharded_->phase = ShardedClose::Phase::Gathering;
   passOutputs();
 }
@@ -266,6 +267,7 @@ void Node::verifyOwn(const std::vector<std::string>& shards) {
                      if (id) {
                        c.ownRoots[shard] = *id;
                        self->ownOutputs_[round].push_back(*id);  // retired with our outputs
+                       if (c.outputs) c.outputs->ownCopy(*id, c.ownPaths.at(shard));
                      }
                      self->passOutputs();
                    });

@@ -38,6 +38,10 @@ class OutputGather {
 
   // Our own outputs: their files are here (shard → path), their content ids in our index.
   void ownOutputs(const ReducerIndex& index, const std::map<std::string, std::string>& pathsByShard);
+  // A merged shard we computed ourselves (audited, recomputed) and seed: here, never fetched —
+  // the session answers a fetch of what it publishes with nothing, and dropping that "fetch" at
+  // the last deadline removed our own file (applyShards: "cannot open", 8 processes).
+  void ownCopy(const ContentId& root, const std::string& path) { outputPaths_[root.str()] = path; }
   // A pass over the reducers' records: fetches each waited-for reducer's named index, then
   // decides every shard and fetches the outputs to apply.
   void pass(const std::vector<SwarmPeer>& peers);
