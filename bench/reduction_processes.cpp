@@ -10,6 +10,9 @@
 // both topologies — what bench/reduction_scale's byte model predicts for real processes.
 //   reduction_processes [--peers N (4)] [--rounds R (4)] [--sync-every S (3)] [--replicas R (3)]
 //                       [--audits A (1)] [--only all-to-all|sharded] [--give-up-after S (1800)]
+//                       [--batch B (4)]  (sequences a step; 1 with --sync-every 1: the lightest
+//                                         training that still publishes real contributions of the
+//                                         default model — how 16 peers fit 2 cores)
 //                       [--log-dir DIR]  (each client's whole log, each line's arrival time first,
 //                                         DIR/<topology>/peerN.log)
 //                       [--kill K] [--kill-round R (3)]  (churn: below)
@@ -24,6 +27,8 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QTemporaryDir>
 
 #include <algorithm>
@@ -41,7 +46,21 @@ struct Options {
   QString logDir;            // each client's whole log written there at the end
   QString only;
   int kill = 0, killRound = 3;
+  int batch = 4;
 };
+
+// The run's steps this light: `batch` sequences a step, one validation batch.
+bool setBatch(const QString& runDir, int batch) {
+  QFile file(runDir + "/run.json");
+  if (!file.open(QIODevice::ReadOnly)) return false;
+  auto manifest = QJsonDocument::fromJson(file.readAll()).object();
+  file.close();
+  auto train = manifest.value("train").toObject();
+  train.insert("batch_size", batch);
+  train.insert("eval_batches", 1);
+  manifest.insert("train", train);
+  return file.open(QIODevice::WriteOnly | QIODevice::Truncate) && file.write(QJsonDocument(manifest).toJson()) > 0;
+}
 
 // Per survivor, when each of its round events arrived (ms from the start).
 using MergeTimes = std::vector<std::map<int, qint64>>;
@@ -104,6 +123,10 @@ std::map<int, RoundBytes> runSwarm(const Options& o, bool sharded, const QString
   if (sharded)
     swarm.insert("reduction", QJsonObject{{"replicas", o.replicas}, {"audits", o.audits}, {"shard_from", o.peers}});
   const QString run = customRun(dir + "/run", swarm);
+  if (run.isEmpty() || (o.batch != 4 && !setBatch(run, o.batch))) {
+    std::fprintf(stderr, "reduction_processes: cannot write the run under %s\n", qPrintable(dir));
+    return {};
+  }
   const QString bootstrap = QString("127.0.0.1:%1").arg(freeLoopbackPort());
   std::vector<std::unique_ptr<SwarmClient>> clients;
   for (int i = 0; i < o.peers; ++i) {
@@ -198,7 +221,7 @@ int main(int argc, char** argv) {
     if (i + 1 == argc)  // a lone flag (--help among them) is not a run: say what the flags are
       return std::fprintf(stderr,
                           "reduction_processes: %s needs a value; flags: --peers --rounds --sync-every "
-                          "--replicas --audits --only --give-up-after --log-dir --kill --kill-round\n",
+                          "--replicas --audits --only --give-up-after --log-dir --kill --kill-round --batch\n",
                           argv[i]),
              2;
     const QString flag = argv[i], value = argv[i + 1];
@@ -222,10 +245,12 @@ int main(int argc, char** argv) {
       o.kill = value.toInt();
     else if (flag == "--kill-round")
       o.killRound = value.toInt();
+    else if (flag == "--batch")
+      o.batch = value.toInt();
     else
       return std::fprintf(stderr, "reduction_processes: unknown flag %s\n", argv[i]), 2;
   }
-  if (o.peers <= o.replicas || o.rounds < 2)
+  if (o.peers <= o.replicas || o.rounds < 2 || o.batch < 1)
     return std::fprintf(stderr, "reduction_processes: needs more peers than replicas, and 2 rounds\n"), 2;
   if (o.kill < 0 || o.peers - o.kill <= o.replicas || (o.kill > 0 && o.only != "sharded") || o.killRound < 2 ||
       o.killRound > o.rounds)
@@ -233,8 +258,10 @@ int main(int argc, char** argv) {
                         "reduction_processes: --kill K needs --only sharded, more survivors than replicas "
                         "and a --kill-round from 2 to --rounds\n"),
            2;
-  std::printf("%d peers, default model, int8, %d rounds of %d steps; sharded: %d reducers a shard, %d audits\n",
-              o.peers, o.rounds, o.syncEvery, o.replicas, o.audits);
+  std::printf(
+      "%d peers, default model, int8, %d rounds of %d steps of %d sequences; sharded: %d reducers a shard, "
+      "%d audits\n",
+      o.peers, o.rounds, o.syncEvery, o.batch, o.replicas, o.audits);
   std::printf("| topology | round | busiest recv MiB | mean recv MiB | busiest sent MiB | mean sent MiB |\n");
   std::printf("|---|---|---|---|---|---|\n");
   int status = 0;

@@ -164,7 +164,6 @@ class NodeSharded : public QObject {
                                c = swarms[2];
                                for (int k = 0; k < 2; ++k) {
                                  MemorySwarm* self = swarms[k];
-                                 self->silentOnOwnFetches(true);
                                  self->withhold([self](const es::ContentId& id) {
                                    for (const auto& p : self->peers())
                                      if (p.id.str() == "peer-c")

@@ -142,6 +142,38 @@ class RoundTopologyTest : public QObject {
     QVERIFY(sync::roundTopology(config, ledger, owners, "another", {}, true).orders != topology.orders);
   }
 
+  // Protocol step 2 at the close: reducers that sent nothing to the round (killed, gone; here two
+  // of them) are replaced by the next of each order that did; each shard keeps R reducers, all of
+  // them senders, in the order's own sequence; an order none of whose peers sent keeps its reducers.
+  void reducersMissingFromTheClosedSetAreReplacedInOrder() {
+    const model::ModelConfig config;
+    const auto topology = sync::roundTopology(config, ledgerOf(20), {}, "fingerprint", {}, true);
+    QVERIFY(topology.sharded);
+    const std::set<std::string> gone{topology.orders[0][0], topology.orders[1][1]};  // a reducer of each
+    std::set<std::string> senders;
+    for (const auto& peer : names(20))
+      if (!gone.count(peer)) senders.insert(peer);
+    const auto closed = topology.withReducersAmong(senders);
+    QCOMPARE(closed.orders[0][0], topology.orders[0][1]);  // the next in order moved up
+    QCOMPARE(closed.plan.size(), topology.plan.size());
+    for (std::size_t s = 0; s < topology.orders.size(); ++s) {
+      std::vector<std::string> want;
+      for (const auto& peer : topology.orders[s])
+        if (senders.count(peer)) want.push_back(peer);
+      QCOMPARE(closed.orders[s], want);
+    }
+    std::map<std::string, int> reducersOf;
+    for (const auto& peer : names(20))
+      for (const auto& shard : closed.shardsReducedBy(peer, 3)) {
+        QVERIFY2(senders.count(peer), qPrintable(QString::fromStdString(peer) + " reduces, and sent nothing"));
+        ++reducersOf[shard];
+      }
+    for (const auto& [shard, count] : reducersOf) QCOMPARE(count, 3);
+    QCOMPARE(topology.withReducersAmong({"nobody-here"}).orders, topology.orders);
+    const auto everyone = names(20);
+    QCOMPARE(topology.withReducersAmong({everyone.begin(), everyone.end()}).orders, topology.orders);
+  }
+
   // Every peer decides every round (its time: printed; speed targets live in bench/).
   void decidesTheLargestModelledSwarm() {
     QElapsedTimer timer;

@@ -213,6 +213,7 @@ void Agreement::onWatchdog() {
     if (repairStalled()) abandonRepair(QStringLiteral("no bytes for %1 s").arg(config_.policy.deadlineMinSeconds));
     return watchdog_.start(periodMs);
   }
+  if (pending_.ours) return watchdog_.start(periodMs);  // our own file, in the trainer's queue: no transfer to watch
   bool moving = false, served = false;
   if (!pending_.content.empty()) {
     std::int64_t done = 0;

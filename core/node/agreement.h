@@ -98,6 +98,7 @@ class Agreement : public QObject {
     std::int64_t round = 0;      // the round its announcers gave it
     std::int64_t doneBytes = 0;  // its bytes at the watchdog's last look
     QElapsedTimer unserved;      // running since a look found it with no bytes and no peer
+    bool ours = false;           // we published it: adopted from our own file, never fetched
   };
   struct Repair {
     std::int64_t round = 0;
@@ -128,6 +129,7 @@ class Agreement : public QObject {
   bool hasAnnouncers() const;
   std::int64_t newestAdoptableRound() const;
   bool startSnapshotFetch(const Candidate& candidate);
+  bool adoptOwnCopy();  // the pending snapshot is one we publish: from our own file
   void fetchSnapshotAgain(const QString& why);
   void retryResyncIn(int ms);  // tryResync later, if still out of step then
   void dropPendingSnapshot(const QString& why, bool never);

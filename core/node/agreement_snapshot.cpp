@@ -107,18 +107,34 @@ std::optional<Agreement::Candidate> Agreement::convergeOnLowestId() {
 // Within the predicted bound (Node::snapshotSizes), in its own folder, within the quota.
 bool Agreement::startSnapshotFetch(const Candidate& c) {
   if (!detail::isSafeId(c.content)) return false;
-  const auto limits = host_.snapshotSizes(c.round);
-  if (!folder_.allows(limits.most(), host_.bytesComing(), QStringLiteral("the snapshot of round %1").arg(c.round),
-                      own_.round))
-    return false;
   pending_.content = c.content;
   pending_.round = c.round;
   pending_.unserved.invalidate();
+  if (adoptOwnCopy()) return true;
+  const auto limits = host_.snapshotSizes(c.round);
+  if (!folder_.allows(limits.most(), host_.bytesComing(), QStringLiteral("the snapshot of round %1").arg(c.round),
+                      own_.round)) {
+    pending_.content = {};
+    return false;
+  }
   if (auto s = swarm_.fetch(c.content, folder_.snapshotFolder(c.content), limits); !s) {
     log_.say(QStringLiteral("Cannot fetch the snapshot: %1").arg(q(s.error())));
     pending_.content = {};
     return false;
   }
+  return true;
+}
+
+// The swarm's snapshot is one we published (we merged that state, then a round the swarm gave
+// up): our file is that content. The p2p session answers no fetch of what it publishes itself
+// (the watchdog then waited `deadline.max_seconds` for bytes that never came), and a fetched file
+// is deleted when dropped, while ours must go on seeding.
+bool Agreement::adoptOwnCopy() {
+  const auto file = own_.snapshotFiles.find(pending_.content);
+  if (file == own_.snapshotFiles.end()) return false;
+  pending_.ours = true;
+  log_.say(QStringLiteral("The swarm's snapshot of round %1 is our own; adopting our copy").arg(pending_.round));
+  host_.adoptSnapshot(file->second, pending_.round, pending_.content);
   return true;
 }
 
@@ -176,6 +192,11 @@ void Agreement::snapshotAdopted(std::int64_t round, const std::string& fingerpri
     log_.note(QStringLiteral("snapshotUnreadable"), {{"error", error}});
     return fetchSnapshotAgain(QStringLiteral("its file could not be read"));
   }
+  if (!error.isEmpty() && pending_.ours) {  // our own file: this disk's problem, nobody's lie
+    log_.say(QStringLiteral("Our own snapshot refused: %1").arg(error));
+    dropPendingSnapshot(QStringLiteral("refused"), true);
+    return tryResync();
+  }
   if (!error.isEmpty()) {
     log_.say(QStringLiteral("Snapshot refused: %1").arg(error));
     log_.note(QStringLiteral("snapshotRefused"), {{"error", error}});
@@ -191,6 +212,7 @@ void Agreement::snapshotAdopted(std::int64_t round, const std::string& fingerpri
     return tryResync();  // the next candidate, or wait for one
   }
   pending_.content = {};
+  pending_.ours = false;
   repair_.reset();
   endResync();
   host_.tookSnapshot(round, fingerprint);
@@ -203,8 +225,9 @@ void Agreement::dropPendingSnapshot(const QString& why, bool never) {
     if (badSnapshots_.size() >= 256) badSnapshots_.clear();  // bounded: each record names ≤ 2 snapshots
     badSnapshots_.insert(pending_.content);
   }
-  swarm_.retire(pending_.content, true);
+  if (!pending_.ours) swarm_.retire(pending_.content, true);
   pending_.content = {};
+  pending_.ours = false;
   pending_.doneBytes = 0;
   pending_.unserved.invalidate();
 }

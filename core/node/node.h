@@ -124,7 +124,7 @@ class Node : public QObject, private Agreement::Host {
   void onContributionPublished(const RoundTrained& trained, std::uint64_t epoch, Expected<ContentId> content);
   void startGathering(const RoundTrained& trained, const ContentId& own);
   void publishSnapshot(qint64 round, const QString& path);
-  void onSnapshotPublished(qint64 round, Expected<ContentId> content);
+  void onSnapshotPublished(qint64 round, const QString& path, Expected<ContentId> content);
   // node_claims.cpp: which experts we train.
   void decideClaims();
   std::vector<int> plannedClaims(qint64 nextRound) const;
@@ -188,7 +188,10 @@ class Node : public QObject, private Agreement::Host {
   void onOutputsPublished(qint64 round, Expected<PublishedOutputs> published);
   void passOutputs();
   void onOutputDeadline();
+  std::vector<std::string> replaceAbsentReducers(ShardedClose& close, const std::vector<IncomingContribution>& list);
+  void takeOverShards(const std::vector<std::string>& shards);
   void recomputeShards(const std::vector<std::string>& shards);
+  void fetchShardsAgain(const std::vector<std::string>& shards);  // then reduced (taken over or recomputed)
   bool refetchInput(const ShardedSenderFiles& sender);
   void refetchedAll();
   void giveUpRecomputing(const QString& why);

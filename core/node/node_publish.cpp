@@ -71,18 +71,23 @@ void Node::startGathering(const RoundTrained& trained, const ContentId& id) {
 
 void Node::publishSnapshot(qint64 round, const QString& path) {
   const QPointer<Node> self(this);
-  swarm_.publish(path.toStdString(), [self, round](Expected<ContentId> id) {
-    if (self) self->onSnapshotPublished(round, std::move(id));
+  swarm_.publish(path.toStdString(), [self, round, path](Expected<ContentId> id) {
+    if (self) self->onSnapshotPublished(round, path, std::move(id));
   });
 }
 
-void Node::onSnapshotPublished(qint64 round, Expected<ContentId> id) {
+void Node::onSnapshotPublished(qint64 round, const QString& path, Expected<ContentId> id) {
   if (!id)
     return Q_EMIT message(QStringLiteral("Cannot publish the snapshot of round %1: %2").arg(round).arg(q(id.error())));
   own_.snapshots[round] = *id;
+  own_.snapshotFiles[*id] = path.toStdString();
   while (own_.snapshots.size() > 2) {
-    swarm_.retire(own_.snapshots.begin()->second, true);
+    const ContentId old = own_.snapshots.begin()->second;
     own_.snapshots.erase(own_.snapshots.begin());
+    if (std::any_of(own_.snapshots.begin(), own_.snapshots.end(), [&old](const auto& s) { return s.second == old; }))
+      continue;  // the same bytes published for a later round too: still ours
+    swarm_.retire(old, true);
+    own_.snapshotFiles.erase(old);
   }
   announce();
 }

@@ -21,15 +21,8 @@
 
 namespace es::node {
 
+using detail::joinedIds;
 using detail::q;
-
-namespace {
-QString joined(const std::vector<std::string>& ids) {
-  QStringList out;
-  for (const auto& id : ids) out << q(id).left(16);
-  return out.join(", ");
-}
-}  // namespace
 
 std::vector<std::string> Node::shardsWeReduce(const sync::RoundTopology& topology) const {
   return topology.shardsReducedBy(swarm_.selfId().str(), config_.peer.reduction.replicas);
@@ -79,8 +72,7 @@ void Node::closeSharded(const std::vector<IncomingContribution>& list) {
     if (const auto id = contentOf.find(in.sender); id != contentOf.end()) c.inputs[in.sender.str()] = id->second;
   }
   c.spec.inputDigest = inputDigest(c.inputs, {});
-  c.mine = shardsWeReduce(*c.topology);
-  c.audits = audits_[c.round];
+  const auto takeOver = replaceAbsentReducers(c, list);
   Q_EMIT message(QStringLiteral("Round %1: sharded over %2 shards; reducing %3 of them from %4 contributions")
                      .arg(c.round)
                      .arg(c.topology->plan.size())
@@ -95,6 +87,7 @@ void Node::closeSharded(const std::vector<IncomingContribution>& list) {
   // Half the round's shortest deadline: the peers whose outputs came merge that much sooner, and
   // their next round waits for ours at least the whole of it.
   outputDeadline_.start(static_cast<int>(config_.policy.deadlineMinSeconds * 1000 / 2));
+  if (!takeOver.empty()) return takeOverShards(takeOver);
   reduceOn(sharded_->reduced(), QString::fromStdString(sharded_->outputDir));
 }
 
@@ -192,7 +185,7 @@ void Node::onOutputDeadline() {
     QStringList what;
     if (!silent.empty())
       what << QStringLiteral("reducers %1 delivered no outputs (%2 given up with their replacements)")
-                  .arg(joined(silent))
+                  .arg(joinedIds(silent))
                   .arg(gaveUp.size());
     if (abandoned > 0) what << QStringLiteral("%1 chosen outputs did not arrive").arg(abandoned);
     Q_EMIT message(QStringLiteral("Round %1, %2 s after its close: %3; recomputing their shards")
@@ -207,48 +200,6 @@ void Node::onOutputDeadline() {
   }
   if (!last) outputDeadline_.start(static_cast<int>(half * 1000));  // the named indexes' second half
   passOutputs();
-}
-
-// Protocol step 4: the shards' files are fetched again from every sender of the set, this time
-// with those shards (v2: the files already here are checked, not fetched again), then reduced by
-// our trainer.
-void Node::recomputeShards(const std::vector<std::string>& shards) {
-  sharded_->phase = ShardedClose::Phase::Refetching;
-  sharded_->recomputing = shards;
-  Q_EMIT message(
-      QStringLiteral("Round %1: recomputing shards %2 from their inputs").arg(sharded_->round).arg(joined(shards)));
-  Q_EMIT noted(QStringLiteral("recompute"), {{"round", qint64(sharded_->round)}, {"shards", int(shards.size())}});
-  outputDeadline_.start(static_cast<int>(config_.policy.deadlineMinSeconds * 1000 / 2));
-  for (const auto& s : sharded_->spec.senders) {
-    if (s.sender == swarm_.selfId()) continue;
-    const ContentId id = sharded_->inputs.at(s.sender.str());
-    swarm_.retire(id, false);
-    if (!refetchInput(s)) return;
-    sharded_->refetching.insert(id);
-  }
-  refetchedAll();
-}
-
-// One sender's folder asked for again with the shards being recomputed (and the audited); false
-// (and said) when the swarm would not start it.
-bool Node::refetchInput(const ShardedSenderFiles& sender) {
-  const ContentId id = sharded_->inputs.at(sender.sender.str());
-  auto extra = sharded_->recomputing;
-  extra.insert(extra.end(), sharded_->audits.begin(), sharded_->audits.end());
-  const auto limits = shardedContributionSizes(gather_->own(), sender.sender, sender.claims, extra);
-  if (auto started = swarm_.fetch(id, folder_.contributionFolder(sharded_->round, id), limits); !started) {
-    Q_EMIT message(QStringLiteral("Round %1: cannot fetch %2 again: %3")
-                       .arg(sharded_->round)
-                       .arg(q(id).left(16), q(started.error())));
-    return false;
-  }
-  return true;
-}
-
-void Node::refetchedAll() {
-  if (sharded_->phase != ShardedClose::Phase::Refetching || !sharded_->refetching.empty()) return;
-  sharded_->phase = ShardedClose::Phase::Recomputing;
-  reduceOn(sharded_->recomputing, QDir(QString::fromStdString(sharded_->outputDir)).filePath("recomputed"));
 }
 
 // What we computed ourselves of shards we do not reduce (audited, recomputed) is hashed as the
@@ -362,55 +313,6 @@ void Node::onShardsNameRefused(qint64 round, const ShardRefusals& refusals) {
   QDir().mkpath(QString::fromStdString(sharded_->outputDir));
   outputDeadline_.start(static_cast<int>(config_.policy.deadlineMinSeconds * 1000 / 2));
   reduceOn(sharded_->reduced(), QString::fromStdString(sharded_->outputDir));
-}
-
-// A shard can be neither applied nor recomputed (its sender left with the only copy of its inputs:
-// a reducer and sender gone mid-round): the round is the swarm's to give us, as a snapshot — the
-// agreement chooses it (never keeping ours), and tookSnapshot ends this close
-// (tst_node_sharded aShardThatCannotBeRecomputedEndsInTheSwarmsSnapshot).
-void Node::giveUpRecomputing(const QString& why) {
-  Q_EMIT message(QStringLiteral("Round %1: cannot recompute shards %2: %3; waiting for the swarm's snapshot")
-                     .arg(sharded_->round)
-                     .arg(joined(sharded_->recomputing), why));
-  Q_EMIT noted(QStringLiteral("recomputeGivenUp"), {{"round", qint64(sharded_->round)}});
-  outputDeadline_.stop();
-  agreement_.wantResync(true);
-  agreement_.tryResync();
-}
-
-// A sharded round's transfer events: true when the content was one of its.
-bool Node::shardedFetched(const ContentId& id, const std::string& path) {
-  if (!sharded_) return false;
-  if (sharded_->refetching.erase(id)) {
-    for (auto& s : sharded_->spec.senders)
-      if (sharded_->inputs.at(s.sender.str()) == id) s.folder = path;
-    refetchedAll();
-    return true;
-  }
-  if (!sharded_->outputs || !sharded_->outputs->fetched(id, path)) return false;
-  passOutputs();
-  return true;
-}
-
-bool Node::shardedFetchFailed(const ContentId& id, const std::string& reason, bool refused) {
-  if (!sharded_) return false;
-  if (sharded_->refetching.count(id)) {
-    // A failed transfer (not refused) is asked once more, its files kept (v2 checks them); then,
-    // or when refused, the sender no longer serves it: nothing else has those bytes.
-    const auto sender = std::find_if(sharded_->spec.senders.begin(), sharded_->spec.senders.end(), [&](const auto& s) {
-      const auto input = sharded_->inputs.find(s.sender.str());
-      return input != sharded_->inputs.end() && input->second == id;
-    });
-    if (!refused && folder_.failedAgain(id) < OutputGather::kFetchTries && sender != sharded_->spec.senders.end()) {
-      swarm_.retire(id, false);
-      if (refetchInput(*sender)) return true;
-    }
-    giveUpRecomputing(QStringLiteral("fetching %1 again failed (%2)").arg(q(id).left(16), q(reason)));
-    return true;
-  }
-  if (!sharded_->outputs || !sharded_->outputs->failed(id, reason, refused)) return false;
-  passOutputs();
-  return true;
 }
 
 // The round merged: what we fetched of its outputs is retired with our own (retireOldContent).

@@ -44,6 +44,13 @@ inline QString joinInts(const std::vector<int>& values) {
 }
 
 // Expert numbers as a QVariantList: a field of Node::noted.
+// Ids for a log line: the first 16 characters of each.
+inline QString joinedIds(const std::vector<std::string>& ids) {
+  QStringList out;
+  for (const auto& id : ids) out << q(id).left(16);
+  return out.join(", ");
+}
+
 inline QVariantList expertList(const std::vector<int>& values) {
   QVariantList out;
   for (int v : values) out << v;

@@ -20,6 +20,7 @@ struct OwnRecord {
   std::vector<int> claims;
   std::map<std::int64_t, ContentId> contrib;         // our published contributions (round → content)
   std::map<std::int64_t, ContentId> snapshots;       // our published snapshots (round → content)
+  std::map<ContentId, std::string> snapshotFiles;    // and their files (content → path), as long as published
   std::map<std::int64_t, std::string> fingerprints;  // the states we merged (round → fingerprint), last two
   std::map<std::int64_t, std::string> setDigests;    // round → digest of the set we merged (merged_set.h)
   std::map<std::int64_t, ContentId> outputs;         // our reducer indexes (round → content), as a reducer

@@ -41,6 +41,7 @@ struct ShardedClose {
   std::string outputDir;         // this pass's merged files and index
   std::set<PeerId> refusedHere;  // senders our own reduce refused (we checked their bytes: we ban)
   bool recomputedAll = false;    // the chosen outputs could not be applied: all recomputed once
+  bool takingOver = false;       // fetching the files of shards we reduce in place of absent reducers
 
   std::vector<std::string> reduced() const {  // ours and the audited
     auto all = mine;

@@ -17,6 +17,17 @@ std::vector<std::string> RoundTopology::shardsReducedBy(const std::string& peer,
   return out;
 }
 
+RoundTopology RoundTopology::withReducersAmong(const std::set<std::string>& senders) const {
+  RoundTopology t = *this;
+  for (auto& order : t.orders) {
+    std::vector<std::string> kept;
+    for (const auto& peer : order)
+      if (senders.count(peer)) kept.push_back(peer);
+    if (!kept.empty()) order = std::move(kept);
+  }
+  return t;
+}
+
 RoundTopology roundTopology(const model::ModelConfig& config, const WorkLedger& ledger,
                             const std::map<int, std::set<std::string>>& owners, const std::string& seed,
                             const ReductionPolicy& policy, bool denseCodec) {

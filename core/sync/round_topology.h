@@ -37,6 +37,13 @@ struct RoundTopology {
 
   // The plan's shards `peer` is among the first `replicas` reducers of (plan order).
   std::vector<std::string> shardsReducedBy(const std::string& peer, int replicas) const;
+  // At the round's close (protocol step 2: "missing reducers are replaced by the next in hash
+  // order"): each order keeps only the senders of the closed set (`senders`) — a reducer gone
+  // before it sent the round (killed, left, cut off) is replaced by the next of its order that
+  // sent it, so nobody waits for outputs it will never publish. An order with no sender left
+  // stays as it was (its reducers are given up at the outputs' deadline and the shard recomputed).
+  // Every peer that closed on the same set gets the same orders.
+  RoundTopology withReducersAmong(const std::set<std::string>& senders) const;
 };
 
 // `owners`: expert → its owners this round (peer ids); `seed`: the fingerprint agreed after the

@@ -32,7 +32,7 @@ void threeHundredStepsLowerValidationLossWellBelowLnVocab() {
   ES_CHECK(run.error.empty(), run.error);
   ES_CHECK(std::abs(run.initial - run.lnVocab) < 0.2, std::to_string(run.initial));
   ES_CHECK(run.firstNonFiniteStep == 0, "a non-finite loss at step " + std::to_string(run.firstNonFiniteStep));
-  ES_CHECK(run.final < test::kQualityThreshold, std::to_string(run.final));
+  ES_CHECK(run.final < test::qualityThreshold(test::kQualitySteps), std::to_string(run.final));
 }
 
 }  // namespace

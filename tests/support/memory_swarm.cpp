@@ -119,7 +119,7 @@ Status MemorySwarm::fetch(const ContentId& contentId, const std::string& dir, co
   const auto it = published->second.begin();
   limits_[contentId] = limits;
   if (failedHeld_.count(contentId)) return {};  // the session holds the failed transfer: no event again
-  // As the p2p session (when asked): a fetch of content we publish ourselves reports nothing.
+  // As the p2p session: a fetch of content we publish ourselves reports nothing.
   if (silentOnOwn_ && published->second.count(selfId_)) return {};
   if (failing_ && failing_(contentId, dir)) {
     failedHeld_.insert(contentId);

@@ -71,8 +71,9 @@ class MemorySwarm : public Swarm {
   void failFetches(std::function<bool(const ContentId& content, const std::string& dir)> fail) {
     failing_ = std::move(fail);
   }
-  // Tests: as the p2p session does, a fetch of content this member publishes itself is already
-  // "there" and reports nothing (off by default: most tests fetch such copies).
+  // As the p2p session does, a fetch of content this member publishes itself is already "there"
+  // and reports nothing (SwarmSession::fetch). On by default, so that the node's tests meet what
+  // the real session does; off for a test of the fetch itself.
   void silentOnOwnFetches(bool silent) { silentOnOwn_ = silent; }
   // Tests: `tamper` may change a fetched folder's copy before the node hears of it (bytes that do
   // not match what their sender signed, as a lying sender's would).
@@ -102,7 +103,7 @@ class MemorySwarm : public Swarm {
   std::function<SwarmTraffic()> traffic_;
   std::function<bool(const ContentId&, const std::string&)> failing_;
   std::set<ContentId> failedHeld_;  // failed transfers not retired yet
-  bool silentOnOwn_ = false;
+  bool silentOnOwn_ = true;
   std::set<ContentId> retired_;
   std::map<ContentId, std::string> copies_;  // content → the fetched copy
   std::map<ContentId, FetchLimits> limits_;
