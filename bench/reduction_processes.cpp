@@ -10,6 +10,8 @@
 // both topologies — what bench/reduction_scale's byte model predicts for real processes.
 //   reduction_processes [--peers N (4)] [--rounds R (4)] [--sync-every S (3)] [--replicas R (3)]
 //                       [--audits A (1)] [--only all-to-all|sharded] [--give-up-after S (1800)]
+//                       [--deadline-min S (the run's 30)]  (the outputs' deadline is half of it:
+//                                         16 clients on 2 cores missed 15 s and recomputed)
 //                       [--batch B (4)]  (sequences a step; 1 with --sync-every 1: the lightest
 //                                         training that still publishes real contributions of the
 //                                         default model — how 16 peers fit 2 cores)
@@ -47,6 +49,7 @@ struct Options {
   QString only;
   int kill = 0, killRound = 3;
   int batch = 4;
+  int deadlineMin = 0;  // 0: the run's
 };
 
 // The run's steps this light: `batch` sequences a step, one validation batch.
@@ -120,6 +123,8 @@ struct RoundBytes {
 // Runs the swarm once; → per round from 2 on, the peers' bytes (empty: it failed, said why).
 std::map<int, RoundBytes> runSwarm(const Options& o, bool sharded, const QString& dir) {
   QJsonObject swarm{{"compression", "int8"}};
+  if (o.deadlineMin > 0)
+    swarm.insert("deadline", QJsonObject{{"factor", 1.5}, {"min_seconds", o.deadlineMin}, {"max_seconds", 600}});
   if (sharded)
     swarm.insert("reduction", QJsonObject{{"replicas", o.replicas}, {"audits", o.audits}, {"shard_from", o.peers}});
   const QString run = customRun(dir + "/run", swarm);
@@ -221,7 +226,7 @@ int main(int argc, char** argv) {
     if (i + 1 == argc)  // a lone flag (--help among them) is not a run: say what the flags are
       return std::fprintf(stderr,
                           "reduction_processes: %s needs a value; flags: --peers --rounds --sync-every "
-                          "--replicas --audits --only --give-up-after --log-dir --kill --kill-round --batch\n",
+                          "--replicas --audits --only --give-up-after --log-dir --kill --kill-round --batch --deadline-min\n",
                           argv[i]),
              2;
     const QString flag = argv[i], value = argv[i + 1];
@@ -247,6 +252,8 @@ int main(int argc, char** argv) {
       o.killRound = value.toInt();
     else if (flag == "--batch")
       o.batch = value.toInt();
+    else if (flag == "--deadline-min")
+      o.deadlineMin = value.toInt();
     else
       return std::fprintf(stderr, "reduction_processes: unknown flag %s\n", argv[i]), 2;
   }
