@@ -224,10 +224,11 @@ int main(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; i += 2) {
     if (i + 1 == argc)  // a lone flag (--help among them) is not a run: say what the flags are
-      return std::fprintf(stderr,
-                          "reduction_processes: %s needs a value; flags: --peers --rounds --sync-every "
-                          "--replicas --audits --only --give-up-after --log-dir --kill --kill-round --batch --deadline-min\n",
-                          argv[i]),
+      return std::fprintf(
+                 stderr,
+                 "reduction_processes: %s needs a value; flags: --peers --rounds --sync-every "
+                 "--replicas --audits --only --give-up-after --log-dir --kill --kill-round --batch --deadline-min\n",
+                 argv[i]),
              2;
     const QString flag = argv[i], value = argv[i + 1];
     if (flag == "--peers")
